@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Regenerates bench/results/template_space.{md,csv}: builds the release tree and
+# runs bench_template_space (about 15-30 minutes on the 2-core machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
+cmake --build build-bench -j"$(nproc)" --target bench_template_space >/dev/null
+# The nominal peak of the 2-core development machine (2 x AVX2 FMA at ~3.66 GHz);
+# the bench also measures the peak itself with an FMA microkernel.
+export MTGPU_PEAK_GFLOPS="${MTGPU_PEAK_GFLOPS:-234}"
+./build-bench/bench_template_space --configs "${CONFIGS:-200}" --out bench/results "$@"

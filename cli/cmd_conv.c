@@ -1,0 +1,294 @@
+/* mtgpu conv: build, check and time configs of one convolution. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mtgpu/device.h"
+#include "mtgpu/measure.h"
+#include "mtgpu/template.h"
+#include "strbuf.h"
+
+static void help(void) {
+    printf("usage: mtgpu conv WORKLOAD [--template T] [--config CFG | --random N] [--seed S]\n"
+           "                  [--device D] [--repeats N] [--source] [--json]\n"
+           "\n"
+           "Builds the kernel of each config, checks its output against the CPU\n"
+           "reference and times it. WORKLOAD is e.g. n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1\n"
+           "(n, stride, pad, dilation, groups optional; stride/pad/dilation take A or HxW).\n"
+           "\n"
+           "  --template T  direct, depthwise or gemm (default: every template that accepts WORKLOAD)\n"
+           "  --config CFG  one config in text form, e.g. as printed by this command\n"
+           "  --random N    N random valid configs, drawn in turn from each template (default 3)\n"
+           "  --seed S      random seed for configs and input data (default 1)\n"
+           "  --device D    opencl:N, cuda:N or N (default: the first device)\n"
+           "  --repeats N   timed runs at most (default 20; at least 3, until 30 ms are timed)\n"
+           "  --source      print each config's kernel source (OpenCL C and CUDA C) instead of running it\n"
+           "  --json        one JSON object per config: template, config, index, ms, gflops,\n"
+           "                max_rel_err, status (ok, build_error, launch_error, wrong_result,\n"
+           "                invalid_config, ...), message\n"
+           "\n"
+           "Exit status: 0 when every config ran correctly, 1 when one failed, 2 on bad usage.\n");
+}
+
+typedef struct {
+    const mt_template *t;
+    mt_space space;
+    int have_space;
+} tmpl_space;
+
+static void print_result(const mt_workload *wl, const mt_device_info *di, const char *tname, const char *cfg, uint64_t index,
+                         const mt_measure_result *r, int json) {
+    if (json) {
+        char wtext[256];
+        mt_workload_format(wl, wtext, sizeof wtext);
+        mt_strbuf sb = {0};
+        mt__sb_append(&sb, "{\"workload\": ");
+        mt__sb_json_str(&sb, wtext);
+        mt__sb_printf(&sb, ", \"device\": \"%s:%d\", \"template\": ", mt_backend_name(di->backend), di->index);
+        mt__sb_json_str(&sb, tname);
+        mt__sb_append(&sb, ", \"config\": ");
+        mt__sb_json_str(&sb, cfg);
+        mt__sb_printf(&sb, ", \"index\": %llu, \"ms\": %.6g, \"min_ms\": %.6g, \"gflops\": %.4g, \"max_rel_err\": %.3g, \"build_s\": %.3f, \"repeats\": %d, \"status\": ",
+                      (unsigned long long)index, r->median_ms, r->min_ms, r->gflops, r->max_rel_err, r->build_s, r->repeats);
+        mt__sb_json_str(&sb, mt_status_name(r->status));
+        mt__sb_append(&sb, ", \"message\": ");
+        mt__sb_json_str(&sb, r->message);
+        mt__sb_append(&sb, "}");
+        if (!sb.failed) puts(sb.data);
+        mt__sb_free(&sb);
+    } else {
+        printf("%-9s %10.4f ms %8.1f GFLOP/s  err %-9.2g %-14s %s\n", tname, r->median_ms, r->gflops, r->max_rel_err,
+               mt_status_name(r->status), cfg);
+        if (r->status != MT_OK && r->message[0]) {
+            /* First lines of the reason, indented. */
+            char msg[sizeof r->message];
+            snprintf(msg, sizeof msg, "%s", r->message);
+            int lines = 0;
+            for (char *line = strtok(msg, "\n"); line && lines < 8; line = strtok(NULL, "\n"), lines++) printf("          | %s\n", line);
+        }
+    }
+    fflush(stdout);
+}
+
+/* Builds the kernel and checks it against the device's limits: a "valid" config. */
+static mt_status config_valid(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg,
+                              const mt_device_limits *lim, char *err, size_t errlen) {
+    mt_kernel *k = NULL;
+    mt_status st = mt_template_build(t, wl, sp, cfg, &k, err, errlen);
+    if (st == MT_OK) {
+        mt_kernel_resources res;
+        st = mt_kernel_analyze(k, &res, err, errlen);
+        if (st == MT_OK) st = mt_kernel_check_limits(&res, lim, err, errlen);
+    }
+    mt_kernel_free(k);
+    return st;
+}
+
+static int print_source(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg) {
+    char err[1024];
+    mt_kernel *k = NULL;
+    mt_status st = mt_template_build(t, wl, sp, cfg, &k, err, sizeof err);
+    if (st != MT_OK) {
+        fprintf(stderr, "mtgpu conv: %s: %s\n", mt_status_str(st), err);
+        return MT_EXIT_FAIL;
+    }
+    int rc = MT_EXIT_OK;
+    for (int lang = MT_LANG_OPENCL; lang <= MT_LANG_CUDA; lang++) {
+        char *src = NULL;
+        st = mt_kernel_print(k, (mt_lang)lang, &src, err, sizeof err);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu conv: printing failed: %s\n", err);
+            rc = MT_EXIT_FAIL;
+            continue;
+        }
+        printf("// ---- %s ----\n%s\n", lang == MT_LANG_OPENCL ? "OpenCL C" : "CUDA C", src);
+        free(src);
+    }
+    mt_kernel_free(k);
+    return rc;
+}
+
+int mt_cmd_conv(int argc, char **argv) {
+    enum { O_TEMPLATE, O_CONFIG, O_RANDOM, O_SEED, O_DEVICE, O_REPEATS, O_SOURCE, O_JSON, O_COUNT };
+    mt_opt opts[O_COUNT] = {
+        [O_TEMPLATE] = {.name = "template", .short_name = 't', .takes_value = 1},
+        [O_CONFIG] = {.name = "config", .short_name = 'c', .takes_value = 1},
+        [O_RANDOM] = {.name = "random", .short_name = 'n', .takes_value = 1},
+        [O_SEED] = {.name = "seed", .takes_value = 1},
+        [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
+        [O_REPEATS] = {.name = "repeats", .takes_value = 1},
+        [O_SOURCE] = {.name = "source"},
+        [O_JSON] = {.name = "json"},
+    };
+    const char *pos[1];
+    int npos, want_help;
+    int rc = mt_opt_parse("conv", argc, argv, opts, O_COUNT, pos, 1, &npos, &want_help);
+    if (rc) return rc;
+    if (want_help) {
+        help();
+        return MT_EXIT_OK;
+    }
+    if (npos != 1) {
+        fprintf(stderr, "mtgpu conv: expected one WORKLOAD argument (see 'mtgpu conv --help')\n");
+        return MT_EXIT_USAGE;
+    }
+    if (opts[O_CONFIG].given && opts[O_RANDOM].given) {
+        fprintf(stderr, "mtgpu conv: --config and --random exclude each other\n");
+        return MT_EXIT_USAGE;
+    }
+    char err[1024];
+    mt_workload wl;
+    mt_status st = mt_workload_parse(pos[0], &wl, err, sizeof err);
+    if (st != MT_OK) {
+        fprintf(stderr, "mtgpu conv: %s\n", err);
+        return MT_EXIT_USAGE;
+    }
+    long long nrandom = 3, seed = 1, repeats = 20;
+    if (opts[O_RANDOM].given && (nrandom = mt_opt_int("conv", &opts[O_RANDOM], 1, 100000)) < 0) return MT_EXIT_USAGE;
+    if (opts[O_SEED].given && (seed = mt_opt_int("conv", &opts[O_SEED], 0, (long long)1 << 62)) < 0) return MT_EXIT_USAGE;
+    if (opts[O_REPEATS].given && (repeats = mt_opt_int("conv", &opts[O_REPEATS], 1, 100000)) < 0) return MT_EXIT_USAGE;
+
+    /* The templates to draw from. */
+    tmpl_space ts[8];
+    int nts = 0;
+    if (opts[O_TEMPLATE].given) {
+        const mt_template *t = mt_template_find(opts[O_TEMPLATE].value);
+        if (!t) {
+            fprintf(stderr, "mtgpu conv: unknown template '%s' (templates:", opts[O_TEMPLATE].value);
+            for (int i = 0; i < mt_template_count(); i++) fprintf(stderr, " %s", mt_template_name(mt_template_at(i)));
+            fprintf(stderr, ")\n");
+            return MT_EXIT_USAGE;
+        }
+        if (!mt_template_accepts(t, &wl)) {
+            fprintf(stderr, "mtgpu conv: template '%s' does not accept this workload\n", mt_template_name(t));
+            return MT_EXIT_USAGE;
+        }
+        ts[nts++] = (tmpl_space){.t = t};
+    } else {
+        for (int i = 0; i < mt_template_count() && nts < 8; i++)
+            if (mt_template_accepts(mt_template_at(i), &wl)) ts[nts++] = (tmpl_space){.t = mt_template_at(i)};
+    }
+    if (nts == 0) {
+        fprintf(stderr, "mtgpu conv: no template accepts this workload\n");
+        return MT_EXIT_FAIL;
+    }
+    rc = MT_EXIT_OK;
+    mt_device *dev = NULL;
+    mt_conv_bench *bench = NULL;
+    for (int i = 0; i < nts; i++) {
+        st = mt_template_space(ts[i].t, &wl, &ts[i].space);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu conv: could not build the space of '%s': %s\n", mt_template_name(ts[i].t), mt_status_str(st));
+            rc = MT_EXIT_FAIL;
+            goto out;
+        }
+        ts[i].have_space = 1;
+    }
+
+    /* The configs to run: (template index, config). */
+    int ncfg = 0, cap = opts[O_CONFIG].given ? 1 : (int)nrandom;
+    int *which = calloc((size_t)cap, sizeof *which);
+    mt_config *cfgs = calloc((size_t)cap, sizeof *cfgs);
+    if (!which || !cfgs) {
+        fprintf(stderr, "mtgpu conv: out of memory\n");
+        free(which);
+        free(cfgs);
+        rc = MT_EXIT_FAIL;
+        goto out;
+    }
+    if (!opts[O_SOURCE].given) {
+        mt_device_params dp = mt_device_default_params();
+        st = mt_device_open(opts[O_DEVICE].value, &dp, &dev, err, sizeof err);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu conv: %s\n", err);
+            rc = st == MT_INVALID_ARG ? MT_EXIT_USAGE : MT_EXIT_FAIL;
+            goto out_cfgs;
+        }
+    }
+    mt_device_limits lim = {0};
+    if (dev) lim = mt_device_get_limits(dev);
+    if (opts[O_CONFIG].given) {
+        char errs[8][256];
+        for (int i = 0; i < nts && ncfg == 0; i++) {
+            if (mt_config_parse(&ts[i].space, opts[O_CONFIG].value, &cfgs[0], errs[i], sizeof errs[i]) == MT_OK) {
+                which[0] = i;
+                ncfg = 1;
+            }
+        }
+        if (!ncfg) {
+            fprintf(stderr, "mtgpu conv: the config does not belong to the space of %s:\n", nts > 1 ? "any accepting template" : "this template");
+            for (int i = 0; i < nts; i++) fprintf(stderr, "  %s: %s\n", mt_template_name(ts[i].t), errs[i]);
+            rc = MT_EXIT_USAGE;
+            goto out_cfgs;
+        }
+    } else {
+        /* Draw valid configs, templates in turn; give up on a template after many invalid draws. */
+        uint64_t rng = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
+        int tries[8] = {0};
+        const int max_tries = 2000;
+        for (int turn = 0; ncfg < cap; turn++) {
+            int i = turn % nts, alive = 0;
+            for (int j = 0; j < nts; j++) alive += tries[j] < max_tries;
+            if (!alive) break;
+            if (tries[i] >= max_tries) continue;
+            mt_config c;
+            for (;;) {
+                tries[i]++;
+                mt_space_random(&ts[i].space, &rng, &c);
+                if (opts[O_SOURCE].given || config_valid(ts[i].t, &wl, &ts[i].space, &c, &lim, err, sizeof err) == MT_OK) {
+                    which[ncfg] = i;
+                    cfgs[ncfg++] = c;
+                    break;
+                }
+                if (tries[i] >= max_tries) break;
+            }
+        }
+        if (ncfg < cap)
+            fprintf(stderr, "mtgpu conv: found only %d valid configs in %d draws per template\n", ncfg, max_tries);
+    }
+
+    if (!opts[O_SOURCE].given) {
+        st = mt_conv_bench_new(dev, &wl, (uint64_t)seed, &bench, err, sizeof err);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu conv: %s\n", err);
+            rc = MT_EXIT_FAIL;
+            goto out_cfgs;
+        }
+        if (!opts[O_JSON].given) {
+            char wtext[256];
+            mt_workload_format(&wl, wtext, sizeof wtext);
+            const mt_device_info *di = mt_device_get_info(dev);
+            printf("workload %s: %.1f MFLOP on %s:%d (%s)\n", wtext, mt_workload_flops(&wl) / 1e6, mt_backend_name(di->backend), di->index,
+                   di->name);
+        }
+    }
+    mt_measure_params mp = mt_measure_default_params();
+    mp.max_repeats = (int)repeats;
+    if (mp.min_repeats > mp.max_repeats) mp.min_repeats = mp.max_repeats;
+    for (int j = 0; j < ncfg; j++) {
+        tmpl_space *s = &ts[which[j]];
+        char ctext[1024];
+        mt_config_format(&s->space, &cfgs[j], ctext, sizeof ctext);
+        if (opts[O_SOURCE].given) {
+            printf("// %s %s\n", mt_template_name(s->t), ctext);
+            if (print_source(s->t, &wl, &s->space, &cfgs[j]) != MT_EXIT_OK) rc = MT_EXIT_FAIL;
+            continue;
+        }
+        mt_measure_result r;
+        mt_conv_bench_measure(bench, s->t, &s->space, &cfgs[j], &mp, &r);
+        print_result(&wl, mt_device_get_info(dev), mt_template_name(s->t), ctext, mt_space_config_index(&s->space, &cfgs[j]), &r,
+                     opts[O_JSON].given);
+        if (r.status != MT_OK) rc = MT_EXIT_FAIL;
+    }
+    if (ncfg == 0) rc = MT_EXIT_FAIL;
+out_cfgs:
+    free(which);
+    free(cfgs);
+out:
+    mt_conv_bench_free(bench);
+    mt_device_close(dev);
+    for (int i = 0; i < nts; i++)
+        if (ts[i].have_space) mt_space_free(&ts[i].space);
+    return rc;
+}

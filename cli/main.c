@@ -1,0 +1,46 @@
+/* mtgpu: the command-line front end. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const mt_cli_cmd commands[] = {
+    {"devices", "list the devices of every available backend", mt_cmd_devices},
+    {"conv", "build, check and time configs of one convolution", mt_cmd_conv},
+};
+#define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: mtgpu COMMAND [OPTIONS]\n"
+            "\n"
+            "mtgpu generates convolution kernels (OpenCL C, CUDA C), compiles and times\n"
+            "them on the device, and checks them against a reference.\n"
+            "\n"
+            "commands:\n");
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\n"
+            "'mtgpu COMMAND --help' describes a command. Exit status: 0 success,\n"
+            "1 failure, 2 bad usage.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return MT_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return MT_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("mtgpu 0.1.0\n");
+        return MT_EXIT_OK;
+    }
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "mtgpu: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return MT_EXIT_USAGE;
+}

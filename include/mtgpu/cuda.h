@@ -1,0 +1,82 @@
+/* CUDA compile checks: NVRTC compilation and nvJitLink's resource report.
+ *
+ * These calls need the CUDA module (libmtgpu_cuda.so, loaded with dlopen on
+ * first use) and the CUDA toolkit's NVRTC and nvJitLink libraries, but no GPU
+ * and no NVIDIA driver: a kernel is compiled for an architecture given by
+ * number (90 for sm_90) and ptxas reports what it uses. Where the module
+ * cannot be loaded every call returns MT_UNAVAILABLE with the reason; nothing
+ * else in libmtgpu is affected.
+ *
+ * The module is searched for in this order: the file named by the environment
+ * variable MTGPU_CUDA_MODULE (when set, only that file); the build directory;
+ * <prefix>/lib/mtgpu; then "libmtgpu_cuda.so" on the dynamic loader's path.
+ * It is loaded once per process; all calls here are thread-safe. */
+#ifndef MTGPU_CUDA_H
+#define MTGPU_CUDA_H
+
+#include <stddef.h>
+
+#include "mtgpu/ir.h"
+#include "mtgpu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What ptxas reports for one kernel, per thread unless said otherwise. */
+typedef struct mt_cuda_resources {
+    int registers;         /* registers per thread */
+    int shared_bytes;      /* static __shared__ bytes per block, as ptxas counts them: without the
+                              1 KiB per block that the driver reserves on sm_80 and later */
+    int local_bytes;       /* local memory per thread: the stack frame (or ptxas's "lmem" where
+                              that is larger): private arrays that live in memory, plus spills */
+    int spill_store_bytes; /* bytes written by spill stores (static count over the code) */
+    int spill_load_bytes;  /* bytes read by spill loads (static count over the code) */
+    size_t cubin_bytes;    /* size of the linked cubin */
+    int const_bytes;       /* constant bank 0 (kernel parameters and driver constants); 0 where unreported */
+    int barriers;          /* named barriers used */
+} mt_cuda_resources;
+
+/* Limits applied by mt_cuda_check_limits. */
+#define MT_CUDA_MAX_REGISTERS 255              /* per thread, every architecture NVRTC targets */
+#define MT_CUDA_MAX_STATIC_SHARED (48 * 1024)  /* static __shared__ per block, every sm_xx; larger
+                                                  needs dynamic shared memory and an opt-in */
+#define MT_CUDA_MAX_LOCAL_BYTES (512 * 1024)   /* per-thread local memory, a hardware limit */
+/* A tuning policy, not a hardware limit: a schedule whose ptxas spill code
+ * (stores + loads) exceeds this many bytes per thread is register-starved and
+ * will lose to its neighbours, so it is not worth measuring. A few bytes of
+ * spills are common in good kernels and pass. */
+#define MT_CUDA_MAX_SPILL_BYTES 1024
+
+/* MT_OK when the CUDA module loads (no GPU or driver needed); otherwise
+ * MT_UNAVAILABLE with the reason (which module files were tried, the dynamic
+ * loader's error) in why. */
+mt_status mt_cuda_available(char *why, size_t len);
+
+/* Compiles CUDA C source `src` with NVRTC for sm_<sm_arch> (e.g. 90), links
+ * the PTX with nvJitLink and fills *out with what ptxas reports for the
+ * kernel named kernel_name (an extern "C" __global__ function; NULL: the
+ * first kernel). log receives the compiler's messages (on success the
+ * resource report, on failure the errors), always NUL-terminated and
+ * truncated to loglen.
+ * Returns MT_BUILD when the source does not compile; MT_INVALID_CONFIG when
+ * it compiles but cannot link because it exceeds a hardware limit (too much
+ * shared or local memory); MT_NOT_FOUND when there is no such kernel;
+ * MT_UNSUPPORTED when NVRTC does not know the architecture; MT_UNAVAILABLE
+ * when the module cannot be loaded. *out (may be NULL) is zeroed first and,
+ * where ptxas still reported figures for a kernel that failed to link,
+ * filled with them. */
+mt_status mt_cuda_compile_check(const char *src, const char *kernel_name, int sm_arch, mt_cuda_resources *out, char *log,
+                                size_t loglen);
+
+/* Prints k as CUDA C (mt_kernel_print) and runs mt_cuda_compile_check on it. */
+mt_status mt_cuda_kernel_check(const mt_kernel *k, int sm_arch, mt_cuda_resources *out, char *log, size_t loglen);
+
+/* MT_INVALID_CONFIG, with the limit named in err, when r exceeds one of the
+ * MT_CUDA_MAX_* limits above for sm_<sm_arch>; MT_OK otherwise. */
+mt_status mt_cuda_check_limits(const mt_cuda_resources *r, int sm_arch, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

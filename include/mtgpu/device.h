@@ -1,0 +1,101 @@
+/* Devices, programs, buffers and timed launches, across backends.
+ *
+ * A backend (OpenCL built in, CUDA as a run-time module) sits behind one table
+ * of function pointers (src/backend-impl.h). A backend that is not present on
+ * the machine reports itself unavailable; it never makes these calls fail for
+ * the others. Handles are independent: there is no global "current device". */
+#ifndef MTGPU_DEVICE_H
+#define MTGPU_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtgpu/ir.h"
+#include "mtgpu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mt_backend_kind { MT_BACKEND_OPENCL, MT_BACKEND_CUDA, MT_BACKEND_COUNT } mt_backend_kind;
+
+typedef struct mt_device_info {
+    mt_backend_kind backend;
+    int index;                 /* position within its backend, as in "opencl:0" */
+    char platform[128];
+    char name[128];
+    char vendor[128];
+    char driver[128];          /* driver / runtime version */
+    int is_cpu;
+    int compute_units;
+    int clock_mhz;
+    uint64_t global_mem_bytes;
+    uint64_t local_mem_bytes;
+    uint64_t max_alloc_bytes;
+    int64_t max_work_group_size;
+    int64_t max_work_item_sizes[3];
+    int pref_vector_width;     /* float */
+    int native_vector_width;   /* float */
+    int max_registers_per_thread; /* 0 where unknown */
+    double peak_gflops;        /* fp32 FMA peak estimate; 0 where unknown */
+    char fingerprint[17];      /* hex of a 64-bit hash of the fields that change kernel speed */
+} mt_device_info;
+
+typedef struct mt_device_params {
+    const char *cache_dir; /* compiled-binary cache; NULL: $MTGPU_CACHE_DIR, else $XDG_CACHE_HOME/mtgpu/kernels, else ~/.cache/mtgpu/kernels */
+    int use_cache;         /* default 1 */
+} mt_device_params;
+
+mt_device_params mt_device_default_params(void);
+
+const char *mt_backend_name(mt_backend_kind b);
+
+/* Lists the devices of every available backend into out[0..max) and sets
+ * *count to the number found (which may exceed max). A backend that is not
+ * available contributes none; its reason goes to `notes` (may be NULL), one
+ * line per backend. */
+mt_status mt_device_list(mt_device_info *out, int max, int *count, char *notes, size_t noteslen);
+
+typedef struct mt_device mt_device;
+
+/* Opens a device by spec: "opencl:N", "cuda:N", "N" (the Nth listed device),
+ * or NULL/"" (the first device). */
+mt_status mt_device_open(const char *spec, const mt_device_params *params, mt_device **out, char *err, size_t errlen);
+void mt_device_close(mt_device *dev);
+const mt_device_info *mt_device_get_info(const mt_device *dev);
+/* The launch limits of the device, for mt_kernel_check_limits. */
+mt_device_limits mt_device_get_limits(const mt_device *dev);
+
+typedef struct mt_program mt_program;
+typedef struct mt_dbuf mt_dbuf;
+
+/* Prints the kernel in the device's language and builds it (through the
+ * binary cache). On MT_BUILD the compiler's log is in log. */
+mt_status mt_program_build(mt_device *dev, const mt_kernel *k, mt_program **out, char *log, size_t loglen);
+/* Builds kernel `kernel_name` from source text in the device's language. */
+mt_status mt_program_build_source(mt_device *dev, const char *src, const char *kernel_name, mt_program **out, char *log, size_t loglen);
+void mt_program_free(mt_program *p);
+/* Seconds spent compiling this program (0 when it came from the cache). */
+double mt_program_build_seconds(const mt_program *p);
+int mt_program_from_cache(const mt_program *p);
+
+mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out);
+mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
+mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, size_t bytes);
+void mt_dbuf_free(mt_dbuf *b);
+
+/* Launches p with args (global buffers, in parameter order) over grid x block
+ * work-groups, `warmup` times untimed then `repeats` times, each timed on the
+ * device (profiling events); times_ms[0..repeats) receives each run's time.
+ * Compilation never falls inside a timing. */
+mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                         int warmup, int repeats, double *times_ms, char *err, size_t errlen);
+
+/* Measures the device's fp32 FMA throughput with a kernel of independent
+ * vector FMA chains (src/peak.c): best of 5 runs, in GFLOP/s. */
+mt_status mt_device_measure_peak(mt_device *dev, double *gflops, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

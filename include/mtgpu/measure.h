@@ -1,0 +1,58 @@
+/* Building, checking and timing one convolution schedule on a device.
+ *
+ * An mt_conv_bench holds, for one workload on one device, random inputs, the
+ * CPU reference output and device buffers with guard regions after each of
+ * them, so that many configs can be measured without recomputing the
+ * reference. Each measurement: build the template's kernel, check it against
+ * the device's limits, compile (through the binary cache), run once and
+ * compare with the reference (normalised error, NaN/Inf, guard regions), then
+ * time warm-up runs followed by repeats; the median is the cost. */
+#ifndef MTGPU_MEASURE_H
+#define MTGPU_MEASURE_H
+
+#include "mtgpu/device.h"
+#include "mtgpu/template.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_measure_params {
+    int warmup;            /* untimed runs before timing (default 1) */
+    int min_repeats;       /* timed runs at least (default 3) */
+    int max_repeats;       /* timed runs at most (default 20) */
+    double min_time_ms;    /* keep repeating until this much kernel time is timed (default 30) */
+    int check;             /* compare with the reference (default 1) */
+    double tolerance;      /* largest accepted normalised error (default 1e-4) */
+} mt_measure_params;
+
+mt_measure_params mt_measure_default_params(void);
+
+typedef struct mt_measure_result {
+    mt_status status;      /* MT_OK, MT_INVALID_CONFIG, MT_BUILD, MT_LAUNCH, MT_WRONG_RESULT, ... */
+    double median_ms;      /* 0 unless timed */
+    double min_ms;
+    double gflops;         /* useful FLOPs / median time */
+    double max_rel_err;    /* normalised error against the reference; -1 when not checked */
+    double build_s;        /* compile seconds (0 when cached) */
+    int repeats;
+    char message[1024];    /* the reason for a non-OK status (build log excerpt, limit exceeded, ...) */
+} mt_measure_result;
+
+typedef struct mt_conv_bench mt_conv_bench;
+
+/* Prepares inputs (deterministic for a seed), the reference output (computed on
+ * the CPU with all cores) and device buffers for wl on dev. */
+mt_status mt_conv_bench_new(mt_device *dev, const mt_workload *wl, uint64_t seed, mt_conv_bench **out, char *err, size_t errlen);
+void mt_conv_bench_free(mt_conv_bench *b);
+
+/* Measures one config; the outcome is in res->status (also returned). Never
+ * fails hard on a bad config: build errors, launch errors and wrong results
+ * are results. */
+mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt_space *sp, const mt_config *cfg,
+                                const mt_measure_params *params, mt_measure_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,54 @@
+/* Convolution workloads: a conv2d descriptor, its text form, and derived sizes.
+ *
+ * Layouts are fixed: input NCHW, weights OIHW (K x C/groups x R x S), output
+ * NKPQ, fp32. Padding is symmetric per axis (pad_h on top and bottom). */
+#ifndef MTGPU_WORKLOAD_H
+#define MTGPU_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtgpu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_workload {
+    int n, c, h, w;     /* batch, input channels, input height, input width */
+    int k, r, s;        /* output channels, kernel height, kernel width */
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+    int dil_h, dil_w;
+    int groups;         /* groups == c == k: depthwise */
+} mt_workload;
+
+/* Parses "n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1". Keys may come in
+ * any order; n defaults to 1, stride/pad/dilation default to 1/0/1, groups to 1;
+ * stride, pad and dilation take "A" or "HxW". c, h, w, k, r, s are required.
+ * On error returns MT_PARSE (malformed) or MT_RANGE (impossible sizes), leaves
+ * *out untouched, and writes a message naming the offending field to err. */
+mt_status mt_workload_parse(const char *text, mt_workload *out, char *err, size_t errlen);
+
+/* Checks sizes: all positive, output at least 1x1, channels divisible by
+ * groups, and every tensor's element count below 2^31 so that 32-bit index
+ * arithmetic in kernels cannot overflow. */
+mt_status mt_workload_validate(const mt_workload *wl, char *err, size_t errlen);
+
+/* Canonical text form, accepted by mt_workload_parse; the database key.
+ * Returns the length written (like snprintf). */
+int mt_workload_format(const mt_workload *wl, char *buf, size_t len);
+
+int mt_workload_out_h(const mt_workload *wl);
+int mt_workload_out_w(const mt_workload *wl);
+int mt_workload_is_depthwise(const mt_workload *wl);
+/* Useful floating-point operations: 2 * n * k * P * Q * (c/groups) * r * s. */
+double mt_workload_flops(const mt_workload *wl);
+int64_t mt_workload_input_elems(const mt_workload *wl);
+int64_t mt_workload_weight_elems(const mt_workload *wl);
+int64_t mt_workload_output_elems(const mt_workload *wl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

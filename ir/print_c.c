@@ -1,0 +1,447 @@
+/* The two printers: one walk over the IR, with the few places where OpenCL C
+ * and CUDA C differ chosen by `lang`.
+ *
+ * OpenCL keeps vectors as floatN (vloadN/vstoreN for contiguous accesses),
+ * which PoCL and GPU OpenCL compilers map to SIMD registers. CUDA threads are
+ * scalar, so the CUDA printer writes each vector store as one scalar store
+ * per lane; every vector expression can be printed lane by lane (print_lane). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtgpu/ir.h"
+#include "strbuf.h"
+
+/* Explicit unrolling replicates a body; past this many copies a pragma is used. */
+#define MT__MAX_EXPLICIT_UNROLL 64
+
+typedef struct {
+    const mt_kernel *k;
+    mt_lang lang;
+    mt_strbuf sb;
+    int indent;
+    mt_status st;
+    char *err;
+    size_t errlen;
+} printer;
+
+static void fail(printer *p, mt_status st, const char *msg) {
+    if (p->st == MT_OK) {
+        p->st = st;
+        mt__fail(p->err, p->errlen, st, "print: %s", msg);
+    }
+}
+
+static void emit_indent(printer *p) {
+    for (int i = 0; i < p->indent; i++) mt__sb_append(&p->sb, "    ");
+}
+
+static void var_name(printer *p, const mt_var *v) { mt__sb_printf(&p->sb, "%s_%d", v->name, v->id); }
+
+static void buf_name(printer *p, const mt_buffer *b) {
+    if (b->scope == MT_SCOPE_GLOBAL) mt__sb_printf(&p->sb, "%s", b->name);
+    else mt__sb_printf(&p->sb, "%s_%d", b->name, b->id);
+}
+
+static void print_float(printer *p, float f) {
+    if (isnan(f)) {
+        mt__sb_append(&p->sb, "NAN");
+        return;
+    }
+    if (isinf(f)) {
+        mt__sb_append(&p->sb, f > 0 ? "INFINITY" : "(-INFINITY)");
+        return;
+    }
+    char tmp[48];
+    snprintf(tmp, sizeof tmp, "%.9g", (double)f);
+    int has_point = strpbrk(tmp, ".e") != NULL;
+    mt__sb_printf(&p->sb, "%s%s%sf%s", f < 0 ? "(" : "", tmp, has_point ? "" : ".0", f < 0 ? ")" : "");
+}
+
+static const char *op_text(mt_binop op) {
+    static const char *t[MT_OP_COUNT] = {"+", "-", "*", "/", "%", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+    return op >= 0 && op < MT_OP_COUNT ? t[op] : "?";
+}
+
+static void print_lane(printer *p, const mt_expr *e, int lane);
+
+/* Scalar expressions, or whole vectors in OpenCL. */
+static void print_expr(printer *p, const mt_expr *e) {
+    if (p->st != MT_OK) return;
+    if (!e) {
+        fail(p, MT_INVALID_ARG, "NULL expression");
+        return;
+    }
+    if (e->lanes > 1 && p->lang == MT_LANG_CUDA) {
+        fail(p, MT_INVALID_ARG, "vector expression outside a vector store (CUDA prints vectors lane by lane)");
+        return;
+    }
+    mt_strbuf *sb = &p->sb;
+    switch (e->kind) {
+    case MT_EXPR_INT:
+        if (e->type == MT_TYPE_BOOL) mt__sb_append(sb, e->ival ? "1" : "0");
+        else if (e->ival > INT32_MAX || e->ival < INT32_MIN) fail(p, MT_RANGE, "integer constant beyond 32 bits");
+        else mt__sb_printf(sb, e->ival < 0 ? "(%lld)" : "%lld", (long long)e->ival);
+        return;
+    case MT_EXPR_FLOAT: print_float(p, e->fval); return;
+    case MT_EXPR_VAR: var_name(p, e->var); return;
+    case MT_EXPR_BINARY:
+        if (e->op == MT_OP_MIN || e->op == MT_OP_MAX) {
+            mt__sb_append(sb, e->type == MT_TYPE_FLOAT ? (e->op == MT_OP_MIN ? "fmin(" : "fmax(") : op_text(e->op));
+            if (e->type != MT_TYPE_FLOAT) mt__sb_append(sb, "(");
+            print_expr(p, e->a);
+            mt__sb_append(sb, ", ");
+            print_expr(p, e->b);
+            mt__sb_append(sb, ")");
+            return;
+        }
+        mt__sb_append(sb, "(");
+        print_expr(p, e->a);
+        mt__sb_printf(sb, " %s ", op_text(e->op));
+        print_expr(p, e->b);
+        mt__sb_append(sb, ")");
+        return;
+    case MT_EXPR_SELECT:
+        if (e->lanes > 1) break; /* per lane below: both sides of a vector select must not be evaluated */
+        mt__sb_append(sb, "(");
+        print_expr(p, e->a);
+        mt__sb_append(sb, " ? ");
+        print_expr(p, e->b);
+        mt__sb_append(sb, " : ");
+        print_expr(p, e->c);
+        mt__sb_append(sb, ")");
+        return;
+    case MT_EXPR_LOAD:
+        if (e->lanes == 1) {
+            buf_name(p, e->buf);
+            mt__sb_append(sb, "[");
+            print_expr(p, e->a);
+            mt__sb_append(sb, "]");
+            return;
+        }
+        if (e->a->kind == MT_EXPR_RAMP && e->a->stride == 1) {
+            mt__sb_printf(sb, "vload%d(0, ", e->lanes);
+            buf_name(p, e->buf);
+            mt__sb_append(sb, " + ");
+            print_expr(p, e->a->a);
+            mt__sb_append(sb, ")");
+            return;
+        }
+        break; /* gather: per lane */
+    case MT_EXPR_RAMP:
+    case MT_EXPR_BROADCAST:
+        if (e->kind == MT_EXPR_BROADCAST) {
+            mt__sb_printf(sb, "((%s%d)(", e->type == MT_TYPE_FLOAT ? "float" : "int", e->lanes);
+            print_expr(p, e->a);
+            mt__sb_append(sb, "))");
+            return;
+        }
+        break;
+    case MT_EXPR_FMA:
+        mt__sb_append(sb, p->lang == MT_LANG_CUDA ? "fmaf(" : "fma(");
+        print_expr(p, e->a);
+        mt__sb_append(sb, ", ");
+        print_expr(p, e->b);
+        mt__sb_append(sb, ", ");
+        print_expr(p, e->c);
+        mt__sb_append(sb, ")");
+        return;
+    default: fail(p, MT_INVALID_ARG, "unknown expression kind"); return;
+    }
+    /* OpenCL vector built lane by lane. */
+    if (e->type == MT_TYPE_BOOL) {
+        fail(p, MT_UNSUPPORTED, "vector boolean outside a select");
+        return;
+    }
+    mt__sb_printf(sb, "((%s%d)(", e->type == MT_TYPE_FLOAT ? "float" : "int", e->lanes);
+    for (int i = 0; i < e->lanes; i++) {
+        if (i) mt__sb_append(sb, ", ");
+        print_lane(p, e, i);
+    }
+    mt__sb_append(sb, "))");
+}
+
+/* The scalar value of lane `lane` of e. */
+static void print_lane(printer *p, const mt_expr *e, int lane) {
+    if (p->st != MT_OK) return;
+    if (e->lanes == 1) {
+        print_expr(p, e);
+        return;
+    }
+    mt_strbuf *sb = &p->sb;
+    switch (e->kind) {
+    case MT_EXPR_RAMP:
+        mt__sb_append(sb, "(");
+        print_expr(p, e->a);
+        mt__sb_printf(sb, " + %d)", e->stride * lane);
+        return;
+    case MT_EXPR_BROADCAST: print_expr(p, e->a); return;
+    case MT_EXPR_BINARY:
+        if (e->op == MT_OP_MIN || e->op == MT_OP_MAX) {
+            mt__sb_append(sb, e->type == MT_TYPE_FLOAT ? (e->op == MT_OP_MIN ? "fmin(" : "fmax(") : (e->op == MT_OP_MIN ? "min(" : "max("));
+            print_lane(p, e->a, lane);
+            mt__sb_append(sb, ", ");
+            print_lane(p, e->b, lane);
+            mt__sb_append(sb, ")");
+            return;
+        }
+        mt__sb_append(sb, "(");
+        print_lane(p, e->a, lane);
+        mt__sb_printf(sb, " %s ", op_text(e->op));
+        print_lane(p, e->b, lane);
+        mt__sb_append(sb, ")");
+        return;
+    case MT_EXPR_SELECT:
+        mt__sb_append(sb, "(");
+        print_lane(p, e->a, lane);
+        mt__sb_append(sb, " ? ");
+        print_lane(p, e->b, lane);
+        mt__sb_append(sb, " : ");
+        print_lane(p, e->c, lane);
+        mt__sb_append(sb, ")");
+        return;
+    case MT_EXPR_LOAD:
+        buf_name(p, e->buf);
+        mt__sb_append(sb, "[");
+        print_lane(p, e->a, lane);
+        mt__sb_append(sb, "]");
+        return;
+    case MT_EXPR_FMA:
+        mt__sb_append(sb, p->lang == MT_LANG_CUDA ? "fmaf(" : "fma(");
+        print_lane(p, e->a, lane);
+        mt__sb_append(sb, ", ");
+        print_lane(p, e->b, lane);
+        mt__sb_append(sb, ", ");
+        print_lane(p, e->c, lane);
+        mt__sb_append(sb, ")");
+        return;
+    default: fail(p, MT_INVALID_ARG, "vector expression of a scalar-only kind"); return;
+    }
+}
+
+static void print_stmt(printer *p, const mt_stmt *s);
+
+static void print_block(printer *p, const mt_stmt *s) {
+    mt__sb_append(&p->sb, "{\n");
+    p->indent++;
+    print_stmt(p, s);
+    p->indent--;
+    emit_indent(p);
+    mt__sb_append(&p->sb, "}\n");
+}
+
+static void print_store(printer *p, const mt_stmt *s) {
+    mt_strbuf *sb = &p->sb;
+    int lanes = s->value->lanes;
+    if (lanes == 1) {
+        emit_indent(p);
+        buf_name(p, s->buf);
+        mt__sb_append(sb, "[");
+        print_expr(p, s->index);
+        mt__sb_append(sb, "] = ");
+        print_expr(p, s->value);
+        mt__sb_append(sb, ";\n");
+        return;
+    }
+    if (p->lang == MT_LANG_OPENCL && s->index->kind == MT_EXPR_RAMP && s->index->stride == 1) {
+        emit_indent(p);
+        mt__sb_printf(sb, "vstore%d(", lanes);
+        print_expr(p, s->value);
+        mt__sb_append(sb, ", 0, ");
+        buf_name(p, s->buf);
+        mt__sb_append(sb, " + ");
+        print_expr(p, s->index->a);
+        mt__sb_append(sb, ");\n");
+        return;
+    }
+    if (p->lang == MT_LANG_OPENCL) {
+        /* Scatter: evaluate the vector once, then store its lanes. */
+        static const char hex[] = "0123456789abcdef";
+        emit_indent(p);
+        mt__sb_printf(sb, "{ const float%d mt_tmp = ", lanes);
+        print_expr(p, s->value);
+        mt__sb_append(sb, ";");
+        for (int i = 0; i < lanes; i++) {
+            mt__sb_append(sb, " ");
+            buf_name(p, s->buf);
+            mt__sb_append(sb, "[");
+            print_lane(p, s->index, i);
+            mt__sb_printf(sb, "] = mt_tmp.s%c;", hex[i]);
+        }
+        mt__sb_append(sb, " }\n");
+        return;
+    }
+    /* CUDA: one scalar store per lane. Lanes read what they write only at their
+     * own index, so earlier lanes cannot change what later lanes read. */
+    for (int i = 0; i < lanes; i++) {
+        emit_indent(p);
+        buf_name(p, s->buf);
+        mt__sb_append(sb, "[");
+        print_lane(p, s->index, i);
+        mt__sb_append(sb, "] = ");
+        print_lane(p, s->value, i);
+        mt__sb_append(sb, ";\n");
+    }
+}
+
+static void print_for(printer *p, const mt_stmt *s) {
+    mt_strbuf *sb = &p->sb;
+    if (s->loop == MT_LOOP_BLOCK || s->loop == MT_LOOP_THREAD) {
+        static const char *cl[2] = {"get_group_id", "get_local_id"};
+        static const char *cu[2][3] = {{"blockIdx.x", "blockIdx.y", "blockIdx.z"}, {"threadIdx.x", "threadIdx.y", "threadIdx.z"}};
+        int t = s->loop == MT_LOOP_THREAD;
+        emit_indent(p);
+        mt__sb_append(sb, "const int ");
+        var_name(p, s->var);
+        if (p->lang == MT_LANG_OPENCL) mt__sb_printf(sb, " = (int)%s(%d);\n", cl[t], s->axis);
+        else mt__sb_printf(sb, " = (int)%s;\n", cu[t][s->axis]);
+        print_stmt(p, s->body);
+        return;
+    }
+    int unrolled = s->loop == MT_LOOP_UNROLLED || s->loop == MT_LOOP_VECTORIZED || s->loop == MT_LOOP_VTHREAD;
+    if (unrolled && p->k->unroll_explicit && s->extent <= MT__MAX_EXPLICIT_UNROLL) {
+        for (int64_t i = 0; i < s->extent; i++) {
+            emit_indent(p);
+            mt__sb_append(sb, "{\n");
+            p->indent++;
+            emit_indent(p);
+            mt__sb_append(sb, "const int ");
+            var_name(p, s->var);
+            mt__sb_printf(sb, " = %lld;\n", (long long)i);
+            print_stmt(p, s->body);
+            p->indent--;
+            emit_indent(p);
+            mt__sb_append(sb, "}\n");
+        }
+        return;
+    }
+    if (unrolled) {
+        emit_indent(p);
+        mt__sb_append(sb, "#pragma unroll\n");
+    }
+    if (s->extent > INT32_MAX) {
+        fail(p, MT_RANGE, "loop extent beyond 32 bits");
+        return;
+    }
+    emit_indent(p);
+    mt__sb_append(sb, "for (int ");
+    var_name(p, s->var);
+    mt__sb_append(sb, " = 0; ");
+    var_name(p, s->var);
+    mt__sb_printf(sb, " < %lld; ++", (long long)s->extent);
+    var_name(p, s->var);
+    mt__sb_append(sb, ") ");
+    print_block(p, s->body);
+}
+
+static void print_stmt(printer *p, const mt_stmt *s) {
+    if (p->st != MT_OK) return;
+    if (!s) {
+        fail(p, MT_INVALID_ARG, "NULL statement");
+        return;
+    }
+    mt_strbuf *sb = &p->sb;
+    switch (s->kind) {
+    case MT_STMT_SEQ:
+        for (int i = 0; i < s->nitems; i++) print_stmt(p, s->items[i]);
+        return;
+    case MT_STMT_FOR: print_for(p, s); return;
+    case MT_STMT_ALLOC:
+        if (s->buf->scope == MT_SCOPE_PRIVATE) {
+            emit_indent(p);
+            mt__sb_append(sb, "float ");
+            buf_name(p, s->buf);
+            mt__sb_printf(sb, "[%lld];\n", (long long)s->buf->size);
+        } /* LOCAL buffers are declared at kernel scope (hoist_locals) */
+        print_stmt(p, s->body);
+        return;
+    case MT_STMT_STORE: print_store(p, s); return;
+    case MT_STMT_BARRIER:
+        emit_indent(p);
+        mt__sb_append(sb, p->lang == MT_LANG_OPENCL ? "barrier(CLK_LOCAL_MEM_FENCE);\n" : "__syncthreads();\n");
+        return;
+    case MT_STMT_IF:
+        emit_indent(p);
+        mt__sb_append(sb, "if (");
+        print_expr(p, s->cond);
+        mt__sb_append(sb, ") ");
+        print_block(p, s->body);
+        if (s->else_body) {
+            emit_indent(p);
+            mt__sb_append(sb, "else ");
+            print_block(p, s->else_body);
+        }
+        return;
+    case MT_STMT_LET:
+        emit_indent(p);
+        mt__sb_append(sb, s->var->type == MT_TYPE_FLOAT ? "const float " : "const int ");
+        var_name(p, s->var);
+        mt__sb_append(sb, " = ");
+        print_expr(p, s->value);
+        mt__sb_append(sb, ";\n");
+        print_stmt(p, s->body);
+        return;
+    default: fail(p, MT_INVALID_ARG, "unknown statement kind"); return;
+    }
+}
+
+/* OpenCL 1.2 wants __local variables at kernel scope. */
+static void hoist_locals(printer *p, const mt_stmt *s) {
+    if (!s) return;
+    switch (s->kind) {
+    case MT_STMT_SEQ:
+        for (int i = 0; i < s->nitems; i++) hoist_locals(p, s->items[i]);
+        return;
+    case MT_STMT_ALLOC:
+        if (s->buf->scope == MT_SCOPE_LOCAL) {
+            emit_indent(p);
+            mt__sb_append(&p->sb, p->lang == MT_LANG_OPENCL ? "__local float " : "__shared__ float ");
+            buf_name(p, s->buf);
+            mt__sb_printf(&p->sb, "[%lld];\n", (long long)s->buf->size);
+        }
+        hoist_locals(p, s->body);
+        return;
+    case MT_STMT_IF:
+        hoist_locals(p, s->body);
+        hoist_locals(p, s->else_body);
+        return;
+    case MT_STMT_FOR:
+    case MT_STMT_LET: hoist_locals(p, s->body); return;
+    default: return;
+    }
+}
+
+mt_status mt_kernel_print(const mt_kernel *k, mt_lang lang, char **out, char *err, size_t errlen) {
+    if (!k || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "print: NULL argument");
+    if (lang != MT_LANG_OPENCL && lang != MT_LANG_CUDA) return mt__fail(err, errlen, MT_INVALID_ARG, "print: unknown language");
+    mt_kernel_resources res;
+    mt_status st = mt_kernel_analyze(k, &res, err, errlen);
+    if (st != MT_OK) return st;
+    printer p = {.k = k, .lang = lang, .st = MT_OK, .err = err, .errlen = errlen};
+    mt_strbuf *sb = &p.sb;
+    mt__sb_append(sb, "/* generated by mtgpu */\n");
+    if (lang == MT_LANG_OPENCL) {
+        mt__sb_printf(sb, "__kernel __attribute__((reqd_work_group_size(%lld, %lld, %lld)))\nvoid %s(", (long long)res.block[0],
+                      (long long)res.block[1], (long long)res.block[2], k->name);
+    } else {
+        mt__sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%lld)\n%s(", (long long)res.threads_per_block, k->name);
+    }
+    for (int i = 0; i < k->nparams; i++) {
+        const mt_buffer *b = k->params[i];
+        if (lang == MT_LANG_OPENCL) mt__sb_printf(sb, "%s__global %sfloat *restrict %s", i ? ", " : "", b->readonly ? "const " : "", b->name);
+        else mt__sb_printf(sb, "%s%sfloat *__restrict__ %s", i ? ", " : "", b->readonly ? "const " : "", b->name);
+    }
+    mt__sb_append(sb, ") {\n");
+    p.indent = 1;
+    hoist_locals(&p, k->body);
+    print_stmt(&p, k->body);
+    mt__sb_append(sb, "}\n");
+    if (p.st == MT_OK && sb->failed) p.st = mt__fail(err, errlen, MT_NOMEM, "print: out of memory");
+    if (p.st != MT_OK) {
+        mt__sb_free(sb);
+        return p.st;
+    }
+    *out = sb->data;
+    return MT_OK;
+}

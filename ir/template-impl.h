@@ -1,0 +1,19 @@
+/* Private: the table each template fills in, and the list of templates. */
+#ifndef MTGPU_TEMPLATE_IMPL_H
+#define MTGPU_TEMPLATE_IMPL_H
+
+#include "mtgpu/template.h"
+
+struct mt_template {
+    /* .name    = */ const char *name;
+    /* .accepts = */ int (*accepts)(const mt_workload *wl);
+    /* .space   = */ mt_status (*space)(const mt_workload *wl, mt_space *out);
+    /* .build   = */ mt_status (*build)(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, mt_kernel **out, char *err,
+                                        size_t errlen);
+};
+
+extern const mt_template mt__template_direct;
+extern const mt_template mt__template_depthwise;
+extern const mt_template mt__template_gemm;
+
+#endif

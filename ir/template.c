@@ -1,0 +1,57 @@
+/* The template registry and the checks every template call goes through. */
+#include <string.h>
+
+#include "template-impl.h"
+
+static const mt_template *const templates[] = {&mt__template_direct, &mt__template_depthwise, &mt__template_gemm};
+
+int mt_template_count(void) { return (int)(sizeof templates / sizeof templates[0]); }
+
+const mt_template *mt_template_at(int i) { return i >= 0 && i < mt_template_count() ? templates[i] : NULL; }
+
+const mt_template *mt_template_find(const char *name) {
+    if (!name) return NULL;
+    for (int i = 0; i < mt_template_count(); i++)
+        if (strcmp(templates[i]->name, name) == 0) return templates[i];
+    return NULL;
+}
+
+const char *mt_template_name(const mt_template *t) { return t ? t->name : "(null)"; }
+
+int mt_template_accepts(const mt_template *t, const mt_workload *wl) {
+    return t && wl && mt_workload_validate(wl, NULL, 0) == MT_OK && t->accepts(wl);
+}
+
+mt_status mt_template_space(const mt_template *t, const mt_workload *wl, mt_space *out) {
+    if (!t || !wl || !out) return MT_INVALID_ARG;
+    mt_status st = mt_workload_validate(wl, NULL, 0);
+    if (st != MT_OK) return st;
+    if (!t->accepts(wl)) return MT_UNSUPPORTED;
+    mt_space_init(out, t->name);
+    st = t->space(wl, out);
+    if (st != MT_OK) mt_space_free(out);
+    return st;
+}
+
+mt_status mt_template_build(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg, mt_kernel **out,
+                            char *err, size_t errlen) {
+    if (!t || !wl || !space || !cfg || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "template: NULL argument");
+    mt_status st = mt_workload_validate(wl, err, errlen);
+    if (st != MT_OK) return st;
+    if (!t->accepts(wl)) return mt__fail(err, errlen, MT_UNSUPPORTED, "template '%s' does not accept this workload", t->name);
+    if (strcmp(space->template_name, t->name) != 0)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "space of template '%s' given to template '%s'", space->template_name, t->name);
+    if (mt_space_check(space, cfg) != MT_OK) return mt__fail(err, errlen, MT_INVALID_CONFIG, "config is not in the space of '%s'", t->name);
+    mt_kernel *k = NULL;
+    st = t->build(wl, space, cfg, &k, err, errlen);
+    if (st != MT_OK) {
+        mt_kernel_free(k);
+        return st;
+    }
+    if (!k || !k->body) {
+        mt_kernel_free(k);
+        return mt__fail(err, errlen, MT_NOMEM, "template '%s': out of memory while building the kernel", t->name);
+    }
+    *out = k;
+    return MT_OK;
+}

@@ -1,0 +1,528 @@
+/* The tiled direct-convolution kernel behind `direct` and `depthwise`; see
+ * tmpl_common.h for the schedule. Loop nest built here, outermost first:
+ *
+ *   bz (BLOCK 2: n, group, f-block)  by (BLOCK 1)  bx (BLOCK 0)
+ *   tz (THREAD 2: f)  ty (THREAD 1: y)  tx (THREAD 0: x)
+ *     [LOCAL AA (input patch), WW (weights) when staged]
+ *     PRIVATE acc[vf*fi][vy*yi][vx*xi], ireg[vy*yi][vx*xi], wreg[vf*fi]
+ *     acc = 0                              (vthreads > tile loops)
+ *     for rco, ryo, rxo (SERIAL)
+ *       [barrier; cooperative AA/WW fill with padding zeros; barrier]
+ *       for rci, ryi, rxi (SERIAL; auto-unroll decides)
+ *         wreg <- weights of this step
+ *         ireg <- input of this step       (depthwise: per output channel)
+ *         acc  += ireg * wreg              (FMA, vectors of `vec` lanes along x)
+ *     out <- acc
+ *
+ * Padding: reads of the global input are guarded only along the sides that
+ * can go out of bounds for this workload. A vector read (vec > 1) checks the
+ * whole vector once and falls back to per-lane guarded scalar reads, so the
+ * common interior case stays a vload; staged patches hold the padding zeros,
+ * so compute from local memory needs no guard at all. */
+#include "tmpl_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct loopv {
+    mt_var *var;
+    mt_expr *e;
+    int64_t extent;
+    mt_loop_kind kind;
+    int axis;
+} loopv;
+
+#define MAX_LETS 48
+
+typedef struct cx {
+    mt_kernel *k;
+    const mt__tile_sched *s;
+    int N, C, H, W, K, R, S, OH, OW, G, Cg, Kg;
+    int sh, sw, ph, pw, dh, dw;
+    int VF, TF, FI, VY, TY, YI, VX, TX, XI;
+    int BF, BY, BX;            /* per work-group tile */
+    int RCO, RCI, RYO, RYI, RXO, RXI;
+    int vec, XV;               /* XV: vectors per inner x tile */
+    int g_top, g_bottom, g_left, g_right; /* which sides of the input reads need guards */
+    int PH, PW, AAC;           /* staged patch: rows, cols, channels */
+    mt_buffer *in, *wt, *out, *acc, *ireg, *wreg, *AA, *WW;
+    /* launch indices */
+    mt_expr *tz, *ty, *tx, *tid;
+    /* LET-bound values */
+    mt_expr *n, *bf0, *f0;     /* first output channel of the block / of the work-item (global) */
+    mt_expr *by0, *bx0, *y0, *x0;
+    mt_expr *in_n;             /* input offset of channel 0 of this image (and group, for direct) */
+    mt_expr *iy0, *ix0;        /* y0*sh - ph, x0*sw - pw */
+    mt_expr *out0;             /* output offset of (n, f0, y0, x0) */
+    /* reduction indices of the current step */
+    mt_expr *rco, *ryo, *rxo, *rci, *ryi, *rxi;
+    mt_var *let_var[MAX_LETS];
+    mt_expr *let_val[MAX_LETS];
+    int nlet;
+    int failed;
+} cx;
+
+static mt_expr *I(cx *c, int64_t v) { return mt_ir_int(c->k, v); }
+static mt_expr *add(cx *c, mt_expr *a, mt_expr *b) { return mt_ir_add(c->k, a, b); }
+static mt_expr *sub(cx *c, mt_expr *a, mt_expr *b) { return mt_ir_sub(c->k, a, b); }
+static mt_expr *muli(cx *c, mt_expr *a, int64_t b) { return mt_ir_mul(c->k, a, I(c, b)); }
+static mt_expr *addi(cx *c, mt_expr *a, int64_t b) { return mt_ir_add(c->k, a, I(c, b)); }
+static mt_expr *divi(cx *c, mt_expr *a, int64_t b) { return mt_ir_div(c->k, a, I(c, b)); }
+static mt_expr *modi(cx *c, mt_expr *a, int64_t b) { return mt_ir_mod(c->k, a, I(c, b)); }
+
+/* Binds value to a new LET variable (wrapped around the body at the end) and
+ * returns the variable; constants and plain variables are returned as they are. */
+static mt_expr *let(cx *c, const char *name, mt_expr *value) {
+    if (!value) {
+        c->failed = 1;
+        return NULL;
+    }
+    if (value->kind == MT_EXPR_INT || value->kind == MT_EXPR_VAR) return value;
+    if (c->nlet >= MAX_LETS) {
+        c->failed = 1;
+        return NULL;
+    }
+    mt_var *v = mt_ir_var(c->k, name, MT_TYPE_INT);
+    if (!v) {
+        c->failed = 1;
+        return NULL;
+    }
+    c->let_var[c->nlet] = v;
+    c->let_val[c->nlet] = value;
+    c->nlet++;
+    return mt_ir_v(c->k, v);
+}
+
+static mt_expr *lv(cx *c, loopv *l, const char *name, int64_t extent, mt_loop_kind kind) {
+    l->var = mt_ir_var(c->k, name, MT_TYPE_INT);
+    l->e = mt_ir_v(c->k, l->var);
+    l->extent = extent;
+    l->kind = kind;
+    l->axis = 0;
+    return l->e;
+}
+
+static mt_stmt *wrap(cx *c, const loopv *l, mt_stmt *body) {
+    return mt_ir_for(c->k, l->var, l->extent, l->kind, l->axis, body);
+}
+
+/* Wraps body in loops l[n-1] (innermost) .. l[0] (outermost). */
+static mt_stmt *wrap_all(cx *c, const loopv *l, int n, mt_stmt *body) {
+    for (int i = n - 1; i >= 0; i--) body = wrap(c, &l[i], body);
+    return body;
+}
+
+/* ---- tile coordinates ---- */
+
+/* Output offsets within the work-item's tile, relative to (f0, y0, x0). */
+static mt_expr *f_off(cx *c, mt_expr *vf, mt_expr *fi) { return add(c, muli(c, vf, (int64_t)c->TF * c->FI), fi); }
+static mt_expr *y_off(cx *c, mt_expr *vy, mt_expr *yi) { return add(c, muli(c, vy, (int64_t)c->TY * c->YI), yi); }
+static mt_expr *x_off(cx *c, mt_expr *vx, mt_expr *xv) { return add(c, muli(c, vx, (int64_t)c->TX * c->XI), muli(c, xv, c->vec)); }
+
+/* Positions in the private buffers. */
+static mt_expr *acc_idx(cx *c, mt_expr *vf, mt_expr *fi, mt_expr *vy, mt_expr *yi, mt_expr *vx, mt_expr *xv) {
+    mt_expr *fpos = add(c, muli(c, vf, c->FI), fi);
+    mt_expr *ypos = add(c, muli(c, vy, c->YI), yi);
+    mt_expr *xpos = add(c, muli(c, vx, c->XI), muli(c, xv, c->vec));
+    return add(c, muli(c, add(c, muli(c, fpos, (int64_t)c->VY * c->YI), ypos), (int64_t)c->VX * c->XI), xpos);
+}
+static mt_expr *ireg_idx(cx *c, mt_expr *vy, mt_expr *yi, mt_expr *vx, mt_expr *xv) {
+    mt_expr *ypos = add(c, muli(c, vy, c->YI), yi);
+    mt_expr *xpos = add(c, muli(c, vx, c->XI), muli(c, xv, c->vec));
+    return add(c, muli(c, ypos, (int64_t)c->VX * c->XI), xpos);
+}
+static mt_expr *wreg_idx(cx *c, mt_expr *vf, mt_expr *fi) { return add(c, muli(c, vf, c->FI), fi); }
+
+/* A load of `vec` elements of buf from index base with element stride `stride`
+ * (a scalar load when vec == 1). */
+static mt_expr *load_lanes(cx *c, mt_buffer *buf, mt_expr *base, int stride) {
+    if (c->vec == 1) return mt_ir_load(c->k, buf, base);
+    return mt_ir_load(c->k, buf, mt_ir_ramp(c->k, base, stride, c->vec));
+}
+static mt_stmt *store_lanes(cx *c, mt_buffer *buf, mt_expr *base, mt_expr *value) {
+    if (c->vec == 1) return mt_ir_store(c->k, buf, base, value);
+    return mt_ir_store_vec(c->k, buf, base, value);
+}
+
+/* In-bounds condition for input row `row` and column `col` (only the sides
+ * that can fail for this workload); NULL when always in bounds. */
+static mt_expr *row_ok(cx *c, mt_expr *row) {
+    mt_expr *ok = NULL;
+    if (c->g_top) ok = mt_ir_ge(c->k, row, I(c, 0));
+    if (c->g_bottom) ok = mt_ir_and(c->k, ok, mt_ir_lt(c->k, row, I(c, c->H)));
+    return ok;
+}
+static mt_expr *col_ok(cx *c, mt_expr *col_lo, mt_expr *col_hi) {
+    mt_expr *ok = NULL;
+    if (c->g_left) ok = mt_ir_ge(c->k, col_lo, I(c, 0));
+    if (c->g_right) ok = mt_ir_and(c->k, ok, mt_ir_lt(c->k, col_hi, I(c, c->W)));
+    return ok;
+}
+
+/* ireg[dst .. dst+vec) <- input[chan_off + row*W + col + l*sw], zero outside
+ * the image. chan_off is the offset of the input channel plane. */
+static mt_stmt *fill_input_global(cx *c, mt_expr *dst, mt_expr *chan_off, mt_expr *row, mt_expr *col) {
+    mt_expr *idx = add(c, add(c, chan_off, muli(c, row, c->W)), col);
+    mt_expr *rok = row_ok(c, row);
+    if (c->vec == 1) {
+        mt_expr *ok = mt_ir_and(c->k, rok, col_ok(c, col, col));
+        mt_expr *v = mt_ir_load(c->k, c->in, idx);
+        if (ok) v = mt_ir_select(c->k, ok, v, mt_ir_float(c->k, 0.0f));
+        return mt_ir_store(c->k, c->ireg, dst, v);
+    }
+    mt_expr *col_hi = addi(c, col, (int64_t)(c->vec - 1) * c->sw);
+    mt_expr *vok = mt_ir_and(c->k, rok, col_ok(c, col, col_hi));
+    mt_stmt *fast = mt_ir_store_vec(c->k, c->ireg, dst, load_lanes(c, c->in, idx, c->sw));
+    if (!vok) return fast;
+    mt_stmt *slow;
+    if (!c->g_left && !c->g_right) {
+        /* Only rows can be out of bounds: the whole vector is in or out. */
+        slow = mt_ir_store_vec(c->k, c->ireg, dst, mt_ir_broadcast(c->k, mt_ir_float(c->k, 0.0f), c->vec));
+    } else {
+        /* Lane by lane: the vector straddles the left or right edge (or its row is outside). */
+        loopv l;
+        mt_expr *le = lv(c, &l, "l", c->vec, MT_LOOP_UNROLLED);
+        mt_expr *lcol = add(c, col, muli(c, le, c->sw));
+        mt_expr *lok = mt_ir_and(c->k, rok, col_ok(c, lcol, lcol));
+        mt_expr *v = mt_ir_select(c->k, lok, mt_ir_load(c->k, c->in, add(c, idx, muli(c, le, c->sw))), mt_ir_float(c->k, 0.0f));
+        slow = wrap(c, &l, mt_ir_store(c->k, c->ireg, add(c, dst, le), v));
+    }
+    return mt_ir_if(c->k, vok, fast, slow);
+}
+
+/* The input plane offset of reduction channel rc (direct) or of output
+ * channel offset foff within the work-item's tile (depthwise), global memory. */
+static mt_expr *in_chan_global(cx *c, mt_expr *rc, mt_expr *foff) {
+    if (c->s->depthwise) return muli(c, add(c, c->f0, foff), (int64_t)c->H * c->W);
+    return muli(c, rc, (int64_t)c->H * c->W);
+}
+
+/* ireg <- the input of one reduction step (rc, ry, rx) for the whole tile;
+ * foff: the output channel offset (depthwise only, else NULL). */
+static mt_stmt *fill_ireg(cx *c, mt_expr *foff) {
+    loopv L[4];
+    mt_expr *vy = lv(c, &L[0], "vy", c->VY, MT_LOOP_VTHREAD);
+    mt_expr *vx = lv(c, &L[1], "vx", c->VX, MT_LOOP_VTHREAD);
+    mt_expr *yi = lv(c, &L[2], "yi", c->YI, MT_LOOP_SERIAL);
+    mt_expr *xv = lv(c, &L[3], "xv", c->XV, MT_LOOP_SERIAL);
+    mt_expr *dst = ireg_idx(c, vy, yi, vx, xv);
+    mt_expr *yo = y_off(c, vy, yi), *xo = x_off(c, vx, xv);
+    mt_stmt *st;
+    if (c->s->stage_local) {
+        /* AA[(chan*PH + row)*PW + col], row/col relative to the block's patch. */
+        mt_expr *chan = c->s->depthwise ? add(c, muli(c, c->tz, c->FI), foff) : c->rci;
+        mt_expr *row = add(c, muli(c, add(c, muli(c, c->ty, c->YI), yo), c->sh), muli(c, c->ryi, c->dh));
+        mt_expr *col = add(c, muli(c, add(c, muli(c, c->tx, c->XI), xo), c->sw), muli(c, c->rxi, c->dw));
+        mt_expr *idx = add(c, muli(c, add(c, muli(c, chan, c->PH), row), c->PW), col);
+        st = store_lanes(c, c->ireg, dst, load_lanes(c, c->AA, idx, c->sw));
+    } else {
+        mt_expr *rc = add(c, muli(c, c->rco, c->RCI), c->rci);
+        mt_expr *ry = add(c, muli(c, c->ryo, c->RYI), c->ryi);
+        mt_expr *rx = add(c, muli(c, c->rxo, c->RXI), c->rxi);
+        mt_expr *row = add(c, add(c, c->iy0, muli(c, yo, c->sh)), muli(c, ry, c->dh));
+        mt_expr *col = add(c, add(c, c->ix0, muli(c, xo, c->sw)), muli(c, rx, c->dw));
+        st = fill_input_global(c, dst, add(c, c->in_n, in_chan_global(c, rc, foff)), row, col);
+    }
+    return wrap_all(c, L, 4, st);
+}
+
+/* wreg <- the weights of one reduction step for every output channel of the tile. */
+static mt_stmt *fill_wreg(cx *c) {
+    loopv L[2];
+    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
+    mt_expr *fi = lv(c, &L[1], "fi", c->FI, MT_LOOP_SERIAL);
+    mt_expr *fo = f_off(c, vf, fi);
+    mt_expr *v;
+    if (c->s->stage_local) {
+        /* WW[((fl*RCI + rci)*RYI + ryi)*RXI + rxi], fl relative to the block. */
+        mt_expr *fl = add(c, muli(c, c->tz, c->FI), fo);
+        mt_expr *idx = add(c, muli(c, add(c, muli(c, add(c, muli(c, fl, c->RCI), c->rci), c->RYI), c->ryi), c->RXI), c->rxi);
+        v = mt_ir_load(c->k, c->WW, idx);
+    } else {
+        mt_expr *rc = add(c, muli(c, c->rco, c->RCI), c->rci);
+        mt_expr *ry = add(c, muli(c, c->ryo, c->RYI), c->ryi);
+        mt_expr *rx = add(c, muli(c, c->rxo, c->RXI), c->rxi);
+        mt_expr *f = add(c, c->f0, fo);
+        mt_expr *idx = add(c, add(c, muli(c, add(c, muli(c, f, c->Cg), rc), (int64_t)c->R * c->S), muli(c, ry, c->S)), rx);
+        v = mt_ir_load(c->k, c->wt, idx);
+    }
+    return wrap_all(c, L, 2, mt_ir_store(c->k, c->wreg, wreg_idx(c, vf, fi), v));
+}
+
+/* acc[f][y][x] += ireg[y][x] * wreg[f] over the tile; for depthwise, only the
+ * channel (vf, fi) given. */
+static mt_stmt *fma_tile(cx *c, mt_expr *dvf, mt_expr *dfi) {
+    loopv L[6];
+    int n = 0;
+    mt_expr *vf = dvf, *fi = dfi;
+    if (!c->s->depthwise) vf = lv(c, &L[n++], "vf", c->VF, MT_LOOP_VTHREAD);
+    mt_expr *vy = lv(c, &L[n++], "vy", c->VY, MT_LOOP_VTHREAD);
+    mt_expr *vx = lv(c, &L[n++], "vx", c->VX, MT_LOOP_VTHREAD);
+    if (!c->s->depthwise) fi = lv(c, &L[n++], "fi", c->FI, MT_LOOP_SERIAL);
+    mt_expr *yi = lv(c, &L[n++], "yi", c->YI, MT_LOOP_SERIAL);
+    mt_expr *xv = lv(c, &L[n++], "xv", c->XV, MT_LOOP_SERIAL);
+    mt_expr *ai = acc_idx(c, vf, fi, vy, yi, vx, xv);
+    mt_expr *x = load_lanes(c, c->ireg, ireg_idx(c, vy, yi, vx, xv), 1);
+    mt_expr *w = mt_ir_load(c->k, c->wreg, wreg_idx(c, vf, fi));
+    mt_expr *a = load_lanes(c, c->acc, ai, 1);
+    return wrap_all(c, L, n, store_lanes(c, c->acc, ai, mt_ir_fma(c->k, x, w, a)));
+}
+
+/* One step (rci, ryi, rxi) of the reduction. */
+static mt_stmt *reduction_step(cx *c) {
+    mt_stmt *w = fill_wreg(c);
+    if (!c->s->depthwise) return mt_ir_seq2(c->k, w, mt_ir_seq2(c->k, fill_ireg(c, NULL), fma_tile(c, NULL, NULL)));
+    loopv L[2];
+    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
+    mt_expr *fi = lv(c, &L[1], "fi", c->FI, MT_LOOP_SERIAL);
+    mt_stmt *per_f = mt_ir_seq2(c->k, fill_ireg(c, f_off(c, vf, fi)), fma_tile(c, vf, fi));
+    return mt_ir_seq2(c->k, w, wrap_all(c, L, 2, per_f));
+}
+
+/* Cooperative fill of a local buffer of `size` elements: work-item tid stores
+ * elements tid, tid+T, ...; value_at(e) gives the value of element e. */
+typedef mt_expr *(*elem_fn)(cx *c, mt_expr *e);
+
+static mt_stmt *coop_fill(cx *c, mt_buffer *dst, int64_t size, elem_fn value_at, const char *name) {
+    int64_t T = (int64_t)c->TF * c->TY * c->TX;
+    int64_t iters = (size + T - 1) / T;
+    loopv l;
+    mt_expr *it = lv(c, &l, name, iters, MT_LOOP_SERIAL);
+    mt_expr *e = add(c, muli(c, it, T), c->tid);
+    mt_stmt *st = mt_ir_store(c->k, dst, e, value_at(c, e));
+    if (size % T != 0) st = mt_ir_if(c->k, mt_ir_lt(c->k, e, I(c, size)), st, NULL);
+    return wrap(c, &l, st);
+}
+
+/* AA element e = (chan, r, q): input at row row0 + r, column col0 + q of the
+ * block's patch for the current outer step, zero outside the image. */
+static mt_expr *aa_value(cx *c, mt_expr *e) {
+    int64_t plane = (int64_t)c->PH * c->PW;
+    mt_expr *chan = divi(c, e, plane);
+    mt_expr *r = modi(c, divi(c, e, c->PW), c->PH);
+    mt_expr *q = modi(c, e, c->PW);
+    mt_expr *row0 = add(c, muli(c, c->by0, c->sh), add(c, I(c, -c->ph), muli(c, c->ryo, (int64_t)c->RYI * c->dh)));
+    mt_expr *col0 = add(c, muli(c, c->bx0, c->sw), add(c, I(c, -c->pw), muli(c, c->rxo, (int64_t)c->RXI * c->dw)));
+    mt_expr *row = add(c, row0, r), *col = add(c, col0, q);
+    mt_expr *gchan = c->s->depthwise ? add(c, c->bf0, chan) : add(c, muli(c, c->rco, c->RCI), chan);
+    mt_expr *idx = add(c, add(c, c->in_n, muli(c, gchan, (int64_t)c->H * c->W)), add(c, muli(c, row, c->W), col));
+    mt_expr *ok = mt_ir_and(c->k, row_ok(c, row), col_ok(c, col, col));
+    mt_expr *v = mt_ir_load(c->k, c->in, idx);
+    return ok ? mt_ir_select(c->k, ok, v, mt_ir_float(c->k, 0.0f)) : v;
+}
+
+/* WW element e = (fl, rc, a, b): weight of output channel bf0 + fl. */
+static mt_expr *ww_value(cx *c, mt_expr *e) {
+    int64_t per_f = (int64_t)c->RCI * c->RYI * c->RXI;
+    mt_expr *fl = divi(c, e, per_f);
+    mt_expr *rc = modi(c, divi(c, e, (int64_t)c->RYI * c->RXI), c->RCI);
+    mt_expr *a = modi(c, divi(c, e, c->RXI), c->RYI);
+    mt_expr *b = modi(c, e, c->RXI);
+    mt_expr *f = add(c, c->bf0, fl);
+    mt_expr *grc = add(c, muli(c, c->rco, c->RCI), rc);
+    mt_expr *ry = add(c, muli(c, c->ryo, c->RYI), a);
+    mt_expr *rx = add(c, muli(c, c->rxo, c->RXI), b);
+    mt_expr *idx = add(c, add(c, muli(c, add(c, muli(c, f, c->Cg), grc), (int64_t)c->R * c->S), muli(c, ry, c->S)), rx);
+    return mt_ir_load(c->k, c->wt, idx);
+}
+
+static mt_stmt *reduction(cx *c) {
+    loopv O[3], In[3];
+    c->rco = lv(c, &O[0], "rco", c->RCO, MT_LOOP_SERIAL);
+    c->ryo = lv(c, &O[1], "ryo", c->RYO, MT_LOOP_SERIAL);
+    c->rxo = lv(c, &O[2], "rxo", c->RXO, MT_LOOP_SERIAL);
+    c->rci = lv(c, &In[0], "rci", c->RCI, MT_LOOP_SERIAL);
+    c->ryi = lv(c, &In[1], "ryi", c->RYI, MT_LOOP_SERIAL);
+    c->rxi = lv(c, &In[2], "rxi", c->RXI, MT_LOOP_SERIAL);
+    mt_stmt *inner = wrap_all(c, In, 3, reduction_step(c));
+    if (c->s->stage_local) {
+        mt_stmt *items[5] = {
+            mt_ir_barrier(c->k),
+            coop_fill(c, c->AA, (int64_t)c->AAC * c->PH * c->PW, aa_value, "ia"),
+            coop_fill(c, c->WW, (int64_t)c->BF * c->RCI * c->RYI * c->RXI, ww_value, "iw"),
+            mt_ir_barrier(c->k),
+            inner,
+        };
+        inner = mt_ir_seq(c->k, items, 5);
+    }
+    return wrap_all(c, O, 3, inner);
+}
+
+/* The reduction, with the global input reads guarded where needed. Reading
+ * global memory directly (no staging), a work-item whose whole input
+ * footprint lies inside the image takes a copy of the reduction without any
+ * guard; only work-items on the image border pay for the checks. */
+static mt_stmt *guarded_reduction(cx *c) {
+    int guarded = c->g_top || c->g_bottom || c->g_left || c->g_right;
+    if (c->s->stage_local || !guarded) return reduction(c);
+    int gt = c->g_top, gb = c->g_bottom, gl = c->g_left, gr = c->g_right;
+    /* The work-item's input rows run from iy0 to iy0 + span_y, columns likewise. */
+    int64_t span_y = ((int64_t)(c->VY - 1) * c->TY * c->YI + c->YI - 1) * c->sh + (int64_t)(c->R - 1) * c->dh;
+    int64_t span_x = ((int64_t)(c->VX - 1) * c->TX * c->XI + c->XI - 1) * c->sw + (int64_t)(c->S - 1) * c->dw;
+    mt_expr *inside = mt_ir_and(c->k, row_ok(c, c->iy0), row_ok(c, addi(c, c->iy0, span_y)));
+    inside = mt_ir_and(c->k, inside, col_ok(c, c->ix0, addi(c, c->ix0, span_x)));
+    c->g_top = c->g_bottom = c->g_left = c->g_right = 0;
+    mt_stmt *fast = reduction(c);
+    c->g_top = gt, c->g_bottom = gb, c->g_left = gl, c->g_right = gr;
+    mt_stmt *slow = reduction(c);
+    return mt_ir_if(c->k, inside, fast, slow);
+}
+
+static mt_stmt *init_acc(cx *c) {
+    loopv L[6];
+    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
+    mt_expr *vy = lv(c, &L[1], "vy", c->VY, MT_LOOP_VTHREAD);
+    mt_expr *vx = lv(c, &L[2], "vx", c->VX, MT_LOOP_VTHREAD);
+    mt_expr *fi = lv(c, &L[3], "fi", c->FI, MT_LOOP_SERIAL);
+    mt_expr *yi = lv(c, &L[4], "yi", c->YI, MT_LOOP_SERIAL);
+    mt_expr *xv = lv(c, &L[5], "xv", c->XV, MT_LOOP_SERIAL);
+    mt_expr *zero = mt_ir_broadcast(c->k, mt_ir_float(c->k, 0.0f), c->vec);
+    return wrap_all(c, L, 6, store_lanes(c, c->acc, acc_idx(c, vf, fi, vy, yi, vx, xv), zero));
+}
+
+static mt_stmt *store_out(cx *c) {
+    loopv L[6];
+    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
+    mt_expr *vy = lv(c, &L[1], "vy", c->VY, MT_LOOP_VTHREAD);
+    mt_expr *vx = lv(c, &L[2], "vx", c->VX, MT_LOOP_VTHREAD);
+    mt_expr *fi = lv(c, &L[3], "fi", c->FI, MT_LOOP_SERIAL);
+    mt_expr *yi = lv(c, &L[4], "yi", c->YI, MT_LOOP_SERIAL);
+    mt_expr *xv = lv(c, &L[5], "xv", c->XV, MT_LOOP_SERIAL);
+    int64_t plane = (int64_t)c->OH * c->OW;
+    mt_expr *off = add(c, add(c, muli(c, f_off(c, vf, fi), plane), muli(c, y_off(c, vy, yi), c->OW)), x_off(c, vx, xv));
+    mt_expr *v = load_lanes(c, c->acc, acc_idx(c, vf, fi, vy, yi, vx, xv), 1);
+    return wrap_all(c, L, 6, store_lanes(c, c->out, add(c, c->out0, off), v));
+}
+
+static int prod3(const int *p, int n) {
+    int64_t v = 1;
+    for (int i = 0; i < n; i++) v *= p[i];
+    return v > (1 << 30) ? -1 : (int)v;
+}
+
+mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, const char *name, mt_kernel **out, char *err,
+                              size_t errlen) {
+    if (!wl || !s || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "tile conv: NULL argument");
+    *out = NULL;
+    cx cc;
+    memset(&cc, 0, sizeof cc);
+    cx *c = &cc;
+    c->s = s;
+    c->N = wl->n, c->C = wl->c, c->H = wl->h, c->W = wl->w, c->K = wl->k, c->R = wl->r, c->S = wl->s;
+    c->OH = mt_workload_out_h(wl), c->OW = mt_workload_out_w(wl);
+    c->sh = wl->stride_h, c->sw = wl->stride_w, c->ph = wl->pad_h, c->pw = wl->pad_w, c->dh = wl->dil_h, c->dw = wl->dil_w;
+    c->G = s->depthwise ? 1 : wl->groups;
+    c->Cg = s->depthwise ? 1 : wl->c / wl->groups;
+    c->Kg = s->depthwise ? wl->k : wl->k / wl->groups;
+    if (s->depthwise && !(wl->groups == wl->c && wl->groups == wl->k))
+        return mt__fail(err, errlen, MT_INVALID_ARG, "tile conv: depthwise schedule for a workload with groups != c or != k");
+    if (prod3(s->f, 4) != c->Kg || prod3(s->y, 4) != c->OH || prod3(s->x, 4) != c->OW || prod3(s->rc, 2) != c->Cg || prod3(s->ry, 2) != c->R ||
+        prod3(s->rx, 2) != c->S)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "tile conv: splits do not multiply to the workload's extents");
+    for (int i = 0; i < 4; i++)
+        if (s->f[i] < 1 || s->y[i] < 1 || s->x[i] < 1) return mt__fail(err, errlen, MT_INVALID_ARG, "tile conv: split part < 1");
+    c->VF = s->f[1], c->TF = s->f[2], c->FI = s->f[3];
+    c->VY = s->y[1], c->TY = s->y[2], c->YI = s->y[3];
+    c->VX = s->x[1], c->TX = s->x[2], c->XI = s->x[3];
+    c->BF = c->VF * c->TF * c->FI, c->BY = c->VY * c->TY * c->YI, c->BX = c->VX * c->TX * c->XI;
+    c->RCO = s->rc[0], c->RCI = s->rc[1], c->RYO = s->ry[0], c->RYI = s->ry[1], c->RXO = s->rx[0], c->RXI = s->rx[1];
+    c->vec = s->vec;
+    if (c->vec != 1 && c->vec != 2 && c->vec != 4 && c->vec != 8 && c->vec != 16)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "vec=%d is not 1, 2, 4, 8 or 16", c->vec);
+    if (c->XI % c->vec != 0)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "vec=%d does not divide the inner x tile %d (tile_x=%dx%dx%dx%d)", c->vec, c->XI, s->x[0],
+                        s->x[1], s->x[2], s->x[3]);
+    c->XV = c->XI / c->vec;
+
+    int64_t acc_n = (int64_t)c->VF * c->FI * c->VY * c->YI * c->VX * c->XI;
+    int64_t ireg_n = (int64_t)c->VY * c->YI * c->VX * c->XI;
+    int64_t wreg_n = (int64_t)c->VF * c->FI;
+    if (acc_n + ireg_n + wreg_n > MT__TILE_MAX_PRIVATE_FLOATS)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG,
+                        "register tile of %lld accumulators (+%lld input, +%lld weight registers) exceeds %d private floats", (long long)acc_n,
+                        (long long)ireg_n, (long long)wreg_n, MT__TILE_MAX_PRIVATE_FLOATS);
+
+    /* Which sides of the global input reads can leave the image. */
+    c->g_top = c->ph > 0;
+    c->g_left = c->pw > 0;
+    c->g_bottom = (int64_t)(c->OH - 1) * c->sh - c->ph + (int64_t)(c->R - 1) * c->dh > c->H - 1;
+    c->g_right = (int64_t)(c->OW - 1) * c->sw - c->pw + (int64_t)(c->S - 1) * c->dw > c->W - 1;
+    c->PH = (c->BY - 1) * c->sh + (c->RYI - 1) * c->dh + 1;
+    c->PW = (c->BX - 1) * c->sw + (c->RXI - 1) * c->dw + 1;
+    c->AAC = s->depthwise ? c->BF : c->RCI;
+
+    c->k = mt_kernel_new(name);
+    if (!c->k) return mt__fail(err, errlen, MT_NOMEM, "tile conv: out of memory");
+    mt_kernel *k = c->k;
+    k->unroll_explicit = s->unroll_explicit ? 1 : 0;
+    c->in = mt_ir_param(k, "input", mt_workload_input_elems(wl), 1);
+    c->wt = mt_ir_param(k, "weight", mt_workload_weight_elems(wl), 1);
+    c->out = mt_ir_param(k, "output", mt_workload_output_elems(wl), 0);
+    c->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, acc_n);
+    c->ireg = mt_ir_buffer(k, "xreg", MT_SCOPE_PRIVATE, ireg_n);
+    c->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, wreg_n);
+    if (s->stage_local) {
+        c->AA = mt_ir_buffer(k, "in_shared", MT_SCOPE_LOCAL, (int64_t)c->AAC * c->PH * c->PW);
+        c->WW = mt_ir_buffer(k, "w_shared", MT_SCOPE_LOCAL, (int64_t)c->BF * c->RCI * c->RYI * c->RXI);
+    }
+
+    /* Launch grid: bz = (n*G + g)*BFo + fb. */
+    int64_t BFo = s->f[0];
+    loopv B[3], T[3];
+    mt_expr *bz = lv(c, &B[0], "bz", (int64_t)c->N * c->G * BFo, MT_LOOP_BLOCK);
+    mt_expr *by = lv(c, &B[1], "by", s->y[0], MT_LOOP_BLOCK);
+    mt_expr *bx = lv(c, &B[2], "bx", s->x[0], MT_LOOP_BLOCK);
+    B[0].axis = 2, B[1].axis = 1, B[2].axis = 0;
+    c->tz = lv(c, &T[0], "tz", c->TF, MT_LOOP_THREAD);
+    c->ty = lv(c, &T[1], "ty", c->TY, MT_LOOP_THREAD);
+    c->tx = lv(c, &T[2], "tx", c->TX, MT_LOOP_THREAD);
+    T[0].axis = 2, T[1].axis = 1, T[2].axis = 0;
+
+    c->n = c->N == 1 ? I(c, 0) : let(c, "n", divi(c, bz, (int64_t)c->G * BFo));
+    mt_expr *g = c->G == 1 ? I(c, 0) : let(c, "g", modi(c, divi(c, bz, BFo), c->G));
+    mt_expr *fb = (c->N == 1 && c->G == 1) ? bz : modi(c, bz, BFo);
+    c->bf0 = let(c, "bf0", add(c, muli(c, g, c->Kg), muli(c, fb, c->BF)));
+    c->f0 = let(c, "f0", add(c, c->bf0, muli(c, c->tz, c->FI)));
+    c->by0 = let(c, "by0", muli(c, by, c->BY));
+    c->bx0 = let(c, "bx0", muli(c, bx, c->BX));
+    c->y0 = let(c, "y0", add(c, c->by0, muli(c, c->ty, c->YI)));
+    c->x0 = let(c, "x0", add(c, c->bx0, muli(c, c->tx, c->XI)));
+    /* Direct: channel 0 of the group in image n; depthwise: channel 0 of image n. */
+    c->in_n = let(c, "in_n", muli(c, add(c, muli(c, c->n, c->C), muli(c, g, c->Cg)), (int64_t)c->H * c->W));
+    c->iy0 = let(c, "iy0", sub(c, muli(c, c->y0, c->sh), I(c, c->ph)));
+    c->ix0 = let(c, "ix0", sub(c, muli(c, c->x0, c->sw), I(c, c->pw)));
+    c->out0 = let(c, "out0", add(c, add(c, muli(c, add(c, muli(c, c->n, c->K), c->f0), (int64_t)c->OH * c->OW), muli(c, c->y0, c->OW)), c->x0));
+    c->tid = s->stage_local ? let(c, "tid", add(c, muli(c, add(c, muli(c, c->tz, c->TY), c->ty), c->TX), c->tx)) : NULL;
+    if (c->failed) {
+        mt_kernel_free(k);
+        return mt__fail(err, errlen, MT_NOMEM, "tile conv: out of memory");
+    }
+
+    mt_stmt *items[3] = {init_acc(c), guarded_reduction(c), store_out(c)};
+    mt_stmt *body = mt_ir_seq(k, items, 3);
+    body = mt_ir_alloc(k, c->wreg, body);
+    body = mt_ir_alloc(k, c->ireg, body);
+    body = mt_ir_alloc(k, c->acc, body);
+    if (s->stage_local) {
+        body = mt_ir_alloc(k, c->WW, body);
+        body = mt_ir_alloc(k, c->AA, body);
+    }
+    for (int i = c->nlet - 1; i >= 0; i--) body = mt_ir_let(k, c->let_var[i], c->let_val[i], body);
+    body = wrap_all(c, T, 3, body);
+    body = wrap_all(c, B, 3, body);
+    if (!body || c->failed) {
+        mt_kernel_free(k);
+        return mt__fail(err, errlen, MT_NOMEM, "tile conv: out of memory building the IR");
+    }
+    k->body = body;
+    mt_ir_auto_unroll(k, s->auto_unroll_max_step);
+    *out = k;
+    return MT_OK;
+}
+
+mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen) {
+    const int *v = mt_config_get(sp, cfg, name);
+    if (!v) return mt__fail(err, errlen, MT_INVALID_ARG, "config has no knob '%s'", name);
+    for (int i = 0; i < nparts; i++) dst[i] = v[i];
+    return MT_OK;
+}

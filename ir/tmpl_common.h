@@ -1,0 +1,51 @@
+/* Private: the tiled direct-convolution kernel shared by the `direct` and
+ * `depthwise` templates (ir/tmpl_direct.c, ir/tmpl_depthwise.c).
+ *
+ * Both follow AutoTVM's CUDA schedules (conv2d_nchw.cuda and
+ * depthwise_conv2d_nchw.cuda): each output axis f (channels), y (rows) and
+ * x (columns) is split into block x vthread x thread x inner; each work-item
+ * keeps a private accumulator tile of (vf*fi) x (vy*yi) x (vx*xi) outputs, runs
+ * the reduction rc_outer > ry_outer > rx_outer > rc_inner > ry_inner > rx_inner,
+ * and stores its tile once at the end. Optionally the input patch and the
+ * weights of each outer reduction step are staged in local memory by the whole
+ * work-group (AutoTVM's shared-memory stages AA and WW).
+ *
+ * Other templates may include this header; it has no state. */
+#ifndef MTGPU_TMPL_COMMON_H
+#define MTGPU_TMPL_COMMON_H
+
+#include <stddef.h>
+
+#include "mtgpu/ir.h"
+#include "mtgpu/space.h"
+#include "mtgpu/workload.h"
+
+/* Work-item private floats (accumulators plus the per-step input and weight
+ * registers) above which a tile is rejected as unrealisable. */
+#define MT__TILE_MAX_PRIVATE_FLOATS 256
+
+typedef struct mt__tile_sched {
+    int f[4], y[4], x[4];      /* output splits, outermost first: block, vthread, thread, inner */
+    int rc[2], ry[2], rx[2];   /* reduction splits: outer, inner (depthwise: rc = {1,1}) */
+    int vec;                   /* lanes along the inner x tile: 1, 2, 4, 8 (16) */
+    int stage_local;           /* stage input patch and weights of each outer reduction step in local memory */
+    int auto_unroll_max_step;  /* mt_ir_auto_unroll */
+    int unroll_explicit;       /* mt_kernel.unroll_explicit */
+    int depthwise;             /* groups == c == k: output channel f reads input channel f only */
+} mt__tile_sched;
+
+/* Builds the kernel for wl under schedule s. For non-depthwise workloads,
+ * s->f splits k/groups (every work-group lies inside one group) and s->rc
+ * splits c/groups; for depthwise, s->f splits k. The splits must multiply to
+ * their extents exactly. Returns MT_INVALID_CONFIG (reason in err) for a
+ * schedule it cannot realise (vec not dividing the inner x tile, a register
+ * tile over MT__TILE_MAX_PRIVATE_FLOATS), MT_NOMEM when the IR arena fails,
+ * MT_INVALID_ARG for inconsistent splits. *out is owned by the caller. */
+mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, const char *name, mt_kernel **out, char *err,
+                              size_t errlen);
+
+/* Copies the nparts values of split knob `name` into dst; MT_INVALID_ARG (with
+ * err) when cfg has no such knob. */
+mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,34 @@
+/* Private: the table a backend fills in. Handles returned through `void **`
+ * are the backend's own; src/device.c wraps them in mt_device / mt_program /
+ * mt_dbuf. Optional members may be NULL. */
+#ifndef MTGPU_BACKEND_IMPL_H
+#define MTGPU_BACKEND_IMPL_H
+
+#include "mtgpu/device.h"
+
+typedef struct mt_backend_i {
+    /* .kind       = */ mt_backend_kind kind;
+    /* .lang       = */ mt_lang lang;
+    /* .list       = */ mt_status (*list)(mt_device_info *out, int max, int *count, char *err, size_t errlen);
+    /* .open       = */ mt_status (*open)(int index, const mt_device_params *params, void **dev, mt_device_info *info, char *err, size_t errlen);
+    /* .close      = */ void (*close)(void *dev);
+    /* .build      = */ mt_status (*build)(void *dev, const char *src, const char *kernel_name, void **prog, int *from_cache, char *log,
+                                           size_t loglen);
+    /* .prog_free  = */ void (*prog_free)(void *prog);
+    /* .alloc      = */ mt_status (*alloc)(void *dev, size_t bytes, void **buf);
+    /* .write      = */ mt_status (*write)(void *dev, void *buf, size_t offset, const void *src, size_t bytes);
+    /* .read       = */ mt_status (*read)(void *dev, void *buf, size_t offset, void *dst, size_t bytes);
+    /* .buf_free   = */ void (*buf_free)(void *buf);
+    /* .run        = */ mt_status (*run)(void *dev, void *prog, void **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                                         int warmup, int repeats, double *times_ms, char *err, size_t errlen);
+} mt_backend_i;
+
+/* Returns the OpenCL backend table, or NULL when built without OpenCL. */
+const mt_backend_i *mt__backend_opencl(void);
+/* Returns the CUDA backend table when its module loads, else NULL with the reason in err. */
+const mt_backend_i *mt__backend_cuda(char *err, size_t errlen);
+
+/* Content hash used by the binary caches (FNV-1a 64). */
+uint64_t mt__hash64(const void *data, size_t len, uint64_t seed);
+
+#endif

@@ -1,0 +1,148 @@
+/* The test that matters most (ggml's test-backend-ops, for convolutions):
+ * every template, random valid configs, on workloads that cover the shapes a
+ * template can get wrong; each output is compared with the CPU reference by
+ * normalised error, checked for NaN/Inf and unwritten elements, and the guard
+ * region after the output buffer must be untouched (mt_conv_bench does the
+ * checks). MTGPU_HARNESS_CONFIGS sets the configs per (workload, template). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtgpu/device.h"
+#include "mtgpu/measure.h"
+#include "mtgpu/template.h"
+
+static const char *const workloads[] = {
+    "n=1,c=16,h=20,w=20,k=24,r=3,s=3,pad=1",             /* 3x3, padding */
+    "n=1,c=8,h=17,w=17,k=16,r=3,s=3,stride=2,pad=1",     /* stride 2, odd size */
+    "n=1,c=8,h=16,w=16,k=8,r=3,s=3,pad=2,dilation=2",    /* dilation 2 */
+    "n=1,c=32,h=14,w=14,k=48,r=1,s=1",                   /* 1x1 */
+    "n=1,c=16,h=14,w=14,k=32,r=1,s=1,stride=2",          /* 1x1 stride 2 */
+    "n=1,c=6,h=15,w=15,k=10,r=5,s=5,pad=2",              /* 5x5 */
+    "n=1,c=3,h=32,w=32,k=16,r=7,s=7,stride=2,pad=3",     /* 7x7 stem */
+    "n=1,c=8,h=12,w=20,k=8,r=3,s=3,pad=1",               /* non-square image */
+    "n=1,c=8,h=10,w=17,k=8,r=1,s=7,pad=0x3",             /* 1x7 */
+    "n=1,c=8,h=17,w=10,k=8,r=7,s=1,pad=3x0",             /* 7x1 */
+    "n=1,c=8,h=11,w=13,k=8,r=3,s=3,stride=2x1,pad=1",    /* stride per axis */
+    "n=1,c=16,h=14,w=14,k=16,r=3,s=3,pad=1,groups=16",   /* depthwise */
+    "n=1,c=24,h=15,w=15,k=24,r=3,s=3,stride=2,pad=1,groups=24", /* depthwise stride 2 */
+    "n=1,c=16,h=12,w=12,k=32,r=3,s=3,pad=1,groups=4",    /* grouped */
+    "n=2,c=8,h=10,w=10,k=12,r=3,s=3,pad=1",              /* batch 2 */
+    "n=1,c=12,h=13,w=13,k=20,r=3,s=3,pad=1",             /* sizes that divide no tile */
+    "n=1,c=7,h=9,w=11,k=5,r=2,s=4,pad=1x2",              /* even kernel, uneven padding */
+};
+#define NWORKLOADS (int)(sizeof workloads / sizeof workloads[0])
+
+typedef struct {
+    const char *workload;
+    const mt_template *t;
+} harness_case;
+
+static mt_device *device;
+static char device_err[512];
+
+static int configs_per_case(void) {
+    const char *e = getenv("MTGPU_HARNESS_CONFIGS");
+    int n = e ? atoi(e) : 3;
+    return n > 0 ? n : 3;
+}
+
+static void run_case(void **state) {
+    const harness_case *hc = *state;
+    if (!device) {
+        print_message("skipped: no device: %s\n", device_err);
+        skip();
+    }
+    mt_workload wl;
+    char err[1024];
+    assert_int_equal(mt_workload_parse(hc->workload, &wl, err, sizeof err), MT_OK);
+    mt_space sp;
+    assert_int_equal(mt_template_space(hc->t, &wl, &sp), MT_OK);
+    mt_conv_bench *bench = NULL;
+    mt_status st = mt_conv_bench_new(device, &wl, 42, &bench, err, sizeof err);
+    if (st != MT_OK) {
+        mt_space_free(&sp);
+        fail_msg("bench setup: %s", err);
+    }
+    mt_measure_params mp = mt_measure_default_params();
+    mp.warmup = 0;
+    mp.min_repeats = mp.max_repeats = 1;
+    mp.min_time_ms = 0;
+    mt_device_limits lim = mt_device_get_limits(device);
+    /* Seeded by the case's name, so each case draws its own configs reproducibly. */
+    uint64_t rng = 0x1234567ull;
+    for (const char *c = hc->workload; *c; c++) rng = rng * 131 + (unsigned char)*c;
+    for (const char *c = mt_template_name(hc->t); *c; c++) rng = rng * 131 + (unsigned char)*c;
+    int want = configs_per_case(), ran = 0, draws = 0, failures = 0;
+    while (ran < want && draws < 4000) {
+        mt_config cfg;
+        mt_space_random(&sp, &rng, &cfg);
+        draws++;
+        /* Only configs the template can realise within the device's limits are "valid". */
+        mt_kernel *k = NULL;
+        mt_kernel_resources res;
+        if (mt_template_build(hc->t, &wl, &sp, &cfg, &k, err, sizeof err) != MT_OK || mt_kernel_analyze(k, &res, err, sizeof err) != MT_OK ||
+            mt_kernel_check_limits(&res, &lim, err, sizeof err) != MT_OK) {
+            mt_kernel_free(k);
+            continue;
+        }
+        mt_kernel_free(k);
+        mt_measure_result r;
+        mt_conv_bench_measure(bench, hc->t, &sp, &cfg, &mp, &r);
+        char ctext[1024];
+        mt_config_format(&sp, &cfg, ctext, sizeof ctext);
+        if (r.status != MT_OK) {
+            print_error("%s %s [%s]: %s: %s\n", mt_template_name(hc->t), hc->workload, ctext, mt_status_name(r.status), r.message);
+            failures++;
+        }
+        ran++;
+    }
+    mt_conv_bench_free(bench);
+    mt_space_free(&sp);
+    if (ran == 0) {
+        print_message("skipped: no valid config of '%s' found for %s in %d draws\n", mt_template_name(hc->t), hc->workload, draws);
+        skip();
+    }
+    assert_int_equal(failures, 0);
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    mt_device_params dp = mt_device_default_params();
+    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    mt_device_close(device);
+    return 0;
+}
+
+int main(void) {
+    static harness_case cases[NWORKLOADS * 8];
+    static struct CMUnitTest tests[NWORKLOADS * 8];
+    static char names[NWORKLOADS * 8][160];
+    int n = 0;
+    for (int w = 0; w < NWORKLOADS; w++) {
+        mt_workload wl;
+        if (mt_workload_parse(workloads[w], &wl, NULL, 0) != MT_OK) {
+            fprintf(stderr, "bad workload in the harness: %s\n", workloads[w]);
+            return 1;
+        }
+        for (int t = 0; t < mt_template_count(); t++) {
+            const mt_template *tp = mt_template_at(t);
+            if (!mt_template_accepts(tp, &wl)) continue;
+            cases[n] = (harness_case){workloads[w], tp};
+            snprintf(names[n], sizeof names[n], "%s/%s", mt_template_name(tp), workloads[w]);
+            tests[n] = (struct CMUnitTest){.name = names[n], .test_func = run_case, .initial_state = &cases[n]};
+            n++;
+        }
+    }
+    return _cmocka_run_group_tests("conv_harness", tests, (size_t)n, group_setup, group_teardown);
+}

@@ -1,0 +1,508 @@
+/* CUDA compile checks: the module loader, NVRTC + nvJitLink resource reports,
+ * the limits, and every template's kernels printed as CUDA C.
+ *
+ * Needs no GPU. Where the CUDA module cannot be loaded, the tests that need
+ * it are skipped with the reason printed, and the binary still passes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mtgpu/cuda.h"
+#include "mtgpu/template.h"
+#include "mtgpu/workload.h"
+
+#include "../cuda/cuda_module.h"
+#include "backend-impl.h"
+
+/* The ptxas log parser is module code with no dependencies; compile it in
+ * here so that it is tested on canned logs, with or without CUDA. */
+#include "../cuda/ptxas_log.c"
+
+#define SM 90
+
+static const char *g_argv0;
+
+/* Skips the calling test, with the reason, when the module cannot load. */
+#define REQUIRE_MODULE()                                                   \
+    do {                                                                   \
+        char why_[2048];                                                   \
+        if (mt_cuda_available(why_, sizeof why_) != MT_OK) {               \
+            printf("skipped: CUDA module unavailable: %s\n", why_);        \
+            fflush(stdout);                                                \
+            skip();                                                        \
+        }                                                                  \
+    } while (0)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void print_res(const char *what, const mt_cuda_resources *r) {
+    printf("%s: %d registers, %d B smem, %d B local, spills %d/%d B, %d B cmem[0], %d barriers, cubin %zu B\n", what, r->registers,
+           r->shared_bytes, r->local_bytes, r->spill_store_bytes, r->spill_load_bytes, r->const_bytes, r->barriers, r->cubin_bytes);
+    fflush(stdout);
+}
+
+/* ---- the parser, on logs as nvJitLink 13 writes them ---- */
+
+static const char LOG_13[] =
+    "ptxas info    : 0 bytes gmem\n"
+    "ptxas info    : Function properties for _Z6helperPfi\n"
+    "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+    "ptxas info    : Compiling entry function 'first' for 'sm_90'\n"
+    "ptxas info    : Function properties for first\n"
+    "ptxas         .     256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+    "ptxas info    : Used 40 registers, used 1 barriers, 1024 bytes smem\n"
+    "ptxas info    : Compile time = 163.724 ms\n"
+    "ptxas info    : Compiling entry function 'second' for 'sm_90'\n"
+    "ptxas info    : Function properties for second\n"
+    "ptxas         .     0 bytes stack frame, 120 bytes spill stores, 96 bytes spill loads\n"
+    "ptxas info    : Used 255 registers, 49152 bytes smem\n"
+    "info    : 0 bytes gmem\n"
+    "info    : Function properties for 'first':\n"
+    "info    : used 40 registers, used 1 barriers, 256 stack, 2048 bytes smem, 544 bytes cmem[0], 0 bytes lmem\n"
+    "info    : Function properties for 'second':\n"
+    "info    : used 255 registers, used 0 barriers, 0 stack, 50176 bytes smem, 536 bytes cmem[0], 0 bytes lmem\n";
+
+static void test_parse_log(void **state) {
+    (void)state;
+    mt_cuda_resources r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(mt__cuda_parse_info_log(LOG_13, "first", &r), 1);
+    assert_int_equal(r.registers, 40);
+    assert_int_equal(r.shared_bytes, 1024); /* ptxas's, not the finalizer's 2048 with the reserved 1 KiB */
+    assert_int_equal(r.local_bytes, 256);
+    assert_int_equal(r.spill_store_bytes, 0); /* not the helper's 8 */
+    assert_int_equal(r.spill_load_bytes, 0);
+    assert_int_equal(r.const_bytes, 544);
+    assert_int_equal(r.barriers, 1);
+
+    memset(&r, 0, sizeof r);
+    assert_int_equal(mt__cuda_parse_info_log(LOG_13, "second", &r), 1);
+    assert_int_equal(r.registers, 255);
+    assert_int_equal(r.shared_bytes, 49152);
+    assert_int_equal(r.spill_store_bytes, 120);
+    assert_int_equal(r.spill_load_bytes, 96);
+    assert_int_equal(r.const_bytes, 536);
+
+    memset(&r, 0, sizeof r);
+    assert_int_equal(mt__cuda_parse_info_log(LOG_13, NULL, &r), 1); /* the first kernel */
+    assert_int_equal(r.registers, 40);
+
+    memset(&r, 0, sizeof r);
+    assert_int_equal(mt__cuda_parse_info_log(LOG_13, "third", &r), 0);
+    assert_int_equal(mt__cuda_parse_info_log(LOG_13, "firs", &r), 0);
+    assert_int_equal(mt__cuda_parse_info_log("", NULL, &r), 0);
+    assert_int_equal(mt__cuda_parse_info_log("garbage 12 registers\n\n,,, 99999999999999999999 bytes smem", NULL, &r), 0);
+    assert_int_equal(r.registers, 0);
+
+    /* An older ptxas: everything on the "Used" line, lmem instead of a stack frame. */
+    static const char old[] = "ptxas info    : Compiling entry function 'k' for 'sm_52'\r\n"
+                              "ptxas info    : Used 32 registers, 4096 bytes smem, 352 bytes cmem[0], 64 bytes lmem\r\n";
+    memset(&r, 0, sizeof r);
+    assert_int_equal(mt__cuda_parse_info_log(old, "k", &r), 1);
+    assert_int_equal(r.registers, 32);
+    assert_int_equal(r.shared_bytes, 4096);
+    assert_int_equal(r.const_bytes, 352);
+    assert_int_equal(r.local_bytes, 64);
+
+    /* Only the finalizer's report, numbers that overflow int saturate. */
+    static const char fin[] = "info    : Function properties for 'k':\n"
+                              "info    : used 12 registers, 99999999999999999999 stack, 0 bytes smem\n";
+    memset(&r, 0, sizeof r);
+    assert_int_equal(mt__cuda_parse_info_log(fin, NULL, &r), 1);
+    assert_int_equal(r.registers, 12);
+    assert_int_equal(r.local_bytes, INT_MAX);
+}
+
+/* ---- limits ---- */
+
+static void test_check_limits(void **state) {
+    (void)state;
+    mt_cuda_resources r = {0};
+    char err[256];
+    r.registers = 64;
+    r.shared_bytes = 48 * 1024;
+    r.local_bytes = 256;
+    r.spill_store_bytes = 8;
+    r.spill_load_bytes = 8;
+    assert_int_equal(mt_cuda_check_limits(&r, SM, err, sizeof err), MT_OK);
+    r.registers = 256;
+    assert_int_equal(mt_cuda_check_limits(&r, SM, err, sizeof err), MT_INVALID_CONFIG);
+    assert_non_null(strstr(err, "registers"));
+    r.registers = 64;
+    r.shared_bytes = 48 * 1024 + 1;
+    assert_int_equal(mt_cuda_check_limits(&r, SM, err, sizeof err), MT_INVALID_CONFIG);
+    assert_non_null(strstr(err, "shared"));
+    r.shared_bytes = 0;
+    r.local_bytes = MT_CUDA_MAX_LOCAL_BYTES + 4;
+    assert_int_equal(mt_cuda_check_limits(&r, SM, err, sizeof err), MT_INVALID_CONFIG);
+    r.local_bytes = 0;
+    r.spill_store_bytes = 600;
+    r.spill_load_bytes = 600;
+    assert_int_equal(mt_cuda_check_limits(&r, SM, err, sizeof err), MT_INVALID_CONFIG);
+    assert_non_null(strstr(err, "spill"));
+    assert_int_equal(mt_cuda_check_limits(NULL, SM, err, sizeof err), MT_INVALID_ARG);
+}
+
+/* ---- loading ---- */
+
+static void test_load_bogus_path(void **state) {
+    (void)state;
+    void *h = (void *)1;
+    const mt_cuda_module *m = (const mt_cuda_module *)1;
+    char err[1024] = "";
+    assert_int_equal(mt__cuda_load_from("/nonexistent/dir/libmtgpu_cuda.so", &h, &m, err, sizeof err), MT_UNAVAILABLE);
+    assert_null(h);
+    assert_null(m);
+    assert_non_null(strstr(err, "/nonexistent/dir/libmtgpu_cuda.so"));
+
+    /* A library that loads but is not the module: the symbol is missing. */
+    err[0] = '\0';
+    assert_int_equal(mt__cuda_load_from("libm.so.6", &h, &m, err, sizeof err), MT_UNAVAILABLE);
+    assert_null(h);
+    assert_non_null(strstr(err, MT_CUDA_MODULE_SYMBOL));
+
+    assert_int_equal(mt__cuda_load_from(NULL, &h, &m, err, sizeof err), MT_INVALID_ARG);
+    mt__cuda_unload(NULL);
+}
+
+/* Run in a child process (the loader caches per process): with a bogus
+ * MTGPU_CUDA_MODULE every entry point fails cleanly. Returns the exit code. */
+static int bogus_env_child(void) {
+    char why[2048] = "";
+    if (mt_cuda_available(why, sizeof why) != MT_UNAVAILABLE) return 10;
+    if (!strstr(why, "MTGPU_CUDA_MODULE") || !strstr(why, "/nonexistent/libmtgpu_cuda.so")) return 11;
+    mt_cuda_resources r;
+    char log[512];
+    if (mt_cuda_compile_check("extern \"C\" __global__ void k() {}", "k", SM, &r, log, sizeof log) != MT_UNAVAILABLE) return 12;
+    if (log[0] == '\0' || r.registers != 0) return 13;
+    char err[2048] = "";
+    if (mt__backend_cuda(err, sizeof err) != NULL) return 14;
+    if (!strstr(err, "CUDA module not found")) return 15;
+    printf("child with bogus MTGPU_CUDA_MODULE: %s\n", err);
+    return 0;
+}
+
+static void test_load_bogus_env(void **state) {
+    (void)state;
+    fflush(stdout);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("MTGPU_CUDA_MODULE", "/nonexistent/libmtgpu_cuda.so", 1);
+        char *args[] = {(char *)g_argv0, (char *)"--bogus-module-child", NULL};
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Skips hide nothing: when the build made a module (it sits in the build
+ * directory, one level above this test), it must load. A module that needs
+ * libcuda.so.1, for instance, would otherwise skip every test on a machine
+ * without the driver. */
+static void test_built_module_loads(void **state) {
+    (void)state;
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) skip();
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) skip();
+    *slash = '\0';
+    char path[1200];
+    snprintf(path, sizeof path, "%s/../libmtgpu_cuda.so", exe);
+    if (access(path, F_OK) != 0) {
+        printf("skipped: no CUDA module was built (%s)\n", path);
+        skip();
+    }
+    void *h = NULL;
+    const mt_cuda_module *m = NULL;
+    char err[2048];
+    mt_status s = mt__cuda_load_from(path, &h, &m, err, sizeof err);
+    if (s != MT_OK) printf("built module does not load: %s\n", err);
+    assert_int_equal(s, MT_OK);
+    char why[512];
+    m->driver_available(why, sizeof why); /* callable from a separately loaded copy */
+    mt__cuda_unload(h);
+    if (!getenv("MTGPU_CUDA_MODULE")) assert_int_equal(mt_cuda_available(err, sizeof err), MT_OK);
+}
+
+static void test_backend_reason(void **state) {
+    (void)state;
+    char err[2048] = "";
+    assert_null(mt__backend_cuda(err, sizeof err)); /* no way to run kernels yet, whatever the machine */
+    assert_true(strlen(err) > 0);
+    printf("mt__backend_cuda: %s\n", err);
+    if (mt_cuda_available(NULL, 0) == MT_OK) assert_null(strstr(err, "module not found"));
+}
+
+/* ---- compiling ---- */
+
+static const char SAXPY_TILE[] =
+    "extern \"C\" __global__ void __launch_bounds__(256) tile(const float *__restrict__ a, const float *__restrict__ b,\n"
+    "                                                    float *__restrict__ c, int n) {\n"
+    "    __shared__ float s[256];\n"
+    "    float acc[8];\n"
+    "    int t = threadIdx.x, i = blockIdx.x * 256 + t;\n"
+    "    s[t] = i < n ? a[i] : 0.0f;\n"
+    "    __syncthreads();\n"
+    "    #pragma unroll\n"
+    "    for (int j = 0; j < 8; j++) acc[j] = s[(t + j * 31) & 255] * b[j];\n"
+    "    float r = 0.0f;\n"
+    "    #pragma unroll\n"
+    "    for (int j = 0; j < 8; j++) r = fmaf(acc[j], b[8 + j], r);\n"
+    "    if (i < n) c[i] = r;\n"
+    "}\n";
+
+static void test_compile_ok(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    mt_cuda_resources r;
+    char log[8192];
+    double t0 = now_s();
+    mt_status s = mt_cuda_compile_check(SAXPY_TILE, "tile", SM, &r, log, sizeof log);
+    if (s != MT_OK) printf("log:\n%s\n", log);
+    assert_int_equal(s, MT_OK);
+    print_res("tile (sm_90)", &r);
+    printf("  compile check took %.2f s\n", now_s() - t0);
+    assert_true(r.registers > 0);
+    assert_int_equal(r.shared_bytes, 1024);
+    assert_int_equal(r.barriers, 1);
+    assert_true(r.cubin_bytes > 0);
+    assert_non_null(strstr(log, "registers")); /* the report comes back in the log */
+    assert_int_equal(mt_cuda_check_limits(&r, SM, log, sizeof log), MT_OK);
+
+    /* The first kernel when no name is given; another architecture. */
+    assert_int_equal(mt_cuda_compile_check(SAXPY_TILE, NULL, 80, &r, log, sizeof log), MT_OK);
+    assert_true(r.registers > 0);
+}
+
+static void test_syntax_error(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    mt_cuda_resources r;
+    char log[4096];
+    mt_status s = mt_cuda_compile_check("extern \"C\" __global__ void k(float *p) { p[0] = 1.0f }\n", "k", SM, &r, log, sizeof log);
+    assert_int_equal(s, MT_BUILD);
+    assert_true(strlen(log) > 0);
+    assert_int_equal(r.registers, 0);
+    printf("syntax error log: %s", log);
+}
+
+static void test_big_shared(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    static const char src[] = "extern \"C\" __global__ void big(float *p) {\n"
+                              "    __shared__ float s[16384]; /* 64 KiB */\n"
+                              "    s[threadIdx.x] = p[threadIdx.x];\n"
+                              "    __syncthreads();\n"
+                              "    p[threadIdx.x] = s[(threadIdx.x * 97) & 16383];\n"
+                              "}\n";
+    mt_cuda_resources r;
+    char log[4096];
+    mt_status s = mt_cuda_compile_check(src, "big", SM, &r, log, sizeof log);
+    printf("64 KiB static shared: %s; %s", mt_status_name(s), log);
+    if (s == MT_OK) {
+        assert_int_equal(mt_cuda_check_limits(&r, SM, log, sizeof log), MT_INVALID_CONFIG);
+    } else {
+        assert_int_equal(s, MT_INVALID_CONFIG);
+        assert_non_null(strstr(log, "shared"));
+        assert_int_equal(r.shared_bytes, 65536); /* ptxas still reported it */
+        assert_int_equal(mt_cuda_check_limits(&r, SM, log, sizeof log), MT_INVALID_CONFIG);
+    }
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    mt_cuda_resources r;
+    char log[1024];
+    assert_int_equal(mt_cuda_compile_check(SAXPY_TILE, "nope", SM, &r, log, sizeof log), MT_NOT_FOUND);
+    assert_non_null(strstr(log, "nope"));
+    assert_int_equal(mt_cuda_compile_check(SAXPY_TILE, "tile", 35, &r, log, sizeof log), MT_UNSUPPORTED);
+    assert_non_null(strstr(log, "sm_35"));
+    assert_int_equal(mt_cuda_compile_check(NULL, "tile", SM, &r, log, sizeof log), MT_INVALID_ARG);
+    assert_int_equal(mt_cuda_compile_check(SAXPY_TILE, "tile", 0, &r, log, sizeof log), MT_INVALID_ARG);
+    assert_int_equal(mt_cuda_kernel_check(NULL, SM, &r, log, sizeof log), MT_INVALID_ARG);
+    /* Tiny buffers and no buffers at all are fine. */
+    char one[1];
+    assert_int_equal(mt_cuda_compile_check("int x = ;", NULL, SM, NULL, one, sizeof one), MT_BUILD);
+    assert_int_equal(one[0], '\0');
+    assert_int_equal(mt_cuda_compile_check("int x = ;", NULL, SM, NULL, NULL, 0), MT_BUILD);
+}
+
+/* The module's compile member: PTX and cubin, as the backend will load them. */
+static void test_module_compile(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    const mt_cuda_module *m;
+    char log[4096];
+    assert_int_equal(mt__cuda_module(&m, log, sizeof log), MT_OK);
+    assert_int_equal(m->abi_version, MT_CUDA_MODULE_ABI);
+    assert_true(m->struct_size >= MT_CUDA_MODULE_V1_SIZE);
+    char ver[128] = "";
+    m->toolkit_version(ver, sizeof ver);
+    printf("toolkit: %s\n", ver);
+    assert_non_null(strstr(ver, "NVRTC"));
+
+    char *out = NULL;
+    size_t len = 0;
+    assert_int_equal(m->compile(SAXPY_TILE, "tile", SM, MT_CUDA_OUTPUT_PTX, &out, &len, log, sizeof log), MT_OK);
+    assert_non_null(out);
+    assert_true(len > 0);
+    assert_non_null(strstr(out, ".entry tile"));
+    m->free_buffer(out);
+
+    assert_int_equal(m->compile(SAXPY_TILE, "tile", SM, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_OK);
+    assert_non_null(out);
+    assert_true(len > 4);
+    assert_memory_equal(out, "\177ELF", 4);
+    m->free_buffer(out);
+
+    assert_int_equal(m->compile("broken(", "tile", SM, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_BUILD);
+    assert_null(out);
+
+    /* resources can hand back the linked cubin too. */
+    mt_cuda_resources r;
+    assert_int_equal(m->resources(SAXPY_TILE, "tile", SM, &r, &out, &len, log, sizeof log), MT_OK);
+    assert_non_null(out);
+    assert_int_equal(len, r.cubin_bytes);
+    m->free_buffer(out);
+    m->free_buffer(NULL);
+
+    char why[512];
+    int drv = m->driver_available(why, sizeof why);
+    printf("driver: %s\n", drv ? "present" : why);
+}
+
+/* ---- every template, printed as CUDA C ---- */
+
+static void test_templates(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    if (mt_template_count() <= 0) {
+        printf("skipped: no templates yet\n");
+        skip();
+    }
+    static const char *const workloads[] = {
+        "n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1",
+        "n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1,groups=32",
+        "n=1,c=64,h=56,w=56,k=256,r=1,s=1",
+    };
+    /* sm_90 launch limits, to leave out configs that could never launch
+     * before paying for a compile. */
+    mt_device_limits lim = {0};
+    lim.max_threads_per_block = 1024;
+    lim.max_block_dim[0] = 1024;
+    lim.max_block_dim[1] = 1024;
+    lim.max_block_dim[2] = 64;
+    lim.max_grid_dim[0] = 2147483647;
+    lim.max_grid_dim[1] = 65535;
+    lim.max_grid_dim[2] = 65535;
+    lim.local_mem_bytes = MT_CUDA_MAX_STATIC_SHARED;
+
+    const double budget_s = 50.0;
+    double t0 = now_s();
+    uint64_t rng = 0x5eed;
+    int checked = 0, rejected = 0, out_of_time = 0;
+    for (int ti = 0; ti < mt_template_count() && !out_of_time; ti++) {
+        const mt_template *t = mt_template_at(ti);
+        for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0] && !out_of_time; wi++) {
+            mt_workload wl;
+            char err[1024];
+            assert_int_equal(mt_workload_parse(workloads[wi], &wl, err, sizeof err), MT_OK);
+            if (!mt_template_accepts(t, &wl)) continue;
+            mt_space sp;
+            assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+            int got = 0;
+            for (int attempt = 0; attempt < 40 && got < 3; attempt++) {
+                if (now_s() - t0 > budget_s) {
+                    out_of_time = 1;
+                    break;
+                }
+                mt_config cfg;
+                mt_space_random(&sp, &rng, &cfg);
+                char cfgtext[512];
+                mt_config_format(&sp, &cfg, cfgtext, sizeof cfgtext);
+                mt_kernel *k = NULL;
+                mt_status s = mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err);
+                if (s == MT_INVALID_CONFIG) {
+                    rejected++;
+                    continue;
+                }
+                if (s != MT_OK) printf("%s %s %s: build: %s: %s\n", mt_template_name(t), workloads[wi], cfgtext, mt_status_name(s), err);
+                assert_int_equal(s, MT_OK);
+                mt_kernel_resources kr;
+                assert_int_equal(mt_kernel_analyze(k, &kr, err, sizeof err), MT_OK);
+                if (mt_kernel_check_limits(&kr, &lim, err, sizeof err) != MT_OK) {
+                    rejected++;
+                    mt_kernel_free(k);
+                    continue;
+                }
+                mt_cuda_resources r;
+                char log[16384];
+                s = mt_cuda_kernel_check(k, SM, &r, log, sizeof log);
+                if (s == MT_UNSUPPORTED || s == MT_INVALID_ARG) {
+                    mt_kernel_free(k);
+                    mt_space_free(&sp);
+                    printf("skipped: the CUDA printer is not there yet: %s\n", log);
+                    skip();
+                }
+                if (s != MT_OK) {
+                    char *src = NULL;
+                    if (mt_kernel_print(k, MT_LANG_CUDA, &src, err, sizeof err) == MT_OK) printf("source:\n%s\n", src);
+                    free(src);
+                    printf("%s %s %s: %s\n%s\n", mt_template_name(t), workloads[wi], cfgtext, mt_status_name(s), log);
+                }
+                assert_int_equal(s, MT_OK);
+                assert_true(r.registers > 0);
+                char what[768];
+                snprintf(what, sizeof what, "%s %s [%s]", mt_template_name(t), workloads[wi], cfgtext);
+                print_res(what, &r);
+                mt_kernel_free(k);
+                got++;
+                checked++;
+            }
+            mt_space_free(&sp);
+        }
+    }
+    printf("templates: %d kernels compiled for sm_%d, %d configs rejected before compiling, %.1f s%s\n", checked, SM, rejected,
+           now_s() - t0, out_of_time ? " (stopped at the time budget)" : "");
+    assert_true(checked > 0);
+}
+
+int main(int argc, char **argv) {
+    g_argv0 = argv[0];
+    if (argc > 1 && strcmp(argv[1], "--bogus-module-child") == 0) return bogus_env_child();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_log),
+        cmocka_unit_test(test_check_limits),
+        cmocka_unit_test(test_load_bogus_path),
+        cmocka_unit_test(test_load_bogus_env),
+        cmocka_unit_test(test_built_module_loads),
+        cmocka_unit_test(test_backend_reason),
+        cmocka_unit_test(test_compile_ok),
+        cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_big_shared),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_module_compile),
+        cmocka_unit_test(test_templates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
