@@ -7,6 +7,7 @@
 static const mt_cli_cmd commands[] = {
     {"devices", "list the devices of every available backend", mt_cmd_devices},
     {"conv", "build, check and time configs of one convolution", mt_cmd_conv},
+    {"tasks", "list the unique convolution workloads of a network", mt_cmd_tasks},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 

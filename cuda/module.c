@@ -43,6 +43,13 @@ static void log_append(char *log, size_t loglen, const char *text) {
 
 /* ---- NVRTC ---- */
 
+/* A compile or link that fails because the kernel is over a hardware limit
+ * is a config the tuner should skip, not a broken source. */
+static int over_limit(const char *errlog) {
+    return errlog && (strstr(errlog, "too much shared data") || strstr(errlog, "too much local data") ||
+                      strstr(errlog, "too many resources") || strstr(errlog, "uses too much"));
+}
+
 /* MT_OK when NVRTC can target sm_<sm>; MT_UNSUPPORTED listing what it can. */
 static mt_status check_arch(int sm, char *log, size_t loglen) {
     int n = 0;
@@ -85,13 +92,15 @@ static mt_status nvrtc_build(const char *src, const char *name, const char *arch
     r = nvrtcCompileProgram(*prog, (int)(sizeof opts / sizeof opts[0]), opts);
 
     size_t n = 0;
+    char *text = NULL;
     if (nvrtcGetProgramLogSize(*prog, &n) == NVRTC_SUCCESS && n > 1) {
-        char *text = malloc(n);
+        text = malloc(n);
         if (text && nvrtcGetProgramLog(*prog, text) == NVRTC_SUCCESS) log_append(log, loglen, text);
-        free(text);
     }
+    int limit = text && over_limit(text); /* ptxas ran inside NVRTC (sm_XX) and refused */
+    free(text);
     if (r != NVRTC_SUCCESS) {
-        mt_status s = nvrtc_status(r);
+        mt_status s = r == NVRTC_ERROR_COMPILATION && limit ? MT_INVALID_CONFIG : nvrtc_status(r);
         if (log && loglen > 0 && log[0] == '\0') fail(log, loglen, s, "nvrtcCompileProgram: %s", nvrtcGetErrorString(r));
         nvrtcDestroyProgram(prog);
         *prog = NULL;
@@ -212,13 +221,6 @@ static const char *jit_result_name(nvJitLinkResult r) {
     case NVJITLINK_ERROR_UNSUPPORTED_ARCH: return "unsupported -arch";
     default: return "error";
     }
-}
-
-/* A link that fails because the kernel is over a hardware limit is a config
- * the tuner should skip, not a broken source. */
-static int over_limit(const char *errlog) {
-    return errlog && (strstr(errlog, "too much shared data") || strstr(errlog, "too much local data") ||
-                      strstr(errlog, "too many resources") || strstr(errlog, "uses too much"));
 }
 
 static mt_status cuda_resources(const char *src, const char *name, int sm, mt_cuda_resources *res, char **cubin,

@@ -210,6 +210,8 @@ mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt
             n += more;
         }
     }
+    res->nruns = n < MT_MEASURE_MAX_RUNS ? n : MT_MEASURE_MAX_RUNS;
+    memcpy(res->run_ms, times, sizeof(double) * (size_t)res->nruns);
     qsort(times, (size_t)n, sizeof(double), cmp_double);
     res->repeats = n;
     res->min_ms = times[0];

@@ -28,6 +28,9 @@ typedef struct mt_measure_params {
 
 mt_measure_params mt_measure_default_params(void);
 
+/* Most individual run times a result keeps (see mt_measure_result.run_ms). */
+#define MT_MEASURE_MAX_RUNS 64
+
 typedef struct mt_measure_result {
     mt_status status;      /* MT_OK, MT_INVALID_CONFIG, MT_BUILD, MT_LAUNCH, MT_WRONG_RESULT, ... */
     double median_ms;      /* 0 unless timed */
@@ -37,6 +40,10 @@ typedef struct mt_measure_result {
     double build_s;        /* compile seconds (0 when cached) */
     int repeats;
     char message[1024];    /* the reason for a non-OK status (build log excerpt, limit exceeded, ...) */
+    /* Each timed run's time in the order the runs were made (the first
+     * MT_MEASURE_MAX_RUNS of them when repeats is larger); 0 runs unless timed. */
+    int nruns;
+    double run_ms[MT_MEASURE_MAX_RUNS];
 } mt_measure_result;
 
 typedef struct mt_conv_bench mt_conv_bench;

@@ -1,0 +1,108 @@
+/* Cost models: learn from measured schedules, score unmeasured ones.
+ *
+ * A cost model is fitted on measured samples and asked for scores of
+ * candidate configs; a higher score means "predicted faster". Scores are only
+ * comparable within one call's candidates of one (workload, template): a
+ * ranking model (like "xgb") gives margins, not times.
+ *
+ * Kinds (one dispatch table in tuner/costmodel.c; later kinds join it):
+ *   "random"  uniformly random scores in [0, 1), seeded; learns nothing.
+ *   "xgb"     AutoTVM's baseline: gradient-boosted trees (XGBoost,
+ *             objective rank:pairwise) over loop-nest features of the kernel
+ *             IR (mtgpu/features.h). Samples of several workloads and
+ *             templates may be mixed: it trains one model on all of them,
+ *             with one ranking group per (workload, template).
+ *
+ * Samples are copied (as features) when given: the model keeps no pointer to
+ * a caller's workload, template, space or config. A model is not thread-safe;
+ * use one per thread or lock around it. */
+#ifndef MTGPU_COSTMODEL_H
+#define MTGPU_COSTMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtgpu/space.h"
+#include "mtgpu/status.h"
+#include "mtgpu/template.h"
+#include "mtgpu/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_costmodel mt_costmodel;
+
+typedef struct mt_costmodel_params {
+    uint64_t seed;      /* random scores, XGBoost's seed and row order (default 1) */
+    int threads;        /* worker threads for features and XGBoost (default 2; <= 0: 1) */
+    /* xgb */
+    int xgb_rounds;     /* most boosting rounds per fit (default 200) */
+    int xgb_early_stop; /* stop after this many rounds without a better training
+                           recall curve, checked every 5 rounds; 0: always run
+                           xgb_rounds (default 30) */
+    int xgb_max_depth;  /* tree depth (default 3) */
+    double xgb_eta;     /* learning rate (default 0.3) */
+    int plan_size;      /* the recall@k that early stopping watches, like AutoTVM's
+                           plan size: the tuner's batch (default 64) */
+} mt_costmodel_params;
+
+mt_costmodel_params mt_costmodel_default_params(void);
+
+/* One measured config. cost_ms is the median time; failed != 0 marks a config
+ * that did not build, launch or verify (AutoTVM gives those throughput 0, so
+ * a ranking model learns to put them last). */
+typedef struct mt_cm_sample {
+    const mt_workload *wl;
+    const mt_template *tmpl;
+    const mt_space *space;   /* the template's space for wl */
+    mt_config cfg;
+    double cost_ms;          /* ignored when failed */
+    int failed;
+} mt_cm_sample;
+
+/* What the candidates of one predict call belong to. */
+typedef struct mt_cm_query {
+    const mt_workload *wl;
+    const mt_template *tmpl;
+    const mt_space *space;
+} mt_cm_query;
+
+/* Creates a model of the given kind. MT_INVALID_ARG, with the known kinds
+ * listed in err, for an unknown kind; p NULL: default params. */
+mt_status mt_costmodel_create(const char *kind, const mt_costmodel_params *p, mt_costmodel **out, char *err, size_t errlen);
+void mt_costmodel_free(mt_costmodel *m);
+const char *mt_costmodel_kind(const mt_costmodel *m);
+
+/* Number of kinds and their names, for help texts. */
+int mt_costmodel_kind_count(void);
+const char *mt_costmodel_kind_at(int i);
+
+/* Trains from scratch on samples[0..n), forgetting earlier samples.
+ * MT_INVALID_ARG when n < 1 or a sample is malformed. On failure the model
+ * is left as it was before the call. */
+mt_status mt_costmodel_fit(mt_costmodel *m, const mt_cm_sample *samples, int n);
+/* Adds newly measured samples to everything seen since the last fit and
+ * retrains ("xgb" refits on all of them, like AutoTVM). n == 0 is a no-op.
+ * On failure the samples are not added and the previous model stays. */
+mt_status mt_costmodel_update(mt_costmodel *m, const mt_cm_sample *samples, int n);
+/* Scores cfgs[0..n) (configs of q->space): scores[i] higher = predicted
+ * faster. A model never fitted scores every candidate 0 ("random": still
+ * random). Configs the template cannot build get a very low finite score
+ * (below -1e8) from models that look at the kernel. */
+mt_status mt_costmodel_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores);
+
+/* Samples the current model was trained on (0: not fitted). */
+int64_t mt_costmodel_trained(const mt_costmodel *m);
+
+/* The message of the last failed call on m ("" if none); owned by m, valid
+ * until the next call on m. */
+const char *mt_costmodel_last_error(const mt_costmodel *m);
+
+/* The score given to configs that cannot be built. */
+#define MT_COSTMODEL_INVALID_SCORE (-1e9)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,93 @@
+/* Isolated measurement: kernels are compiled in the tuner's process and timed
+ * in a worker process (mtgpu-worker), so that a kernel that hangs or crashes
+ * the driver costs one result marked as an error, not the tuning run.
+ *
+ * A measurer owns one worker process and the tuner's own handle on the same
+ * device. mt_measurer_measure_batch compiles a batch of configs in parallel in
+ * the calling process (which fills the on-disk binary cache), then sends the
+ * configs that compiled to the worker one at a time: timing runs one kernel at
+ * a time and never includes compile time (the worker's build is a cache hit).
+ * A worker that does not answer within the timeout is killed and restarted;
+ * one that dies is restarted; either way that config gets an error result and
+ * the batch goes on.
+ *
+ * The worker executable is found at params.worker_path, else $MTGPU_WORKER,
+ * else next to the build tree's libmtgpu, else under <prefix>/lib/mtgpu.
+ *
+ * A measurer is not thread-safe: one thread at a time may call into it. It
+ * never changes the process's signal dispositions, and reaps every child it
+ * starts. */
+#ifndef MTGPU_MEASURER_H
+#define MTGPU_MEASURER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtgpu/device.h"
+#include "mtgpu/measure.h"
+#include "mtgpu/space.h"
+#include "mtgpu/status.h"
+#include "mtgpu/template.h"
+#include "mtgpu/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_measurer_params {
+    const char *device;          /* device spec for mt_device_open; NULL or "": the first device */
+    const char *worker_path;     /* NULL: $MTGPU_WORKER, else the build tree's, else the installed mtgpu-worker */
+    const char *cache_dir;       /* compiled-binary cache shared by tuner and worker; NULL: the device default */
+    double timeout_s;            /* per measurement, request to answer (default 20) */
+    double prepare_timeout_s;    /* preparing a workload: inputs and CPU reference (default 600) */
+    double start_timeout_s;      /* worker start-up until it has opened the device (default 120) */
+    int compile_threads;         /* parallel compiles; <= 0: the number of online CPUs (the default) */
+    int max_consecutive_failures;/* worker crashes/timeouts in a row before a batch gives up (default 3) */
+    mt_measure_params measure;   /* warm-up, repeats, checking (mt_measure_default_params) */
+    uint64_t seed;               /* seed of the random inputs (default 42) */
+} mt_measurer_params;
+
+mt_measurer_params mt_measurer_default_params(void);
+
+typedef struct mt_measurer_result {
+    /* status, timings, each run's time (m.run_ms[0..m.nruns)), error, message.
+     * m.build_s is the compile time in the tuner's process (0 on a cache hit). */
+    mt_measure_result m;
+    double wall_s;       /* seconds from sending the config to the worker to its answer (0 if never sent) */
+    int sent_to_worker;  /* 1 if the config reached the worker */
+} mt_measurer_result;
+
+typedef struct mt_measurer mt_measurer;
+
+/* Opens the device in this process and starts a worker on it. *info_out (may
+ * be NULL) receives the device's description. MT_UNAVAILABLE when no worker
+ * executable is found or it cannot start; the reason is in err. Strings in
+ * params are copied. */
+mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out, mt_device_info *info_out, char *err, size_t errlen);
+
+/* Measures cfgs[0..n) of template t (space sp) on workload wl; results[i] is
+ * cfgs[i]'s outcome, always filled. Configs outside the space or the device's
+ * limits are invalid_config, compile failures build_error (with the log); those
+ * never reach the worker. A config the worker does not answer in time is
+ * `timeout`, one during which the worker died `launch_error` ("worker crashed
+ * (signal N)"); the worker is then restarted for the rest.
+ *
+ * Returns MT_OK when every config got its own result; MT_DEVICE when the
+ * worker failed max_consecutive_failures times in a row, and MT_UNAVAILABLE /
+ * MT_TIMEOUT / ... when it could not be (re)started or could not prepare the
+ * workload: the configs not measured then carry that status, with the reason
+ * in their message and in err. */
+mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const mt_template *t, const mt_space *sp,
+                                    const mt_config *cfgs, int n, mt_measurer_result *results, char *err, size_t errlen);
+
+/* The process id of the current worker, or -1 when none is running (for tests and logs). */
+long mt_measurer_worker_pid(const mt_measurer *m);
+
+/* Asks the worker to quit (killing it if it does not within a few seconds),
+ * reaps it, and closes the device. NULL is allowed. */
+void mt_measurer_stop(mt_measurer *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

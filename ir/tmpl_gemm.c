@@ -1,0 +1,644 @@
+/* The `gemm` template: convolution as an implicit GEMM, register-tiled for
+ * CPUs running OpenCL (PoCL) and usable on GPUs.
+ *
+ * Per batch image and group the convolution is a matrix product
+ *     out[k][p] = sum over (c, r, s) of w[k][c][r][s] * in[c][iy(p, r)][ix(p, s)]
+ * with M = k/groups output channels, N = the output pixels and the reduction
+ * over (c/groups) x r x s. Pixels are tiled as rows x columns (oy, ox) so that
+ * a vector of `vec` pixels always lies in one output row: with stride_w == 1
+ * its input pixels are contiguous (one vloadN), otherwise they are gathered.
+ * A 1x1 convolution with stride 1 and no padding reads input[c][p] with p
+ * running over all oh*ow pixels, so it is treated as an image of one row of
+ * oh*ow pixels ("flattened") and vectors cross output rows freely.
+ *
+ * Each work-item keeps a private accumulator tile of
+ *     tile_k.reg (channels) x tile_y.reg (rows) x tile_x.reg (columns)
+ * outputs. Per reduction step (one input channel c, one kernel tap r, s) it
+ * loads its input row pieces into a private register buffer (vectors of
+ * `vec` lanes), its tile_k.reg weights into another (scalars, broadcast), and
+ * does the outer product with vector FMAs; at the end it stores its tile once.
+ * This is the shape that runs well on PoCL: few, wide work-items whose
+ * accumulators stay in SIMD registers (~8-12 float8 vectors on AVX2).
+ *
+ * Reduction order without local staging: r > s > c_outer > c_inner. The taps
+ * are outermost so that the edge test can be hoisted: for each (r, s) one test
+ * says whether every input pixel of the work-item's tile lies inside the
+ * unpadded input; if so the c loops run with plain vector loads, else with a
+ * per-vector test that falls back to per-lane loads that read zero outside the
+ * input (padding, and tiles overhanging the output). Tests that can never fail
+ * for a workload (no padding, no overhang) are not generated.
+ *
+ * With local staging the order is c_outer > r > s > c_inner: for each chunk of
+ * tile_red.inner input channels the work-group copies the weights of its
+ * channel block and the input patch its pixel block reads (zero-padded) into
+ * local memory, then computes from there with no tests (the GPU way: one
+ * global read per element per work-group).
+ *
+ * Launch: grid axis 0 = channel blocks, axis 1 = column blocks, axis 2 =
+ * (image, group, row block); work-items alike. Channel blocks vary fastest so
+ * that on PoCL consecutive work-groups reuse one input tile from cache.
+ *
+ * Knobs, in order (work-group counts are derived: ceil(extent / (threads*reg))):
+ *   thread_k {1,2,4,8,16}       work-items per work-group along channels
+ *   reg_k    {1,2,3,4,6,8,12,16} channels per work-item (register rows)
+ *   thread_y {1,2,4}            work-items per work-group along output rows
+ *   reg_y    {1,2,3,4}          output rows per work-item
+ *   thread_x {1,2,4,8,16}       work-items per work-group along columns
+ *   reg_x    {1,2,4,8,16,24,32} columns (pixels) per work-item
+ *   tile_red split of c/groups in 2 (FACTOR): outer (a serial loop), inner
+ *            (always unrolled; the chunk staged at once with stage_local)
+ *   vec      {1,4,8,16}         lanes of the pixel vectors; must divide reg_x
+ *   stage_local {0,1}           stage weights and input patch in local memory
+ *   auto_unroll_max_step {0,512,1500}  mt_ir_auto_unroll on the serial loops
+ *            (r, s, c outer, staging copies)
+ *   unroll_explicit {0,1}       replicate unrolled bodies instead of pragmas
+ * Options larger than the workload can use are left out of the space (e.g.
+ * only 1 for the y knobs when flattened). The register tiles are enums rather
+ * than power-of-two splits because the best CPU tiles hold 12 float8
+ * accumulators (6x16, 4x24, 12x8; AVX2 has 16 vector registers), which needs
+ * factors of 3. A config is invalid when vec does not divide reg_x or when
+ * the work-item's private floats (accumulators + input and weight registers)
+ * exceed MT__GEMM_MAX_PRIVATE_FLOATS. Tiles need not divide the sizes:
+ * overhanging channels, rows and columns are guarded (weights read at a
+ * clamped channel, inputs read as zero, stores skipped). */
+#include <stdio.h>
+#include <string.h>
+
+#include "template-impl.h"
+
+#define MT__GEMM_MAX_PRIVATE_FLOATS 256
+
+
+typedef struct gemm_plan {
+    /* The problem as the kernel sees it (flattened: h = oh = 1, w = ow = pixels). */
+    int n, groups, c, k, cg, kg;
+    int h, w, oh, ow, r, s, sh, sw, ph, pw, dh, dw;
+    int flat;
+    /* Schedule. */
+    int ko, kt, kr, yo, yt, yr, xo, xt, xr;
+    int rco, rci;
+    int vec, stage, unroll_max, unroll_explicit;
+} gemm_plan;
+
+static int gemm_accepts(const mt_workload *wl) {
+    return wl && wl->groups >= 1 && wl->c % wl->groups == 0 && wl->k % wl->groups == 0;
+}
+
+static void gemm_canon(const mt_workload *wl, gemm_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->n = wl->n;
+    p->groups = wl->groups;
+    p->c = wl->c;
+    p->k = wl->k;
+    p->cg = wl->c / wl->groups;
+    p->kg = wl->k / wl->groups;
+    p->flat = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
+    if (p->flat) {
+        p->h = 1;
+        p->w = wl->h * wl->w;
+        p->oh = 1;
+        p->ow = wl->h * wl->w;
+        p->r = p->s = p->sh = p->sw = p->dh = p->dw = 1;
+        p->ph = p->pw = 0;
+    } else {
+        p->h = wl->h;
+        p->w = wl->w;
+        p->oh = mt_workload_out_h(wl);
+        p->ow = mt_workload_out_w(wl);
+        p->r = wl->r;
+        p->s = wl->s;
+        p->sh = wl->stride_h;
+        p->sw = wl->stride_w;
+        p->ph = wl->pad_h;
+        p->pw = wl->pad_w;
+        p->dh = wl->dil_h;
+        p->dw = wl->dil_w;
+    }
+}
+
+static int pow2_at_least(int x) {
+    int v = 1;
+    while (v < x && v < (1 << 30)) v <<= 1;
+    return v;
+}
+
+/* Appends to vals the candidates of `opts` up to `limit` (at least the first). */
+static int clip_options(const int *opts, int nopts, int limit, int *vals) {
+    int n = 0;
+    for (int i = 0; i < nopts; i++)
+        if (i == 0 || opts[i] <= limit) vals[n++] = opts[i];
+    return n;
+}
+
+static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
+    if (!gemm_accepts(wl) || !out) return MT_UNSUPPORTED;
+    gemm_plan p;
+    gemm_canon(wl, &p);
+    static const int threads_k[] = {1, 2, 4, 8, 16};
+    static const int reg_k[] = {1, 2, 3, 4, 6, 8, 12, 16};
+    static const int threads_y[] = {1, 2, 4};
+    static const int reg_y[] = {1, 2, 3, 4};
+    static const int threads_x[] = {1, 2, 4, 8, 16};
+    static const int reg_x[] = {1, 2, 4, 8, 16, 24, 32};
+    static const int vec[] = {1, 4, 8, 16};
+    static const int stage[] = {0, 1};
+    static const int unroll[] = {0, 512, 1500};
+    static const int explicit_[] = {0, 1};
+    int v[16], n;
+    mt_space_init(out, "gemm");
+    mt_status st = MT_OK;
+    /* Options past what the workload can use (more channels, rows or
+     * columns per work-item or per work-group than it has) are left out. */
+    n = clip_options(threads_k, 5, p.kg, v);
+    if (st == MT_OK) st = mt_space_add_enum(out, "thread_k", v, n);
+    n = clip_options(reg_k, 8, p.kg, v);
+    if (st == MT_OK) st = mt_space_add_enum(out, "reg_k", v, n);
+    n = clip_options(threads_y, 3, p.oh, v);
+    if (st == MT_OK) st = mt_space_add_enum(out, "thread_y", v, n);
+    n = clip_options(reg_y, 4, p.oh, v);
+    if (st == MT_OK) st = mt_space_add_enum(out, "reg_y", v, n);
+    n = clip_options(threads_x, 5, p.ow, v);
+    if (st == MT_OK) st = mt_space_add_enum(out, "thread_x", v, n);
+    n = clip_options(reg_x, 7, pow2_at_least(p.ow), v);
+    if (st == MT_OK) st = mt_space_add_enum(out, "reg_x", v, n);
+    if (st == MT_OK) st = mt_space_add_split(out, "tile_red", p.cg, 2, MT_SPLIT_FACTOR, 0);
+    n = clip_options(vec, 4, pow2_at_least(p.ow), v);
+    if (st == MT_OK) st = mt_space_add_enum(out, "vec", v, n);
+    if (st == MT_OK) st = mt_space_add_enum(out, "stage_local", stage, 2);
+    if (st == MT_OK) st = mt_space_add_enum(out, "auto_unroll_max_step", unroll, 3);
+    if (st == MT_OK) st = mt_space_add_enum(out, "unroll_explicit", explicit_, 2);
+    if (st != MT_OK) mt_space_free(out);
+    return st;
+}
+
+/* ---- IR building ---- */
+
+typedef struct gemm_builder {
+    mt_kernel *k;
+    const gemm_plan *p;
+    mt_buffer *in, *wt, *out;
+    mt_buffer *acc;
+    mt_buffer *wl, *il;           /* local stages, or NULL */
+    int pch, pcw;                 /* staged input patch rows and columns */
+    mt_expr *tk, *ty, *tx, *tid;  /* work-item indices */
+    mt_expr *kb, *yb, *xb;        /* first channel / row / column of the work-group's tile */
+    mt_expr *k0, *y0, *x0;        /* first channel / row / column of the work-item's tile */
+    mt_expr *in_img;              /* input offset of (image, first channel of the group) */
+    mt_expr *w_grp;               /* weight offset of the group's first output channel */
+    mt_expr *out_img;             /* output offset of (image, first channel of the group) */
+    /* Static guard needs. */
+    int k_over, y_over, x_over;   /* tiles overhang k/groups, oh, ow */
+    int iy_lo, iy_hi, ix_lo, ix_hi; /* an input read may fall below 0 / at or past h (w) */
+} gemm_builder;
+
+enum load_mode {
+    LOAD_FAST,    /* global input, known in bounds */
+    LOAD_GUARDED, /* global input, per-vector test, per-lane fallback */
+    LOAD_LOCAL    /* staged input patch */
+};
+
+#define KI(b, v) mt_ir_int((b)->k, (v))
+
+/* e * m + a, folding what can be folded. */
+static mt_expr *mad(gemm_builder *b, mt_expr *e, int64_t m, int64_t a) {
+    return mt_ir_add(b->k, mt_ir_mul(b->k, e, KI(b, m)), KI(b, a));
+}
+
+/* A loop over 0..extent-1, or the constant 0 when extent is 1. *idx gets the
+ * index expression; wrap with gemm_loop_end. */
+typedef struct gemm_loop {
+    mt_var *var;
+    int64_t extent;
+    mt_loop_kind kind;
+} gemm_loop;
+
+static mt_expr *loop_begin(gemm_builder *b, gemm_loop *l, const char *name, int64_t extent, mt_loop_kind kind) {
+    l->extent = extent;
+    l->kind = kind;
+    l->var = NULL;
+    if (extent <= 1) return KI(b, 0);
+    l->var = mt_ir_var(b->k, name, MT_TYPE_INT);
+    return mt_ir_v(b->k, l->var);
+}
+
+static mt_stmt *loop_end(gemm_builder *b, gemm_loop *l, mt_stmt *body) {
+    if (l->extent <= 1) return body;
+    return mt_ir_for(b->k, l->var, l->extent, l->kind, 0, body);
+}
+
+/* Row iy and first column ix of input vector (yi, xv) at tap (r, s), for global reads. */
+static void input_coords(gemm_builder *b, int yi, int xv, mt_expr *r, mt_expr *s, mt_expr **iy, mt_expr **ix) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    *iy = mt_ir_add(k, mad(b, b->y0, p->sh, (int64_t)yi * p->sh - p->ph), mt_ir_mul(k, r, KI(b, p->dh)));
+    *ix = mt_ir_add(k, mad(b, b->x0, p->sw, (int64_t)xv * p->vec * p->sw - p->pw), mt_ir_mul(k, s, KI(b, p->dw)));
+}
+
+/* The conditions that every index in [lo, lo + span] lies in [0, limit), limited
+ * to the sides that can fail. NULL when none can. */
+static mt_expr *range_cond(gemm_builder *b, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi) {
+    mt_expr *c = NULL;
+    if (need_lo) c = mt_ir_ge(b->k, lo, KI(b, 0));
+    if (need_hi) c = mt_ir_and(b->k, c, mt_ir_lt(b->k, mt_ir_add(b->k, lo, KI(b, span)), KI(b, limit)));
+    return c;
+}
+
+/* Loads the work-item's input registers for channel c (within the group) at tap (r, s). */
+static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr *ci, mt_expr *r, mt_expr *s, enum load_mode mode) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    mt_stmt_list list = {0};
+    for (int yi = 0; yi < p->yr; yi++) {
+        for (int xv = 0; xv < p->xr / vec; xv++) {
+            mt_expr *dst = KI(b, (int64_t)yi * p->xr + (int64_t)xv * vec);
+            if (mode == LOAD_LOCAL) {
+                /* il[ci][py][px], py = (ty*yr + yi)*sh + r*dh, px = (tx*xr + xv*vec)*sw + s*dw */
+                mt_expr *py = mt_ir_add(k, mad(b, b->ty, (int64_t)p->yr * p->sh, (int64_t)yi * p->sh), mt_ir_mul(k, r, KI(b, p->dh)));
+                mt_expr *px = mt_ir_add(k, mad(b, b->tx, (int64_t)p->xr * p->sw, (int64_t)xv * vec * p->sw), mt_ir_mul(k, s, KI(b, p->dw)));
+                mt_expr *idx = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, ci, KI(b, b->pch)), py), KI(b, b->pcw)), px);
+                mt_expr *v = mt_ir_load(k, b->il, mt_ir_ramp(k, idx, p->sw, vec));
+                mt_stmt_list_push(k, &list, mt_ir_store_vec(k, xin, dst, v));
+                continue;
+            }
+            mt_expr *iy, *ix;
+            input_coords(b, yi, xv, r, s, &iy, &ix);
+            mt_expr *row = mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w))), mt_ir_mul(k, iy, KI(b, p->w)));
+            mt_expr *idx = mt_ir_add(k, row, ix);
+            mt_stmt *fast = mt_ir_store_vec(k, xin, dst, mt_ir_load(k, b->in, mt_ir_ramp(k, idx, p->sw, vec)));
+            if (mode == LOAD_FAST) {
+                mt_stmt_list_push(k, &list, fast);
+                continue;
+            }
+            mt_expr *ycond = range_cond(b, iy, 0, p->h, b->iy_lo, b->iy_hi);
+            mt_expr *vcond = mt_ir_and(k, ycond, range_cond(b, ix, (int64_t)(vec - 1) * p->sw, p->w, b->ix_lo, b->ix_hi));
+            if (!vcond) {
+                mt_stmt_list_push(k, &list, fast);
+                continue;
+            }
+            /* Per lane: zero outside the input. The select reads only when the
+             * lane is inside (a scalar select evaluates one side). */
+            mt_stmt_list lanes = {0};
+            for (int j = 0; j < vec; j++) {
+                mt_expr *ixj = mt_ir_add(k, ix, KI(b, (int64_t)j * p->sw));
+                mt_expr *lc = mt_ir_and(k, ycond, range_cond(b, ixj, 0, p->w, b->ix_lo, b->ix_hi));
+                mt_expr *val = mt_ir_load(k, b->in, mt_ir_add(k, row, ixj));
+                if (lc) val = mt_ir_select(k, lc, val, mt_ir_float(k, 0.0f));
+                mt_stmt_list_push(k, &lanes, mt_ir_store(k, xin, mt_ir_add(k, dst, KI(b, j)), val));
+            }
+            mt_stmt *slow = mt_stmt_list_seq(k, &lanes);
+            mt_stmt_list_push(k, &list, vec == 1 ? slow : mt_ir_if(k, vcond, fast, slow));
+        }
+    }
+    return mt_stmt_list_seq(k, &list);
+}
+
+/* One reduction step: input and weight registers for (c, r, s), then the outer product. */
+static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr *r, mt_expr *s, enum load_mode mode) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    const int64_t rs = (int64_t)p->r * p->s;
+    mt_buffer *xin = mt_ir_buffer(k, "xin", MT_SCOPE_PRIVATE, (int64_t)p->yr * p->xr);
+    mt_buffer *wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, p->kr);
+    mt_stmt_list list = {0};
+    mt_stmt_list_push(k, &list, load_inputs(b, xin, c, ci, r, s, mode));
+    mt_expr *tap = mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s);
+    for (int i = 0; i < p->kr; i++) {
+        mt_expr *widx;
+        if (b->wl) {
+            /* wl[kl][ci][r][s], kl = tk*kr + i */
+            mt_expr *kl = mad(b, b->tk, p->kr, i);
+            widx = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, kl, KI(b, p->rci)), ci), KI(b, rs)), tap);
+            mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wl, widx)));
+        } else {
+            mt_expr *kk = mt_ir_add(k, b->k0, KI(b, i));
+            if (b->k_over) kk = mt_ir_min(k, kk, KI(b, p->kg - 1)); /* overhanging channels: any valid weight, never stored */
+            widx = mt_ir_add(k, mt_ir_add(k, b->w_grp, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, kk, KI(b, p->cg)), c), KI(b, rs))), tap);
+            mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wt, widx)));
+        }
+    }
+    for (int i = 0; i < p->kr; i++) {
+        mt_expr *wv = mt_ir_broadcast(k, mt_ir_load(k, wreg, KI(b, i)), vec);
+        for (int yi = 0; yi < p->yr; yi++) {
+            for (int xv = 0; xv < p->xr / vec; xv++) {
+                int64_t a = ((int64_t)i * p->yr + yi) * p->xr + (int64_t)xv * vec;
+                mt_expr *xv_e = mt_ir_load_vec(k, xin, KI(b, (int64_t)yi * p->xr + (int64_t)xv * vec), vec);
+                mt_expr *acc = mt_ir_load_vec(k, b->acc, KI(b, a), vec);
+                mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_fma(k, wv, xv_e, acc)));
+            }
+        }
+    }
+    return mt_ir_alloc(k, xin, mt_ir_alloc(k, wreg, mt_stmt_list_seq(k, &list)));
+}
+
+/* for rco (serial, or the given index when rco_e != NULL): for rci (unrolled): step. */
+static mt_stmt *channel_loops(gemm_builder *b, mt_expr *rco_e, mt_expr *r, mt_expr *s, enum load_mode mode) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    gemm_loop lo, li;
+    mt_expr *rco = rco_e ? rco_e : loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
+    mt_expr *ci = loop_begin(b, &li, "rci", p->rci, MT_LOOP_UNROLLED);
+    mt_expr *c = mt_ir_add(k, mt_ir_mul(k, rco, KI(b, p->rci)), ci);
+    mt_stmt *body = loop_end(b, &li, reduction_step(b, c, ci, r, s, mode));
+    return rco_e ? body : loop_end(b, &lo, body);
+}
+
+/* The tap loops r > s around the channel loops; without an input stage each
+ * tap chooses between the fast and the guarded channel loops. */
+static mt_stmt *tap_loops(gemm_builder *b, mt_expr *rco_e) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    gemm_loop lr, ls;
+    mt_expr *r = loop_begin(b, &lr, "r", p->r, MT_LOOP_SERIAL);
+    mt_expr *s = loop_begin(b, &ls, "s", p->s, MT_LOOP_SERIAL);
+    mt_stmt *body;
+    if (b->il) {
+        body = channel_loops(b, rco_e, r, s, LOAD_LOCAL);
+    } else {
+        /* Whole work-item tile inside the input for this tap? */
+        mt_expr *iy = mt_ir_add(k, mad(b, b->y0, p->sh, -p->ph), mt_ir_mul(k, r, KI(b, p->dh)));
+        mt_expr *ix = mt_ir_add(k, mad(b, b->x0, p->sw, -p->pw), mt_ir_mul(k, s, KI(b, p->dw)));
+        mt_expr *cond = mt_ir_and(k, range_cond(b, iy, (int64_t)(p->yr - 1) * p->sh, p->h, b->iy_lo, b->iy_hi),
+                                  range_cond(b, ix, (int64_t)(p->xr - 1) * p->sw, p->w, b->ix_lo, b->ix_hi));
+        mt_stmt *fast = channel_loops(b, rco_e, r, s, LOAD_FAST);
+        body = cond ? mt_ir_if(k, cond, fast, channel_loops(b, rco_e, r, s, LOAD_GUARDED)) : fast;
+    }
+    return loop_end(b, &lr, loop_end(b, &ls, body));
+}
+
+/* A work-group-wide copy of `total` elements: each work-item takes every
+ * nth-th element starting at its id; make(e) builds the copy of element e. */
+typedef mt_stmt *(*copy_fn)(gemm_builder *b, mt_expr *e, mt_expr *rco);
+
+static mt_stmt *coop_copy(gemm_builder *b, int64_t total, copy_fn make, mt_expr *rco) {
+    mt_kernel *k = b->k;
+    int64_t nth = (int64_t)b->p->kt * b->p->yt * b->p->xt;
+    gemm_loop l;
+    mt_expr *eo = loop_begin(b, &l, "cp", (total + nth - 1) / nth, MT_LOOP_SERIAL);
+    mt_var *ev = mt_ir_var(k, "e", MT_TYPE_INT);
+    mt_expr *e = mt_ir_v(k, ev);
+    mt_stmt *copy = make(b, e, rco);
+    if (total % nth) copy = mt_ir_if(k, mt_ir_lt(k, e, KI(b, total)), copy, NULL);
+    return loop_end(b, &l, mt_ir_let(k, ev, mt_ir_add(k, mt_ir_mul(k, eo, KI(b, nth)), b->tid), copy));
+}
+
+/* wl[e] = w[group][kb + e / (rci*r*s)][rco*rci*r*s + e % (rci*r*s)] */
+static mt_stmt *copy_weight(gemm_builder *b, mt_expr *e, mt_expr *rco) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    int64_t row = (int64_t)p->rci * p->r * p->s;
+    mt_expr *kk = mt_ir_add(k, b->kb, mt_ir_div(k, e, KI(b, row)));
+    if (b->k_over) kk = mt_ir_min(k, kk, KI(b, p->kg - 1));
+    mt_expr *src = mt_ir_add(k, mt_ir_add(k, b->w_grp, mt_ir_mul(k, kk, KI(b, (int64_t)p->cg * p->r * p->s))),
+                             mt_ir_add(k, mt_ir_mul(k, rco, KI(b, row)), mt_ir_mod(k, e, KI(b, row))));
+    return mt_ir_store(k, b->wl, e, mt_ir_load(k, b->wt, src));
+}
+
+/* il[e] = input[group channel rco*rci + ci][iy][ix], zero outside the input. */
+static mt_stmt *copy_input(gemm_builder *b, mt_expr *e, mt_expr *rco) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    int64_t plane = (int64_t)b->pch * b->pcw;
+    mt_expr *ci = mt_ir_div(k, e, KI(b, plane));
+    mt_expr *rem = mt_ir_mod(k, e, KI(b, plane));
+    mt_expr *iy = mt_ir_add(k, mad(b, b->yb, p->sh, -p->ph), mt_ir_div(k, rem, KI(b, b->pcw)));
+    mt_expr *ix = mt_ir_add(k, mad(b, b->xb, p->sw, -p->pw), mt_ir_mod(k, rem, KI(b, b->pcw)));
+    mt_expr *c = mt_ir_add(k, mt_ir_mul(k, rco, KI(b, p->rci)), ci);
+    mt_expr *src = mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w))),
+                             mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
+    /* The patch may reach past the input on any side (padding, overhang). */
+    int need_y = p->ph > 0 || (int64_t)p->yo * p->yt * p->yr * p->sh + (int64_t)(p->r - 1) * p->dh > p->h;
+    int need_x = p->pw > 0 || (int64_t)p->xo * p->xt * p->xr * p->sw + (int64_t)(p->s - 1) * p->dw > p->w;
+    mt_expr *cond = mt_ir_and(k, need_y ? range_cond(b, iy, 0, p->h, 1, 1) : NULL, need_x ? range_cond(b, ix, 0, p->w, 1, 1) : NULL);
+    mt_expr *val = mt_ir_load(k, b->in, src);
+    if (cond) val = mt_ir_select(k, cond, val, mt_ir_float(k, 0.0f));
+    return mt_ir_store(k, b->il, e, val);
+}
+
+static mt_stmt *reduction(gemm_builder *b) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    if (!b->wl) return tap_loops(b, NULL);
+    gemm_loop lo;
+    mt_expr *rco = loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
+    mt_stmt_list list = {0};
+    mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->kt * p->kr * p->rci * p->r * p->s, copy_weight, rco));
+    if (b->il) mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->rci * b->pch * b->pcw, copy_input, rco));
+    mt_stmt_list_push(k, &list, mt_ir_barrier(k));
+    mt_stmt_list_push(k, &list, tap_loops(b, rco));
+    mt_stmt_list_push(k, &list, mt_ir_barrier(k));
+    return loop_end(b, &lo, mt_stmt_list_seq(k, &list));
+}
+
+/* Stores the accumulator tile, skipping overhanging channels, rows and columns. */
+static mt_stmt *epilogue(gemm_builder *b) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    const int64_t plane = (int64_t)p->oh * p->ow;
+    mt_stmt_list list = {0};
+    for (int i = 0; i < p->kr; i++) {
+        mt_expr *kk = mt_ir_add(k, b->k0, KI(b, i));
+        mt_expr *kc = b->k_over ? mt_ir_lt(k, kk, KI(b, p->kg)) : NULL;
+        for (int yi = 0; yi < p->yr; yi++) {
+            mt_expr *oy = mt_ir_add(k, b->y0, KI(b, yi));
+            mt_expr *yc = mt_ir_and(k, kc, b->y_over ? mt_ir_lt(k, oy, KI(b, p->oh)) : NULL);
+            for (int xv = 0; xv < p->xr / vec; xv++) {
+                int64_t a = ((int64_t)i * p->yr + yi) * p->xr + (int64_t)xv * vec;
+                mt_expr *ox = mt_ir_add(k, b->x0, KI(b, (int64_t)xv * vec));
+                mt_expr *idx = mt_ir_add(k, mt_ir_add(k, b->out_img, mt_ir_mul(k, kk, KI(b, plane))),
+                                         mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), ox));
+                mt_stmt *full = mt_ir_store_vec(k, b->out, idx, mt_ir_load_vec(k, b->acc, KI(b, a), vec));
+                if (!b->x_over) {
+                    mt_stmt_list_push(k, &list, mt_ir_if(k, yc, full, NULL));
+                    continue;
+                }
+                mt_stmt *st;
+                if (vec == 1) {
+                    st = mt_ir_if(k, mt_ir_and(k, yc, mt_ir_lt(k, ox, KI(b, p->ow))), full, NULL);
+                } else {
+                    mt_stmt_list lanes = {0};
+                    for (int j = 0; j < vec; j++) {
+                        mt_expr *oxj = mt_ir_add(k, ox, KI(b, j));
+                        mt_stmt *one = mt_ir_store(k, b->out, mt_ir_add(k, idx, KI(b, j)), mt_ir_load(k, b->acc, KI(b, a + j)));
+                        mt_stmt_list_push(k, &lanes, mt_ir_if(k, mt_ir_lt(k, oxj, KI(b, p->ow)), one, NULL));
+                    }
+                    mt_stmt *part = mt_stmt_list_seq(k, &lanes);
+                    mt_expr *whole = mt_ir_lt(k, mt_ir_add(k, ox, KI(b, vec - 1)), KI(b, p->ow));
+                    st = mt_ir_if(k, yc, mt_ir_if(k, whole, full, part), NULL);
+                }
+                mt_stmt_list_push(k, &list, st);
+            }
+        }
+    }
+    return mt_stmt_list_seq(k, &list);
+}
+
+static mt_stmt *work_item(gemm_builder *b) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    const int64_t nacc = (int64_t)p->kr * p->yr * p->xr;
+    mt_stmt_list init = {0};
+    for (int64_t a = 0; a < nacc; a += vec) mt_stmt_list_push(k, &init, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_broadcast(k, mt_ir_float(k, 0.0f), vec)));
+    mt_stmt *items[3] = {mt_stmt_list_seq(k, &init), reduction(b), epilogue(b)};
+    mt_stmt *body = mt_ir_alloc(k, b->acc, mt_ir_seq(k, items, 3));
+    if (b->il) body = mt_ir_alloc(k, b->il, body);
+    if (b->wl) body = mt_ir_alloc(k, b->wl, body);
+    return body;
+}
+
+/* Binds a LET for value and returns its variable as an expression; the LET
+ * statements are chained by the caller (innermost last). */
+typedef struct let_chain {
+    mt_var *vars[16];
+    mt_expr *vals[16];
+    int n;
+    int failed;
+} let_chain;
+
+static mt_expr *let_bind(gemm_builder *b, let_chain *lc, const char *name, mt_expr *value) {
+    if (!value || lc->n >= 16) {
+        lc->failed = 1;
+        return NULL;
+    }
+    if (value->kind == MT_EXPR_INT || value->kind == MT_EXPR_VAR) return value; /* nothing to name */
+    mt_var *v = mt_ir_var(b->k, name, MT_TYPE_INT);
+    lc->vars[lc->n] = v;
+    lc->vals[lc->n] = value;
+    lc->n++;
+    return mt_ir_v(b->k, v);
+}
+
+static mt_stmt *let_wrap(gemm_builder *b, let_chain *lc, mt_stmt *body) {
+    if (lc->failed) return NULL;
+    for (int i = lc->n - 1; i >= 0; i--) body = mt_ir_let(b->k, lc->vars[i], lc->vals[i], body);
+    return body;
+}
+
+static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err, size_t errlen) {
+    mt_kernel *k = mt_kernel_new("conv2d_gemm");
+    if (!k) return mt__fail(err, errlen, MT_NOMEM, "gemm: out of memory");
+    gemm_builder bb = {.k = k, .p = p};
+    gemm_builder *b = &bb;
+    int64_t in_elems = (int64_t)p->n * p->c * p->h * p->w;
+    int64_t w_elems = (int64_t)p->k * p->cg * p->r * p->s;
+    int64_t out_elems = (int64_t)p->n * p->k * p->oh * p->ow;
+    b->in = mt_ir_param(k, "input", in_elems, 1);
+    b->wt = mt_ir_param(k, "weight", w_elems, 1);
+    b->out = mt_ir_param(k, "output", out_elems, 0);
+    b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, (int64_t)p->kr * p->yr * p->xr);
+
+    /* Static guard needs: overhanging tiles, and input reads that can leave the input. */
+    b->k_over = (int64_t)p->ko * p->kt * p->kr > p->kg;
+    b->y_over = (int64_t)p->yo * p->yt * p->yr > p->oh;
+    b->x_over = (int64_t)p->xo * p->xt * p->xr > p->ow;
+    b->iy_lo = p->ph > 0;
+    b->ix_lo = p->pw > 0;
+    b->iy_hi = ((int64_t)p->yo * p->yt * p->yr - 1) * p->sh - p->ph + (int64_t)(p->r - 1) * p->dh >= p->h;
+    b->ix_hi = ((int64_t)p->xo * p->xt * p->xr - 1) * p->sw - p->pw + (int64_t)(p->s - 1) * p->dw >= p->w;
+
+    if (p->stage) {
+        b->wl = mt_ir_buffer(k, "wl", MT_SCOPE_LOCAL, (int64_t)p->kt * p->kr * p->rci * p->r * p->s);
+        b->pch = (p->yt * p->yr - 1) * p->sh + (p->r - 1) * p->dh + 1;
+        b->pcw = (p->xt * p->xr - 1) * p->sw + (p->s - 1) * p->dw + 1;
+        b->il = mt_ir_buffer(k, "il", MT_SCOPE_LOCAL, (int64_t)p->rci * b->pch * b->pcw);
+    }
+
+    /* Launch: grid axis 0 = channel blocks (the fastest varying on PoCL, so
+     * consecutive work-groups reuse one input tile from cache), axis 1 =
+     * column blocks, axis 2 = (image, group, row block); work-items alike. */
+    const int axis_k = 0, axis_x = 1;
+    gemm_loop gk, gx, gz, tk, tx, tz;
+    mt_expr *bk = loop_begin(b, &gk, "bk", p->ko, MT_LOOP_BLOCK);
+    mt_expr *bx = loop_begin(b, &gx, "bx", p->xo, MT_LOOP_BLOCK);
+    mt_expr *bz = loop_begin(b, &gz, "bz", (int64_t)p->n * p->groups * p->yo, MT_LOOP_BLOCK);
+    b->tk = loop_begin(b, &tk, "tk", p->kt, MT_LOOP_THREAD);
+    b->tx = loop_begin(b, &tx, "tx", p->xt, MT_LOOP_THREAD);
+    b->ty = loop_begin(b, &tz, "ty", p->yt, MT_LOOP_THREAD);
+
+    let_chain lc = {0};
+    mt_expr *byb = mt_ir_mod(k, bz, KI(b, p->yo));
+    mt_expr *img_grp = let_bind(b, &lc, "ng", mt_ir_div(k, bz, KI(b, p->yo)));
+    mt_expr *img = mt_ir_div(k, img_grp, KI(b, p->groups));
+    mt_expr *grp = mt_ir_mod(k, img_grp, KI(b, p->groups));
+    b->kb = let_bind(b, &lc, "kb", mt_ir_mul(k, bk, KI(b, (int64_t)p->kt * p->kr)));
+    b->yb = let_bind(b, &lc, "yb", mt_ir_mul(k, byb, KI(b, (int64_t)p->yt * p->yr)));
+    b->xb = let_bind(b, &lc, "xb", mt_ir_mul(k, bx, KI(b, (int64_t)p->xt * p->xr)));
+    b->k0 = let_bind(b, &lc, "k0", mt_ir_add(k, b->kb, mt_ir_mul(k, b->tk, KI(b, p->kr))));
+    b->y0 = let_bind(b, &lc, "y0", mt_ir_add(k, b->yb, mt_ir_mul(k, b->ty, KI(b, p->yr))));
+    b->x0 = let_bind(b, &lc, "x0", mt_ir_add(k, b->xb, mt_ir_mul(k, b->tx, KI(b, p->xr))));
+    b->tid = let_bind(b, &lc, "tid", mt_ir_add(k, mad(b, mt_ir_add(k, mt_ir_mul(k, b->ty, KI(b, p->xt)), b->tx), p->kt, 0), b->tk));
+    b->in_img = let_bind(b, &lc, "in_base",
+                         mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->c)), mt_ir_mul(k, grp, KI(b, p->cg))), KI(b, (int64_t)p->h * p->w)));
+    b->w_grp = let_bind(b, &lc, "w_base", mt_ir_mul(k, grp, KI(b, (int64_t)p->kg * p->cg * p->r * p->s)));
+    b->out_img = let_bind(b, &lc, "out_base", mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->k)), mt_ir_mul(k, grp, KI(b, p->kg))),
+                                                         KI(b, (int64_t)p->oh * p->ow)));
+
+    mt_stmt *body = let_wrap(b, &lc, work_item(b));
+    /* Innermost launch loops first. */
+    if (body) {
+        if (tz.extent > 1) body = mt_ir_for(k, tz.var, tz.extent, MT_LOOP_THREAD, 2, body);
+        if (tx.extent > 1) body = mt_ir_for(k, tx.var, tx.extent, MT_LOOP_THREAD, axis_x, body);
+        if (tk.extent > 1) body = mt_ir_for(k, tk.var, tk.extent, MT_LOOP_THREAD, axis_k, body);
+        if (gz.extent > 1) body = mt_ir_for(k, gz.var, gz.extent, MT_LOOP_BLOCK, 2, body);
+        if (gx.extent > 1) body = mt_ir_for(k, gx.var, gx.extent, MT_LOOP_BLOCK, axis_x, body);
+        if (gk.extent > 1) body = mt_ir_for(k, gk.var, gk.extent, MT_LOOP_BLOCK, axis_k, body);
+    }
+    if (!body) {
+        mt_kernel_free(k);
+        return mt__fail(err, errlen, MT_NOMEM, "gemm: out of memory while building the kernel");
+    }
+    k->body = body;
+    k->unroll_explicit = p->unroll_explicit;
+    mt_ir_auto_unroll(k, p->unroll_max);
+    *out = k;
+    return MT_OK;
+}
+
+static mt_status get_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen) {
+    const int *v = mt_config_get(sp, cfg, name);
+    if (!v) return mt__fail(err, errlen, MT_INVALID_ARG, "gemm: config has no knob '%s'", name);
+    for (int i = 0; i < nparts; i++) dst[i] = v[i];
+    return MT_OK;
+}
+
+static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, mt_kernel **out, char *err, size_t errlen) {
+    if (!gemm_accepts(wl)) return mt__fail(err, errlen, MT_UNSUPPORTED, "gemm: channels not divisible by groups");
+    gemm_plan p;
+    gemm_canon(wl, &p);
+    int red[2] = {0};
+    mt_status st = get_split(sp, cfg, "tile_red", red, 2, err, errlen);
+    if (st != MT_OK) return st;
+    p.kt = mt_config_value(sp, cfg, "thread_k");
+    p.kr = mt_config_value(sp, cfg, "reg_k");
+    p.yt = mt_config_value(sp, cfg, "thread_y");
+    p.yr = mt_config_value(sp, cfg, "reg_y");
+    p.xt = mt_config_value(sp, cfg, "thread_x");
+    p.xr = mt_config_value(sp, cfg, "reg_x");
+    p.rco = red[0], p.rci = red[1];
+    p.vec = mt_config_value(sp, cfg, "vec");
+    p.stage = mt_config_value(sp, cfg, "stage_local");
+    p.unroll_max = mt_config_value(sp, cfg, "auto_unroll_max_step");
+    p.unroll_explicit = mt_config_value(sp, cfg, "unroll_explicit");
+    if (p.kt < 1 || p.kr < 1 || p.yt < 1 || p.yr < 1 || p.xt < 1 || p.xr < 1 || p.vec < 1 || (int64_t)p.rco * p.rci != p.cg)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "gemm: config does not match this workload's space");
+    p.ko = (p.kg + p.kt * p.kr - 1) / (p.kt * p.kr);
+    p.yo = (p.oh + p.yt * p.yr - 1) / (p.yt * p.yr);
+    p.xo = (p.ow + p.xt * p.xr - 1) / (p.xt * p.xr);
+    if (p.xr % p.vec)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: vec=%d does not divide the %d columns per work-item", p.vec, p.xr);
+    int64_t priv = (int64_t)p.kr * p.yr * p.xr + (int64_t)p.yr * p.xr + p.kr;
+    if (priv > MT__GEMM_MAX_PRIVATE_FLOATS)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: %lld private floats per work-item (%dx%dx%d accumulators) exceed %d",
+                        (long long)priv, p.kr, p.yr, p.xr, MT__GEMM_MAX_PRIVATE_FLOATS);
+    return gemm_build_plan(&p, out, err, errlen);
+}
+
+const mt_template mt__template_gemm = {
+    /* .name    = */ "gemm",
+    /* .accepts = */ gemm_accepts,
+    /* .space   = */ gemm_space,
+    /* .build   = */ gemm_build,
+};

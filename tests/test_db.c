@@ -1,0 +1,918 @@
+/* The tuning-records database: creation, schema checks, damaged files, record
+ * round trips, uniqueness, best lookups and defaults, read-only readers, a
+ * writer killed mid-run, and two writers at once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mtgpu/db.h"
+
+/* ---- scratch directories ---- */
+
+static char g_dir[256];
+
+static void rm_tree(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) {
+        unlink(path);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        rm_tree(sub);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+static int setup_dir(void **state) {
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/mtgpu-test-db-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state) {
+    (void)state;
+    rm_tree(g_dir);
+    return 0;
+}
+
+static void path_in(char *buf, size_t len, const char *name) { snprintf(buf, len, "%s/%s", g_dir, name); }
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+/* ---- helpers ---- */
+
+static const char *FP1 = "0123456789abcdef";
+static const char *FP2 = "fedcba9876543210";
+
+static mt_workload wl_3x3(void) {
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=32,h=28,w=28,k=64,r=3,s=3,pad=1", &wl, NULL, 0), MT_OK);
+    return wl;
+}
+
+/* A valid `direct` config text for wl, the i-th of its space (mod size). */
+static void direct_config(const mt_workload *wl, uint64_t i, char *out, size_t len, int64_t *index) {
+    const mt_template *t = mt_template_find("direct");
+    assert_non_null(t);
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, wl, &sp), MT_OK);
+    mt_config cfg;
+    uint64_t idx = i % mt_space_size(&sp);
+    assert_int_equal(mt_space_config_from_index(&sp, idx, &cfg), MT_OK);
+    assert_true(mt_config_format(&sp, &cfg, out, len) > 0);
+    if (index) *index = (int64_t)idx;
+    mt_space_free(&sp);
+}
+
+static void make_record(mt_record *r, const mt_workload *wl, const char *fp, uint64_t i, double ms) {
+    mt_record_init(r);
+    r->wl = *wl;
+    snprintf(r->template_name, sizeof r->template_name, "direct");
+    direct_config(wl, i, r->config, sizeof r->config, &r->config_index);
+    memcpy(r->device, fp, 17);
+    r->ncosts = 3;
+    r->costs_ms[0] = ms * 1.01;
+    r->costs_ms[1] = ms;
+    r->costs_ms[2] = ms * 0.99;
+    r->median_ms = ms;
+    r->status = MT_OK;
+    r->build_s = 0.25;
+    r->timestamp = 1700000000.5 + (double)i;
+}
+
+static mt_db *open_db(const char *name) {
+    char path[512];
+    path_in(path, sizeof path, name);
+    mt_db *db = NULL;
+    char err[512];
+    mt_status st = mt_db_open(path, NULL, &db, err, sizeof err);
+    if (st != MT_OK) fail_msg("mt_db_open(%s): %s", path, err);
+    return db;
+}
+
+static void integrity_ok(const char *path) {
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "ok");
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+}
+
+static void exec_raw(const char *path, const char *sql) {
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(h, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) fail_msg("sqlite3_exec(%s): %s", sql, msg ? msg : "?");
+    sqlite3_close(h);
+}
+
+/* ---- tests ---- */
+
+static void test_open_create(void **state) {
+    (void)state;
+    char path[512], err[512];
+    path_in(path, sizeof path, "a/b/c/tuning.db");
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    assert_string_equal(mt_db_path(db), path);
+    int64_t n = -1;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 0);
+    mt_db_close(db);
+    /* Reopen, and read-only. */
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    mt_db_close(db);
+    mt_db_params p = mt_db_default_params();
+    p.readonly = 1;
+    assert_int_equal(mt_db_open(path, &p, &db, err, sizeof err), MT_OK);
+    mt_db_close(db);
+    /* WAL mode is on in the file. */
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    /* Read-only open of a missing file: a clean I/O error, nothing created. */
+    char missing[512];
+    path_in(missing, sizeof missing, "missing.db");
+    assert_int_equal(mt_db_open(missing, &p, &db, err, sizeof err), MT_IO);
+    assert_null(db);
+    assert_int_equal(access(missing, F_OK), -1);
+    /* Without create, a missing file is not created either. */
+    p = mt_db_default_params();
+    p.create = 0;
+    assert_int_equal(mt_db_open(missing, &p, &db, err, sizeof err), MT_IO);
+    assert_int_equal(access(missing, F_OK), -1);
+}
+
+static void test_default_path(void **state) {
+    (void)state;
+    char buf[512];
+    const char *old_db = getenv("MTGPU_DB"), *old_xdg = getenv("XDG_CACHE_HOME"), *old_home = getenv("HOME");
+    char *save_db = old_db ? strdup(old_db) : NULL, *save_xdg = old_xdg ? strdup(old_xdg) : NULL, *save_home = old_home ? strdup(old_home) : NULL;
+    setenv("MTGPU_DB", "/x/y.db", 1);
+    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_OK);
+    assert_string_equal(buf, "/x/y.db");
+    unsetenv("MTGPU_DB");
+    setenv("XDG_CACHE_HOME", "/cache", 1);
+    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_OK);
+    assert_string_equal(buf, "/cache/mtgpu/tuning.db");
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/home/u", 1);
+    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_OK);
+    assert_string_equal(buf, "/home/u/.cache/mtgpu/tuning.db");
+    assert_int_equal(mt_db_default_path(buf, 5), MT_RANGE);
+    unsetenv("HOME");
+    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_UNAVAILABLE);
+    /* mt_db_open(NULL) uses it and creates the directories. */
+    char dbp[512];
+    path_in(dbp, sizeof dbp, "env/dir/t.db");
+    setenv("MTGPU_DB", dbp, 1);
+    mt_db *db = NULL;
+    char err[512];
+    assert_int_equal(mt_db_open(NULL, NULL, &db, err, sizeof err), MT_OK);
+    assert_string_equal(mt_db_path(db), dbp);
+    mt_db_close(db);
+    assert_int_equal(access(dbp, F_OK), 0);
+    if (save_db) setenv("MTGPU_DB", save_db, 1);
+    else unsetenv("MTGPU_DB");
+    if (save_xdg) setenv("XDG_CACHE_HOME", save_xdg, 1);
+    if (save_home) setenv("HOME", save_home, 1);
+    free(save_db);
+    free(save_xdg);
+    free(save_home);
+}
+
+/* Opening fails with MT_CORRUPT and leaves the file byte for byte as it was. */
+static void expect_corrupt_unchanged(const char *path, int readonly) {
+    size_t n0 = 0, n1 = 0;
+    char *before = read_file(path, &n0);
+    assert_non_null(before);
+    mt_db *db = NULL;
+    char err[512] = "";
+    mt_db_params p = mt_db_default_params();
+    p.readonly = readonly;
+    mt_status st = mt_db_open(path, &p, &db, err, sizeof err);
+    print_message("    %s -> %s: %s\n", strrchr(path, '/') + 1, mt_status_name(st), err);
+    assert_int_equal(st, MT_CORRUPT);
+    assert_null(db);
+    assert_true(strlen(err) > 10);
+    char *after = read_file(path, &n1);
+    assert_non_null(after);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+}
+
+static void test_schema_version(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "version.db");
+    mt_db *db = open_db("version.db");
+    mt_record r;
+    mt_workload wl = wl_3x3();
+    make_record(&r, &wl, FP1, 1, 1.0);
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    mt_db_close(db);
+    exec_raw(path, "UPDATE meta SET value = '999' WHERE key = 'schema_version'");
+    expect_corrupt_unchanged(path, 0);
+    expect_corrupt_unchanged(path, 1);
+    exec_raw(path, "UPDATE meta SET value = 'one' WHERE key = 'schema_version'");
+    expect_corrupt_unchanged(path, 0);
+    exec_raw(path, "DELETE FROM meta WHERE key = 'schema_version'");
+    expect_corrupt_unchanged(path, 0);
+    exec_raw(path, "INSERT INTO meta VALUES ('schema_version', '1'); UPDATE meta SET value = 'other' WHERE key = 'application'");
+    expect_corrupt_unchanged(path, 0);
+    exec_raw(path, "UPDATE meta SET value = 'mtgpu' WHERE key = 'application'");
+    db = open_db("version.db");
+    int64_t n;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 1);
+    mt_db_close(db);
+    /* Another application's SQLite database. */
+    char other[512];
+    path_in(other, sizeof other, "other.db");
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(other, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "CREATE TABLE songs (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO songs VALUES (1, 'x')", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    expect_corrupt_unchanged(other, 0);
+}
+
+static void test_not_sqlite(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "text.db");
+    const char text[] = "this is not a database, just some text that is long enough to fill a header............................\n";
+    write_file(path, text, sizeof text - 1);
+    expect_corrupt_unchanged(path, 0);
+    expect_corrupt_unchanged(path, 1);
+    /* Random bytes of a page's length. */
+    unsigned char junk[4096];
+    uint64_t rng = 42;
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(mt_rng_next(&rng) >> 56);
+    write_file(path, junk, sizeof junk);
+    expect_corrupt_unchanged(path, 0);
+    /* An empty file is a new database (as SQLite treats it). */
+    write_file(path, "", 0);
+    mt_db *db = open_db("text.db");
+    mt_db_close(db);
+}
+
+static void test_truncated(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "trunc.db");
+    mt_db *db = open_db("trunc.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    for (int i = 0; i < 400; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i * 7919, 1.0 + i);
+        snprintf(r.message, sizeof r.message, "padding the record so that the file spans many pages %d", i);
+        assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    }
+    mt_db_close(db);
+    size_t n = 0;
+    char *full = read_file(path, &n);
+    assert_non_null(full);
+    assert_true(n > 8 * 4096);
+    /* Cut to a few sizes: every open (or the first query) fails cleanly. */
+    const size_t cuts[] = {n / 2, 4096 * 2, 4096, 1000, 100, 50, 16};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        write_file(path, full, cuts[c]);
+        char err[512] = "";
+        mt_db *d = NULL;
+        mt_status st = mt_db_open(path, NULL, &d, err, sizeof err);
+        print_message("    truncated to %zu bytes -> %s: %s\n", cuts[c], mt_status_name(st), err);
+        if (st == MT_OK) {
+            /* SQLite could not tell at open time: queries must fail cleanly. */
+            int64_t cnt = 0;
+            mt_status q = mt_db_count(d, NULL, NULL, NULL, &cnt);
+            print_message("      count -> %s: %s\n", mt_status_name(q), mt_db_errmsg(d));
+            assert_true(q == MT_CORRUPT || q == MT_OK);
+            mt_db_close(d);
+        } else {
+            assert_int_equal(st, MT_CORRUPT);
+            assert_null(d);
+        }
+    }
+    /* Half a database (the common case of a copy cut short) fails at open. */
+    write_file(path, full, n / 2);
+    mt_db *d = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &d, NULL, 0), MT_CORRUPT);
+    free(full);
+}
+
+static void assert_record_equal(const mt_record *a, const mt_record *b) {
+    assert_memory_equal(&a->wl, &b->wl, sizeof a->wl);
+    assert_string_equal(a->template_name, b->template_name);
+    assert_string_equal(a->config, b->config);
+    assert_int_equal(a->config_index, b->config_index);
+    assert_string_equal(a->device, b->device);
+    assert_int_equal(a->ncosts, b->ncosts);
+    for (int i = 0; i < a->ncosts; i++) assert_true(a->costs_ms[i] == b->costs_ms[i]);
+    assert_true(a->median_ms == b->median_ms);
+    assert_int_equal(a->status, b->status);
+    assert_string_equal(a->message, b->message);
+    assert_true(a->build_s == b->build_s);
+    assert_true(a->timestamp == b->timestamp);
+}
+
+static int collect(const mt_record *rec, void *user) {
+    mt_record *out = user;
+    int64_t i = out[0].id++;
+    if (i < 16) out[1 + i] = *rec;
+    return 0;
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    mt_db *db = open_db("rt.db");
+    mt_workload wl = wl_3x3();
+    mt_record *recs = calloc(4, sizeof *recs);
+    make_record(&recs[0], &wl, FP1, 3, 0.5);
+    make_record(&recs[1], &wl, FP1, 11, 0.25);
+    recs[1].costs_ms[0] = 1.0 / 3.0; /* exact double round trip */
+    recs[1].median_ms = 0.25;
+    make_record(&recs[2], &wl, FP2, 3, 0.75);
+    recs[2].status = MT_BUILD;
+    recs[2].ncosts = 0;
+    recs[2].median_ms = 0;
+    snprintf(recs[2].message, sizeof recs[2].message, "error: 'quote\" and \\ and unicode \xc3\xa9' line\nnext");
+    for (int i = 0; i < 3; i++) {
+        int ins = -1;
+        assert_int_equal(mt_db_put_record(db, &recs[i], &ins), MT_OK);
+        assert_int_equal(ins, 1);
+    }
+    mt_record *got = calloc(17, sizeof *got);
+    got[0].id = 0;
+    assert_int_equal(mt_db_for_each(db, NULL, collect, got), MT_OK);
+    assert_int_equal(got[0].id, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_record_equal(&got[1 + i], &recs[i]);
+        assert_string_equal(got[1 + i].version, MT_VERSION_STRING);
+        assert_string_equal(got[1 + i].source, "measured");
+        assert_true(got[1 + i].id > 0);
+    }
+    /* Filters. */
+    int64_t n;
+    assert_int_equal(mt_db_count(db, &wl, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(mt_db_count(db, &wl, FP1, NULL, &n), MT_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(mt_db_count(db, NULL, FP2, "direct", &n), MT_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(mt_db_count(db, NULL, NULL, "gemm", &n), MT_OK);
+    assert_int_equal(n, 0);
+    mt_workload other = wl;
+    other.k = 32;
+    assert_int_equal(mt_db_count(db, &other, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 0);
+    mt_db_filter f = {0};
+    f.only_ok = 1;
+    assert_int_equal(mt_db_count_filter(db, &f, &n), MT_OK);
+    assert_int_equal(n, 2);
+    f.source_prefix = "meas";
+    assert_int_equal(mt_db_count_filter(db, &f, &n), MT_OK);
+    assert_int_equal(n, 2);
+    f.source_prefix = "autotvm:";
+    assert_int_equal(mt_db_count_filter(db, &f, &n), MT_OK);
+    assert_int_equal(n, 0);
+    /* Ordered by median, limited. */
+    memset(&f, 0, sizeof f);
+    f.order_by_median = 1;
+    f.limit = 2;
+    memset(got, 0, 17 * sizeof *got);
+    assert_int_equal(mt_db_for_each(db, &f, collect, got), MT_OK);
+    assert_int_equal(got[0].id, 2);
+    assert_true(got[1].median_ms == 0.25);
+    assert_true(got[2].median_ms == 0.5);
+    /* has_record */
+    int found = -1;
+    assert_int_equal(mt_db_has_record(db, &wl, "direct", recs[0].config, FP1, &found), MT_OK);
+    assert_int_equal(found, 1);
+    assert_int_equal(mt_db_has_record(db, &wl, "direct", recs[0].config, "1111111111111111", &found), MT_OK);
+    assert_int_equal(found, 0);
+    assert_int_equal(mt_db_has_record(db, &wl, "gemm", recs[0].config, FP1, &found), MT_OK);
+    assert_int_equal(found, 0);
+    /* Missing costs but a median: the median is computed from costs when absent. */
+    mt_record r;
+    make_record(&r, &wl, FP1, 99, 2.0);
+    r.median_ms = 0;
+    r.costs_ms[0] = 5, r.costs_ms[1] = 1, r.costs_ms[2] = 3;
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    mt_db_filter one = {0};
+    one.wl = &wl;
+    one.device = FP1;
+    one.order_by_median = 0;
+    memset(got, 0, 17 * sizeof *got);
+    assert_int_equal(mt_db_for_each(db, &one, collect, got), MT_OK);
+    assert_int_equal(got[0].id, 3);
+    assert_true(got[3].median_ms == 3.0);
+    free(got);
+    free(recs);
+    mt_db_close(db);
+}
+
+static void test_invalid_records(void **state) {
+    (void)state;
+    mt_db *db = open_db("inv.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    make_record(&r, &wl, FP1, 1, 1.0);
+    mt_record bad = r;
+    bad.wl.c = 0;
+    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    bad = r;
+    bad.template_name[0] = '\0';
+    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    bad = r;
+    memcpy(bad.device, "not-a-fingerpr!", 16);
+    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    assert_true(strlen(mt_db_errmsg(db)) > 0);
+    bad = r;
+    bad.ncosts = MT_RECORD_MAX_COSTS + 1;
+    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    bad = r;
+    bad.costs_ms[1] = 0.0 / 0.0;
+    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    bad = r;
+    bad.ncosts = 0;
+    bad.median_ms = 0; /* ok without a time */
+    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    bad = r;
+    memset(bad.config, 'x', sizeof bad.config); /* unterminated */
+    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    int64_t n;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(mt_db_put_record(NULL, &r, NULL), MT_INVALID_ARG);
+    mt_db_close(db);
+}
+
+static void test_unique(void **state) {
+    (void)state;
+    mt_db *db = open_db("uniq.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    make_record(&r, &wl, FP1, 5, 1.0);
+    int ins = -1;
+    assert_int_equal(mt_db_put_record(db, &r, &ins), MT_OK);
+    assert_int_equal(ins, 1);
+    mt_record again = r;
+    again.median_ms = 0.1; /* a different measurement of the same key is not stored */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(mt_db_put_record(db, &again, &ins), MT_OK);
+        assert_int_equal(ins, 0);
+    }
+    int64_t n;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 1);
+    mt_record best;
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_OK);
+    assert_true(best.median_ms == 1.0);
+    /* Same config on another device, or another template name: new keys. */
+    again = r;
+    memcpy(again.device, FP2, 17);
+    assert_int_equal(mt_db_put_record(db, &again, &ins), MT_OK);
+    assert_int_equal(ins, 1);
+    again = r;
+    snprintf(again.template_name, sizeof again.template_name, "direct2");
+    assert_int_equal(mt_db_put_record(db, &again, &ins), MT_OK);
+    assert_int_equal(ins, 1);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 3);
+    mt_db_close(db);
+}
+
+static void test_devices(void **state) {
+    (void)state;
+    mt_db *db = open_db("dev.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    make_record(&r, &wl, FP1, 5, 1.0);
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    mt_db_device d;
+    assert_int_equal(mt_db_get_device(db, FP1, &d, NULL), MT_OK);
+    assert_string_equal(d.backend, "unknown");
+    mt_device_info info;
+    memset(&info, 0, sizeof info);
+    info.backend = MT_BACKEND_CUDA;
+    info.index = 1;
+    snprintf(info.platform, sizeof info.platform, "CUDA");
+    snprintf(info.name, sizeof info.name, "NVIDIA \"Test\" GPU");
+    snprintf(info.vendor, sizeof info.vendor, "NVIDIA");
+    snprintf(info.driver, sizeof info.driver, "550.1");
+    info.compute_units = 132;
+    info.clock_mhz = 1980;
+    info.global_mem_bytes = (uint64_t)80 << 30;
+    info.local_mem_bytes = 49152;
+    info.max_alloc_bytes = (uint64_t)20 << 30;
+    info.max_work_group_size = 1024;
+    info.max_work_item_sizes[0] = 1024, info.max_work_item_sizes[1] = 1024, info.max_work_item_sizes[2] = 64;
+    info.pref_vector_width = 1;
+    info.native_vector_width = 1;
+    info.max_registers_per_thread = 255;
+    info.peak_gflops = 66900.5;
+    memcpy(info.fingerprint, FP1, 17);
+    /* Fills in the placeholder. */
+    assert_int_equal(mt_db_put_device(db, &info), MT_OK);
+    mt_device_info back;
+    assert_int_equal(mt_db_get_device(db, FP1, &d, &back), MT_OK);
+    assert_string_equal(d.backend, "cuda");
+    assert_string_equal(d.name, info.name);
+    assert_int_equal(back.backend, MT_BACKEND_CUDA);
+    assert_int_equal(back.index, 1);
+    assert_string_equal(back.vendor, "NVIDIA");
+    assert_int_equal(back.compute_units, 132);
+    assert_int_equal(back.global_mem_bytes, info.global_mem_bytes);
+    assert_int_equal(back.local_mem_bytes, 49152);
+    assert_int_equal(back.max_work_group_size, 1024);
+    assert_int_equal(back.max_work_item_sizes[2], 64);
+    assert_int_equal(back.max_registers_per_thread, 255);
+    assert_true(back.peak_gflops == info.peak_gflops);
+    assert_string_equal(back.fingerprint, FP1);
+    /* A second put of a known device changes nothing. */
+    mt_device_info changed = info;
+    snprintf(changed.name, sizeof changed.name, "renamed");
+    assert_int_equal(mt_db_put_device(db, &changed), MT_OK);
+    assert_int_equal(mt_db_get_device(db, FP1, &d, NULL), MT_OK);
+    assert_string_equal(d.name, info.name);
+    assert_int_equal(mt_db_get_device(db, FP2, &d, NULL), MT_NOT_FOUND);
+    mt_db_close(db);
+}
+
+static void test_best(void **state) {
+    (void)state;
+    mt_db *db = open_db("best.db");
+    mt_workload wl = wl_3x3();
+    mt_record r, best;
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_NOT_FOUND);
+    const double ms[] = {3.0, 1.5, 0.5, 2.0};
+    const mt_status stv[] = {MT_OK, MT_OK, MT_WRONG_RESULT, MT_OK};
+    for (int i = 0; i < 4; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i * 13, ms[i]);
+        r.status = stv[i];
+        assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    }
+    /* The wrong result is faster but never the best. */
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_OK);
+    assert_true(best.median_ms == 1.5);
+    assert_int_equal(best.status, MT_OK);
+    assert_int_equal(mt_db_best(db, &wl, FP2, &best), MT_NOT_FOUND);
+    mt_workload other = wl;
+    other.stride_h = other.stride_w = 2;
+    assert_int_equal(mt_db_best(db, &other, FP1, &best), MT_NOT_FOUND);
+    mt_db_close(db);
+}
+
+static mt_device_info test_device(const char *fp, int64_t max_wg, uint64_t local_mem) {
+    mt_device_info d;
+    memset(&d, 0, sizeof d);
+    d.backend = MT_BACKEND_OPENCL;
+    snprintf(d.name, sizeof d.name, "test device");
+    d.max_work_group_size = max_wg;
+    d.max_work_item_sizes[0] = d.max_work_item_sizes[1] = d.max_work_item_sizes[2] = max_wg;
+    d.local_mem_bytes = local_mem;
+    memcpy(d.fingerprint, fp, 17);
+    return d;
+}
+
+/* The config fits the device: it builds and passes the limit check. */
+static void assert_fits(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_device_info *dev) {
+    mt_kernel *k = NULL;
+    char err[512];
+    assert_int_equal(mt_template_build(t, wl, sp, cfg, &k, err, sizeof err), MT_OK);
+    mt_kernel_resources res;
+    assert_int_equal(mt_kernel_analyze(k, &res, err, sizeof err), MT_OK);
+    mt_device_limits lim = {0};
+    lim.max_threads_per_block = dev->max_work_group_size;
+    for (int i = 0; i < 3; i++) lim.max_block_dim[i] = dev->max_work_item_sizes[i];
+    lim.local_mem_bytes = (int64_t)dev->local_mem_bytes;
+    assert_int_equal(mt_kernel_check_limits(&res, &lim, err, sizeof err), MT_OK);
+    mt_kernel_free(k);
+}
+
+static void test_best_config(void **state) {
+    (void)state;
+    mt_db *db = open_db("bestcfg.db");
+    mt_workload wl = wl_3x3();
+    mt_device_info dev = test_device(FP1, 256, 32768);
+    const mt_template *t = NULL;
+    mt_space sp;
+    mt_config cfg;
+    mt_record rec;
+    int from_db = -1;
+    char err[512];
+
+    /* Nothing stored: the default, valid for the device, deterministic. */
+    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_int_equal(from_db, 0);
+    assert_non_null(t);
+    assert_string_equal(rec.source, "default");
+    print_message("    default for %s: %s %s\n", "3x3", mt_template_name(t), rec.config);
+    assert_fits(t, &wl, &sp, &cfg, &dev);
+    char first[MT_RECORD_CONFIG_LEN];
+    mt_config_format(&sp, &cfg, first, sizeof first);
+    assert_string_equal(first, rec.config);
+    mt_space_free(&sp);
+    assert_int_equal(mt_best_config(NULL, &wl, &dev, &t, &sp, &cfg, NULL, &from_db, err, sizeof err), MT_OK);
+    char second[MT_RECORD_CONFIG_LEN];
+    mt_config_format(&sp, &cfg, second, sizeof second);
+    assert_string_equal(first, second);
+    mt_space_free(&sp);
+
+    /* A small device gets a config within its limits. */
+    mt_device_info tiny = test_device(FP2, 32, 4096);
+    assert_int_equal(mt_best_config(db, &wl, &tiny, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_fits(t, &wl, &sp, &cfg, &tiny);
+    print_message("    default on a 32-work-item device: %s %s\n", mt_template_name(t), rec.config);
+    mt_space_free(&sp);
+
+    /* Depthwise workloads default to the depthwise template. */
+    mt_workload dw;
+    assert_int_equal(mt_workload_parse("c=32,h=56,w=56,k=32,r=3,s=3,pad=1,groups=32", &dw, NULL, 0), MT_OK);
+    assert_int_equal(mt_best_config(db, &dw, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_string_equal(mt_template_name(t), "depthwise");
+    assert_fits(t, &dw, &sp, &cfg, &dev);
+    mt_space_free(&sp);
+
+    /* Stored records: the fastest valid one wins; ones whose config no longer
+     * parses, whose template is unknown, or which failed are passed over. */
+    mt_record r;
+    make_record(&r, &wl, FP1, 21, 0.1);
+    snprintf(r.config, sizeof r.config, "tile_f=1x1x1x1,nonsense=3");
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    make_record(&r, &wl, FP1, 22, 0.2);
+    snprintf(r.template_name, sizeof r.template_name, "retired");
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    make_record(&r, &wl, FP1, 23, 0.05);
+    r.status = MT_LAUNCH;
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    mt_record good;
+    make_record(&good, &wl, FP1, 24, 0.3);
+    assert_int_equal(mt_db_put_record(db, &good, NULL), MT_OK);
+    make_record(&r, &wl, FP1, 25, 0.4);
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_int_equal(from_db, 1);
+    assert_string_equal(mt_template_name(t), "direct");
+    assert_string_equal(rec.config, good.config);
+    assert_true(rec.median_ms == 0.3);
+    char text[MT_RECORD_CONFIG_LEN];
+    mt_config_format(&sp, &cfg, text, sizeof text);
+    assert_string_equal(text, good.config);
+    mt_space_free(&sp);
+    /* Another device's records are not used. */
+    assert_int_equal(mt_best_config(db, &wl, &tiny, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_int_equal(from_db, 0);
+    mt_space_free(&sp);
+    /* Bad arguments. */
+    assert_int_equal(mt_best_config(db, NULL, &dev, &t, &sp, &cfg, NULL, NULL, err, sizeof err), MT_INVALID_ARG);
+    mt_workload badwl = wl;
+    badwl.c = -1;
+    assert_int_equal(mt_best_config(db, &badwl, &dev, &t, &sp, &cfg, NULL, NULL, err, sizeof err), MT_RANGE);
+    mt_db_close(db);
+}
+
+static void test_damaged_rows(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "damaged.db");
+    mt_db *db = open_db("damaged.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    for (int i = 0; i < 3; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i, 1.0 + i);
+        assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    }
+    mt_db_close(db);
+    exec_raw(path, "UPDATE records SET costs = '[1, \"x\"' WHERE id = 1; UPDATE records SET status = 'bogus' WHERE id = 2");
+    db = open_db("damaged.db");
+    mt_record *got = calloc(17, sizeof *got);
+    assert_int_equal(mt_db_for_each(db, NULL, collect, got), MT_CORRUPT);
+    print_message("    %s\n", mt_db_errmsg(db));
+    assert_int_equal(got[0].id, 1);
+    assert_true(got[1].median_ms == 3.0);
+    mt_record best;
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_OK);
+    assert_true(best.median_ms == 3.0);
+    free(got);
+    mt_db_close(db);
+}
+
+static void test_readonly_reader(void **state) {
+    (void)state;
+    char path[512], err[512];
+    path_in(path, sizeof path, "ro.db");
+    mt_db *w = open_db("ro.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    make_record(&r, &wl, FP1, 1, 1.0);
+    assert_int_equal(mt_db_put_record(w, &r, NULL), MT_OK);
+    mt_db_params p = mt_db_default_params();
+    p.readonly = 1;
+    mt_db *ro = NULL;
+    assert_int_equal(mt_db_open(path, &p, &ro, err, sizeof err), MT_OK);
+    int64_t n;
+    assert_int_equal(mt_db_count(ro, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 1);
+    /* The writer goes on while the reader is open; the reader sees it. */
+    for (int i = 2; i < 12; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i, 1.0 / i);
+        assert_int_equal(mt_db_put_record(w, &r, NULL), MT_OK);
+        assert_int_equal(mt_db_count(ro, NULL, NULL, NULL, &n), MT_OK);
+        assert_int_equal(n, i);
+    }
+    mt_record best;
+    assert_int_equal(mt_db_best(ro, &wl, FP1, &best), MT_OK);
+    assert_true(best.median_ms == 1.0 / 11);
+    /* The reader cannot write. */
+    make_record(&r, &wl, FP1, 100, 1.0);
+    assert_int_equal(mt_db_put_record(ro, &r, NULL), MT_IO);
+    print_message("    read-only put: %s\n", mt_db_errmsg(ro));
+    assert_int_equal(mt_db_count(w, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 11);
+    mt_db_close(ro);
+    mt_db_close(w);
+}
+
+/* The child of the kill test: inserts records forever, reporting each index
+ * on fd after its put returned (i.e. after the commit). */
+static void writer_child(const char *path, int fd, int base, int count) {
+    mt_db *db = NULL;
+    if (mt_db_open(path, NULL, &db, NULL, 0) != MT_OK) _exit(3);
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    for (int i = 0; count < 0 || i < count; i++) {
+        mt_workload w = wl;
+        w.k = 1 + (base + i) % 512;
+        w.c = 1 + (base + i) / 512;
+        mt_record_init(&r);
+        r.wl = w;
+        snprintf(r.template_name, sizeof r.template_name, "direct");
+        snprintf(r.config, sizeof r.config, "i=%d", base + i);
+        memcpy(r.device, FP1, 17);
+        r.ncosts = 1;
+        r.costs_ms[0] = 1.0 + i;
+        r.median_ms = 1.0 + i;
+        int ins = 0;
+        if (mt_db_put_record(db, &r, &ins) != MT_OK || !ins) _exit(4);
+        int32_t v = base + i;
+        if (fd >= 0 && write(fd, &v, sizeof v) != sizeof v) _exit(5);
+    }
+    mt_db_close(db);
+    _exit(0);
+}
+
+static void test_kill_resume(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "kill.db");
+    mt_db_close(open_db("kill.db"));
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        writer_child(path, fds[1], 0, -1);
+    }
+    close(fds[1]);
+    int32_t *seen = calloc(1 << 20, sizeof *seen);
+    int nseen = 0;
+    int32_t v;
+    while (nseen < 300 && read(fds[0], &v, sizeof v) == sizeof v) seen[nseen++] = v;
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    /* Whatever it reported before dying is committed too. */
+    while (nseen < (1 << 20) && read(fds[0], &v, sizeof v) == sizeof v) seen[nseen++] = v;
+    close(fds[0]);
+    int wst = 0;
+    assert_int_equal(waitpid(pid, &wst, 0), pid);
+    assert_true(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL);
+    print_message("    writer killed after %d reported commits\n", nseen);
+    assert_true(nseen >= 300);
+
+    integrity_ok(path);
+    mt_db *db = open_db("kill.db");
+    int64_t n;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_true(n >= nseen && n <= nseen + 1); /* at most one committed but not yet reported */
+    mt_workload wl = wl_3x3();
+    for (int i = 0; i < nseen; i++) {
+        mt_workload w = wl;
+        w.k = 1 + seen[i] % 512;
+        w.c = 1 + seen[i] / 512;
+        char cfg[32];
+        snprintf(cfg, sizeof cfg, "i=%d", seen[i]);
+        int found = 0;
+        assert_int_equal(mt_db_has_record(db, &w, "direct", cfg, FP1, &found), MT_OK);
+        assert_int_equal(found, 1);
+    }
+    /* Resume: a new writer continues in the same file. */
+    mt_record r;
+    make_record(&r, &wl, FP2, 1, 1.0);
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    mt_db_close(db);
+    integrity_ok(path);
+    free(seen);
+}
+
+static void test_two_writers(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "two.db");
+    mt_db_close(open_db("two.db"));
+    const int N = 250;
+    fflush(NULL);
+    pid_t a = fork();
+    assert_true(a >= 0);
+    if (a == 0) writer_child(path, -1, 0, N);
+    pid_t b = fork();
+    assert_true(b >= 0);
+    if (b == 0) writer_child(path, -1, 100000, N);
+    int sa = 0, sb = 0;
+    assert_int_equal(waitpid(a, &sa, 0), a);
+    assert_int_equal(waitpid(b, &sb, 0), b);
+    assert_true(WIFEXITED(sa) && WEXITSTATUS(sa) == 0);
+    assert_true(WIFEXITED(sb) && WEXITSTATUS(sb) == 0);
+    integrity_ok(path);
+    mt_db *db = open_db("two.db");
+    int64_t n;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 2 * N);
+    mt_db_close(db);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_create),
+        cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_schema_version),
+        cmocka_unit_test(test_not_sqlite),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_invalid_records),
+        cmocka_unit_test(test_unique),
+        cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_best),
+        cmocka_unit_test(test_best_config),
+        cmocka_unit_test(test_damaged_rows),
+        cmocka_unit_test(test_readonly_reader),
+        cmocka_unit_test(test_kill_resume),
+        cmocka_unit_test(test_two_writers),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}

@@ -1,0 +1,972 @@
+/* Isolated measurement (include/mtgpu/measurer.h): parallel compiles here,
+ * timing in a worker process, one kernel at a time.
+ *
+ * ---- The worker protocol, version 1 ----
+ *
+ * Transport. The measurer starts mtgpu-worker with posix_spawn (never fork:
+ * OpenCL is not fork-safe) as
+ *     mtgpu-worker --protocol 1 --in 3 --out 4 --device SPEC [--cache-dir DIR]
+ * Requests go down a pipe that is the worker's fd 3, answers come back up a
+ * pipe that is its fd 4. The worker's stdin is /dev/null and its stdout is its
+ * stderr, so a driver that prints can never corrupt the protocol; stderr is
+ * the tuner's. The worker runs in its own process group (a terminal's Ctrl-C
+ * reaches the tuner, which decides), with all signals at their defaults and
+ * none blocked.
+ *
+ * Lines. Every message is one line: fields separated by one TAB, ended by LF.
+ * Inside a field '\' TAB LF CR are written \\ \t \n \r. Integers are decimal;
+ * doubles are the 16 hex digits of their IEEE-754 bits (exact, and no locale
+ * can change them); a list of doubles is one field, comma-separated.
+ *
+ * Worker -> tuner, once, when the device is open:
+ *     hello  <version> <pid> <device fingerprint> <device name>
+ * or, if it cannot start:
+ *     fatal  <status code> <message>            (then it exits)
+ * Requests and their answers:
+ *     prepare <workload text> <seed>
+ *         -> prepared <seconds>                (inputs, CPU reference, buffers built)
+ *         -> error <status code> <message>
+ *     measure <seq> <template> <config text> <warmup> <min_repeats> <max_repeats>
+ *             <min_time_ms> <check> <tolerance>
+ *         -> result <seq> <status code> <median_ms> <min_ms> <gflops> <max_rel_err>
+ *                   <build_s> <repeats> <nruns> <run_ms,run_ms,...> <message>
+ *     quit
+ *         -> bye                               (then it exits 0; so does EOF on fd 3)
+ * A measure request is always answered with a result line, whatever the
+ * status (no workload prepared, unknown template, bad config text, ...).
+ *
+ * Test-only fault hooks of the worker (never set them outside tests):
+ * MTGPU_WORKER_HANG_ON=<substring> makes it sleep forever on a measure request
+ * whose config text contains the substring; MTGPU_WORKER_CRASH_ON=<substring>
+ * makes it die of SIGSEGV. The worker inherits them from the tuner's
+ * environment when it is started.
+ *
+ * ---- SIGPIPE ----
+ * Writing to a pipe whose reader died raises SIGPIPE, which by default kills
+ * the writer. The measurer never changes the process's signal dispositions:
+ * around each write it blocks SIGPIPE in the calling thread (pthread_sigmask);
+ * if the write fails with EPIPE, the thread-directed SIGPIPE it raised is
+ * still pending on this thread and is consumed with sigtimedwait (zero
+ * timeout) before the old mask is restored, unless a SIGPIPE was already
+ * pending before the write (then it is left for its owner). */
+#define _GNU_SOURCE /* pipe2 */
+#include "mtgpu/measurer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "measurer-proto.h"
+
+extern char **environ;
+
+#ifndef MTGPU_WORKER_BUILD_PATH
+#define MTGPU_WORKER_BUILD_PATH ""
+#endif
+#ifndef MTGPU_WORKER_INSTALL_PATH
+#define MTGPU_WORKER_INSTALL_PATH ""
+#endif
+
+/* Seconds a worker gets to quit after `quit` before it is killed. */
+#define MT__QUIT_GRACE_S 10.0
+/* Seconds to wait for a killed worker to be reaped; past this (a process stuck
+ * in the driver) it is remembered and reaped later. */
+#define MT__REAP_WAIT_S 10.0
+#define MT__MAX_STALE 16
+
+/* ------------------------------------------------------------ protocol */
+
+void mt__proto_put(mt_strbuf *sb, const char *field) {
+    if (sb->len > 0) mt__sb_append(sb, "\t");
+    const char *p = field ? field : "";
+    while (*p) {
+        size_t run = strcspn(p, "\\\t\n\r");
+        if (run > 0) {
+            char tmp[256];
+            while (run > 0) {
+                size_t k = run < sizeof tmp - 1 ? run : sizeof tmp - 1;
+                memcpy(tmp, p, k);
+                tmp[k] = '\0';
+                mt__sb_append(sb, tmp);
+                p += k;
+                run -= k;
+            }
+            continue;
+        }
+        switch (*p) {
+        case '\\': mt__sb_append(sb, "\\\\"); break;
+        case '\t': mt__sb_append(sb, "\\t"); break;
+        case '\n': mt__sb_append(sb, "\\n"); break;
+        default: mt__sb_append(sb, "\\r"); break;
+        }
+        p++;
+    }
+}
+
+void mt__proto_put_int(mt_strbuf *sb, long long v) {
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%lld", v);
+    mt__proto_put(sb, tmp);
+}
+
+static void f64_hex(double v, char out[17]) {
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    snprintf(out, 17, "%016llx", (unsigned long long)bits);
+}
+
+void mt__proto_put_f64(mt_strbuf *sb, double v) {
+    char tmp[17];
+    f64_hex(v, tmp);
+    mt__proto_put(sb, tmp);
+}
+
+void mt__proto_end(mt_strbuf *sb) { mt__sb_append(sb, "\n"); }
+
+int mt__proto_split(char *line, char **fields, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        if (n >= max) return -1;
+        fields[n++] = p;
+        char *tab = strchr(p, '\t');
+        if (tab) *tab = '\0';
+        /* Unescape in place. */
+        char *w = p;
+        for (char *r = p; *r; r++) {
+            if (*r != '\\') {
+                *w++ = *r;
+                continue;
+            }
+            switch (*++r) {
+            case '\\': *w++ = '\\'; break;
+            case 't': *w++ = '\t'; break;
+            case 'n': *w++ = '\n'; break;
+            case 'r': *w++ = '\r'; break;
+            default: return -1; /* includes a '\' at the end of the field */
+            }
+        }
+        *w = '\0';
+        if (!tab) break;
+        p = tab + 1;
+    }
+    return n;
+}
+
+int mt__proto_get_int(const char *s, long long *out) {
+    if (!s || !*s) return -1;
+    const char *p = s;
+    if (*p == '-') p++;
+    if (*p < '0' || *p > '9') return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+int mt__proto_get_f64(const char *s, double *out) {
+    if (!s || strlen(s) != 16) return -1;
+    uint64_t bits = 0;
+    for (int i = 0; i < 16; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return -1;
+        bits = bits << 4 | (uint64_t)d;
+    }
+    memcpy(out, &bits, sizeof *out);
+    return 0;
+}
+
+/* A status code received from the worker, or `otherwise` if it is no code we know. */
+static mt_status status_from_code(long long code, mt_status otherwise) {
+#define MT__STATUS_CASE(name, c, token, text) \
+    if (code == (c)) return MT_##name;
+    MT_STATUS_MAP(MT__STATUS_CASE)
+#undef MT__STATUS_CASE
+    return otherwise;
+}
+
+/* ------------------------------------------------------------- handles */
+
+struct mt_measurer {
+    mt_measurer_params p;
+    char *device_spec; /* copies of p's strings (p's pointers point at these) */
+    char *worker_path; /* resolved */
+    char *cache_dir;
+    mt_device *dev;    /* the tuner's own handle: compiles fill the binary cache */
+    mt_device_info info;
+
+    pid_t pid;         /* the worker; -1 when none */
+    int req_fd;        /* we write requests here */
+    int ans_fd;        /* we read answers here */
+    char *buf;         /* answer bytes read and not yet consumed */
+    size_t blen, bcap, bpos;
+    char prepared[512]; /* workload text the current worker has prepared; "" none */
+    long long seq;
+
+    pid_t stale[MT__MAX_STALE]; /* killed workers not reaped yet */
+    int nstale;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+mt_measurer_params mt_measurer_default_params(void) {
+    mt_measurer_params p;
+    memset(&p, 0, sizeof p);
+    p.device = NULL;
+    p.worker_path = NULL;
+    p.cache_dir = NULL;
+    p.timeout_s = 20.0;
+    p.prepare_timeout_s = 600.0;
+    p.start_timeout_s = 120.0;
+    p.compile_threads = 0;
+    p.max_consecutive_failures = 3;
+    p.measure = mt_measure_default_params();
+    p.seed = 42;
+    return p;
+}
+
+/* ------------------------------------------------------ child processes */
+
+/* Waits up to `wait_s` for pid to end; 1 with its wait status in *wstatus
+ * when reaped (or already gone: ECHILD gives status 0), 0 when still running. */
+static int reap(pid_t pid, double wait_s, int *wstatus) {
+    double deadline = now_s() + wait_s;
+    double nap = 0.001;
+    for (;;) {
+        int ws = 0;
+        pid_t r = waitpid(pid, &ws, WNOHANG);
+        if (r == pid) {
+            if (wstatus) *wstatus = ws;
+            return 1;
+        }
+        if (r < 0 && errno != EINTR) {
+            /* ECHILD: someone else reaped it (SIGCHLD ignored, or a broad waitpid). */
+            if (wstatus) *wstatus = 0;
+            return 1;
+        }
+        if (now_s() >= deadline) return 0;
+        sleep_s(nap);
+        if (nap < 0.05) nap *= 2;
+    }
+}
+
+/* Reaps killed workers that have ended since. */
+static void reap_stale(mt_measurer *m, double wait_s) {
+    int k = 0;
+    for (int i = 0; i < m->nstale; i++)
+        if (!reap(m->stale[i], wait_s, NULL)) m->stale[k++] = m->stale[i];
+    m->nstale = k;
+}
+
+static void close_fds(mt_measurer *m) {
+    if (m->req_fd >= 0) close(m->req_fd);
+    if (m->ans_fd >= 0) close(m->ans_fd);
+    m->req_fd = m->ans_fd = -1;
+    m->blen = m->bpos = 0;
+    m->prepared[0] = '\0';
+}
+
+/* Kills the worker (if any) and reaps it; *wstatus (may be NULL) gets its
+ * wait status. A worker that will not die in MT__REAP_WAIT_S is remembered. */
+static void worker_kill(mt_measurer *m, int *wstatus) {
+    if (wstatus) *wstatus = 0;
+    close_fds(m);
+    if (m->pid <= 0) return;
+    kill(m->pid, SIGKILL);
+    if (!reap(m->pid, MT__REAP_WAIT_S, wstatus) && m->nstale < MT__MAX_STALE) m->stale[m->nstale++] = m->pid;
+    m->pid = -1;
+}
+
+/* The worker closed its end: reaps it (killing it if it lingers) and
+ * describes how it ended into why. */
+static void worker_lost(mt_measurer *m, char *why, size_t whylen) {
+    pid_t pid = m->pid;
+    close_fds(m);
+    int ws = 0;
+    if (pid > 0 && !reap(pid, 2.0, &ws)) {
+        m->pid = pid;
+        worker_kill(m, &ws);
+        snprintf(why, whylen, "worker closed its pipe and did not exit; killed");
+        return;
+    }
+    m->pid = -1;
+    if (WIFSIGNALED(ws))
+        snprintf(why, whylen, "worker crashed (signal %d)", WTERMSIG(ws));
+    else if (WIFEXITED(ws))
+        snprintf(why, whylen, "worker exited unexpectedly (status %d)", WEXITSTATUS(ws));
+    else
+        snprintf(why, whylen, "worker ended unexpectedly");
+}
+
+/* Writes all of data to the worker, with SIGPIPE blocked in this thread
+ * (see the top of this file). 0 on success, -1 with errno set. */
+static int write_all_nosigpipe(int fd, const char *data, size_t len) {
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigemptyset(&pending);
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int rc = 0, saved = 0;
+    while (len > 0) {
+        ssize_t w = write(fd, data, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            rc = -1;
+            saved = errno;
+            break;
+        }
+        data += w;
+        len -= (size_t)w;
+    }
+    if (rc != 0 && saved == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return rc;
+}
+
+/* Sends a built line; 0 on success, -1 when the worker is gone. */
+static int send_line(mt_measurer *m, mt_strbuf *sb) {
+    if (sb->failed || m->req_fd < 0) {
+        errno = sb->failed ? ENOMEM : EPIPE;
+        return -1;
+    }
+    return write_all_nosigpipe(m->req_fd, sb->data, sb->len);
+}
+
+enum { LINE_OK = 1, LINE_EOF = 0, LINE_TIMEOUT = -1, LINE_ERROR = -2 };
+
+/* Reads the next answer line before `deadline` (now_s() seconds). LINE_OK:
+ * *line is the line without its LF, NUL-terminated, valid until the next
+ * call. LINE_EOF: the worker closed its end. LINE_TIMEOUT. LINE_ERROR: a read
+ * error, or a line longer than MT__PROTO_MAX_LINE. */
+static int read_line(mt_measurer *m, double deadline, char **line) {
+    if (m->bpos > 0) {
+        memmove(m->buf, m->buf + m->bpos, m->blen - m->bpos);
+        m->blen -= m->bpos;
+        m->bpos = 0;
+    }
+    size_t scanned = 0;
+    for (;;) {
+        char *nl = m->blen > scanned ? memchr(m->buf + scanned, '\n', m->blen - scanned) : NULL;
+        if (nl) {
+            *nl = '\0';
+            *line = m->buf;
+            m->bpos = (size_t)(nl - m->buf) + 1;
+            return LINE_OK;
+        }
+        scanned = m->blen;
+        if (m->blen >= MT__PROTO_MAX_LINE) return LINE_ERROR;
+        double left = deadline - now_s();
+        if (left <= 0) return LINE_TIMEOUT;
+        struct pollfd pfd = {m->ans_fd, POLLIN, 0};
+        double ms = ceil(left * 1000.0);
+        int pr = poll(&pfd, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+        if (pr < 0) {
+            if (errno == EINTR) continue;
+            return LINE_ERROR;
+        }
+        if (pr == 0) continue; /* the deadline check above decides */
+        if (m->bcap - m->blen < 4096) {
+            size_t cap = m->bcap ? m->bcap * 2 : 8192;
+            char *nb = realloc(m->buf, cap + 1);
+            if (!nb) return LINE_ERROR;
+            m->buf = nb;
+            m->bcap = cap;
+        }
+        ssize_t r = read(m->ans_fd, m->buf + m->blen, m->bcap - m->blen);
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            return LINE_ERROR;
+        }
+        if (r == 0) return LINE_EOF;
+        m->blen += (size_t)r;
+    }
+}
+
+/* Moves fd to a number >= 5 (close-on-exec), so that the file actions that
+ * put the child's ends at 3 and 4 can never overwrite one with the other. */
+static int fd_above_4(int fd) {
+    if (fd > 4) return fd;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 5);
+    close(fd);
+    return nfd;
+}
+
+/* Where the worker executable is: params, $MTGPU_WORKER, the build tree, the
+ * install prefix. MT_UNAVAILABLE when none of them is an executable file. */
+static mt_status resolve_worker(const char *requested, char **out, char *err, size_t errlen) {
+    *out = NULL;
+    const char *env = getenv("MTGPU_WORKER");
+    const char *explicit_path = requested && *requested ? requested : env && *env ? env : NULL;
+    if (explicit_path) {
+        if (access(explicit_path, X_OK) != 0)
+            return mt__fail(err, errlen, MT_UNAVAILABLE, "measurement worker '%s' (from %s) is not an executable file: %s", explicit_path,
+                            requested && *requested ? "the measurer's parameters" : "MTGPU_WORKER", strerror(errno));
+        *out = dup_str(explicit_path);
+        return *out ? MT_OK : mt__fail(err, errlen, MT_NOMEM, "out of memory");
+    }
+    const char *candidates[2] = {MTGPU_WORKER_BUILD_PATH, MTGPU_WORKER_INSTALL_PATH};
+    for (int i = 0; i < 2; i++) {
+        if (candidates[i][0] && access(candidates[i], X_OK) == 0) {
+            *out = dup_str(candidates[i]);
+            return *out ? MT_OK : mt__fail(err, errlen, MT_NOMEM, "out of memory");
+        }
+    }
+    return mt__fail(err, errlen, MT_UNAVAILABLE,
+                    "no measurement worker found: mtgpu-worker is neither at '%s' (build tree) nor at '%s' (install); "
+                    "set MTGPU_WORKER to its path",
+                    MTGPU_WORKER_BUILD_PATH, MTGPU_WORKER_INSTALL_PATH);
+}
+
+/* Starts a worker and reads its hello. On failure nothing is left running. */
+static mt_status worker_start(mt_measurer *m, char *err, size_t errlen) {
+    reap_stale(m, 0);
+    int req[2] = {-1, -1}, ans[2] = {-1, -1};
+    if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ans, O_CLOEXEC) != 0) {
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            if (req[i] >= 0) close(req[i]);
+            if (ans[i] >= 0) close(ans[i]);
+        }
+        return mt__fail(err, errlen, MT_UNAVAILABLE, "cannot create pipes for the worker: %s", strerror(e));
+    }
+    req[0] = fd_above_4(req[0]);
+    ans[1] = fd_above_4(ans[1]);
+    if (req[0] < 0 || ans[1] < 0) {
+        int e = errno;
+        int fds[4] = {req[0], req[1], ans[0], ans[1]};
+        for (int i = 0; i < 4; i++)
+            if (fds[i] >= 0) close(fds[i]);
+        return mt__fail(err, errlen, MT_UNAVAILABLE, "cannot set up pipes for the worker: %s", strerror(e));
+    }
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    int fa_ok = posix_spawn_file_actions_init(&fa) == 0;
+    int attr_ok = posix_spawnattr_init(&attr) == 0;
+    int rc = fa_ok && attr_ok ? 0 : ENOMEM;
+    if (!rc) rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, 2, 1);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, req[0], 3);
+    if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, ans[1], 4);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
+    if (!rc) rc = posix_spawnattr_setpgroup(&attr, 0);
+    if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+
+    const char *argv[12];
+    int argc = 0;
+    argv[argc++] = m->worker_path;
+    argv[argc++] = "--protocol";
+    argv[argc++] = "1";
+    argv[argc++] = "--in";
+    argv[argc++] = "3";
+    argv[argc++] = "--out";
+    argv[argc++] = "4";
+    argv[argc++] = "--device";
+    argv[argc++] = m->device_spec ? m->device_spec : "";
+    if (m->cache_dir) {
+        argv[argc++] = "--cache-dir";
+        argv[argc++] = m->cache_dir;
+    }
+    argv[argc] = NULL;
+
+    pid_t pid = -1;
+    if (!rc) rc = posix_spawn(&pid, m->worker_path, &fa, &attr, (char *const *)argv, environ);
+    if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+    if (attr_ok) posix_spawnattr_destroy(&attr);
+    close(req[0]);
+    close(ans[1]);
+    if (rc != 0) {
+        close(req[1]);
+        close(ans[0]);
+        return mt__fail(err, errlen, MT_UNAVAILABLE, "cannot start the measurement worker '%s': %s", m->worker_path, strerror(rc));
+    }
+    m->pid = pid;
+    m->req_fd = req[1];
+    m->ans_fd = ans[0];
+    m->blen = m->bpos = 0;
+    m->prepared[0] = '\0';
+
+    char *line = NULL;
+    int lr = read_line(m, now_s() + m->p.start_timeout_s, &line);
+    if (lr != LINE_OK) {
+        char why[256];
+        if (lr == LINE_EOF)
+            worker_lost(m, why, sizeof why);
+        else {
+            worker_kill(m, NULL);
+            if (lr == LINE_TIMEOUT)
+                snprintf(why, sizeof why, "no hello within %.0f s", m->p.start_timeout_s);
+            else
+                snprintf(why, sizeof why, "unreadable hello line");
+        }
+        return mt__fail(err, errlen, MT_UNAVAILABLE, "measurement worker '%s' did not start: %s", m->worker_path, why);
+    }
+    char *f[MT__PROTO_MAX_FIELDS];
+    int nf = mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
+    long long v = 0;
+    if (nf == 3 && strcmp(f[0], "fatal") == 0 && mt__proto_get_int(f[1], &v) == 0) {
+        mt_status st = status_from_code(v, MT_DEVICE);
+        char msg[768];
+        snprintf(msg, sizeof msg, "%s", f[2]);
+        worker_kill(m, NULL);
+        return mt__fail(err, errlen, st == MT_OK ? MT_DEVICE : st, "measurement worker could not start: %s", msg);
+    }
+    if (nf < 5 || strcmp(f[0], "hello") != 0 || mt__proto_get_int(f[1], &v) != 0) {
+        worker_kill(m, NULL);
+        return mt__fail(err, errlen, MT_UNAVAILABLE, "measurement worker '%s' sent no valid hello line", m->worker_path);
+    }
+    if (v != MT__PROTO_VERSION) {
+        worker_kill(m, NULL);
+        return mt__fail(err, errlen, MT_UNAVAILABLE, "measurement worker '%s' speaks protocol %lld, this library %d (mismatched install?)",
+                        m->worker_path, v, MT__PROTO_VERSION);
+    }
+    if (strcmp(f[3], m->info.fingerprint) != 0) {
+        char name[160];
+        snprintf(name, sizeof name, "%s", f[4]);
+        worker_kill(m, NULL);
+        return mt__fail(err, errlen, MT_DEVICE, "measurement worker opened another device ('%s', fingerprint %.16s) than this process ('%s', %s)",
+                        name, f[3], m->info.name, m->info.fingerprint);
+    }
+    return MT_OK;
+}
+
+/* Asks the worker to quit, then reaps it (killing it past the grace period). */
+static void worker_quit(mt_measurer *m) {
+    if (m->pid <= 0) {
+        close_fds(m);
+        return;
+    }
+    mt_strbuf sb = {0};
+    mt__proto_put(&sb, "quit");
+    mt__proto_end(&sb);
+    double deadline = now_s() + MT__QUIT_GRACE_S;
+    if (send_line(m, &sb) == 0) {
+        char *line;
+        /* "bye", then EOF; anything else is ignored. */
+        while (read_line(m, deadline, &line) == LINE_OK) {
+        }
+    }
+    mt__sb_free(&sb);
+    close_fds(m);
+    double left = deadline - now_s();
+    if (reap(m->pid, left > 0.1 ? left : 0.1, NULL))
+        m->pid = -1;
+    else
+        worker_kill(m, NULL);
+}
+
+/* Makes sure a worker is running with workload `wltext` prepared. */
+static mt_status worker_ready(mt_measurer *m, const char *wltext, char *err, size_t errlen) {
+    if (m->pid <= 0) {
+        mt_status st = worker_start(m, err, errlen);
+        if (st != MT_OK) return st;
+    }
+    if (strcmp(m->prepared, wltext) == 0) return MT_OK;
+    mt_strbuf sb = {0};
+    mt__proto_put(&sb, "prepare");
+    mt__proto_put(&sb, wltext);
+    mt__proto_put_int(&sb, (long long)m->p.seed);
+    mt__proto_end(&sb);
+    int sent = send_line(m, &sb);
+    mt__sb_free(&sb);
+    char why[256];
+    if (sent != 0) {
+        if (errno == ENOMEM) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
+        worker_lost(m, why, sizeof why);
+        return mt__fail(err, errlen, MT_DEVICE, "preparing workload %s: %s", wltext, why);
+    }
+    char *line;
+    int lr = read_line(m, now_s() + m->p.prepare_timeout_s, &line);
+    if (lr == LINE_TIMEOUT) {
+        worker_kill(m, NULL);
+        return mt__fail(err, errlen, MT_TIMEOUT, "preparing workload %s took over %.0f s; worker killed", wltext, m->p.prepare_timeout_s);
+    }
+    if (lr != LINE_OK) {
+        if (lr == LINE_EOF)
+            worker_lost(m, why, sizeof why);
+        else {
+            worker_kill(m, NULL);
+            snprintf(why, sizeof why, "unreadable answer from the worker");
+        }
+        return mt__fail(err, errlen, MT_DEVICE, "preparing workload %s: %s", wltext, why);
+    }
+    char *f[MT__PROTO_MAX_FIELDS];
+    int nf = mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
+    long long code;
+    if (nf == 2 && strcmp(f[0], "prepared") == 0) {
+        snprintf(m->prepared, sizeof m->prepared, "%s", wltext);
+        return MT_OK;
+    }
+    if (nf == 3 && strcmp(f[0], "error") == 0 && mt__proto_get_int(f[1], &code) == 0) {
+        mt_status st = status_from_code(code, MT_DEVICE);
+        return mt__fail(err, errlen, st == MT_OK ? MT_DEVICE : st, "preparing workload %s in the worker: %s", wltext, f[2]);
+    }
+    worker_kill(m, NULL);
+    return mt__fail(err, errlen, MT_DEVICE, "preparing workload %s: unexpected answer from the worker", wltext);
+}
+
+/* ------------------------------------------------------- start and stop */
+
+mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out, mt_device_info *info_out, char *err, size_t errlen) {
+    if (err && errlen) err[0] = '\0';
+    if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_measurer_start: NULL output");
+    *out = NULL;
+    mt_measurer_params p = params ? *params : mt_measurer_default_params();
+    if (!(p.timeout_s > 0) || !(p.prepare_timeout_s > 0) || !(p.start_timeout_s > 0))
+        return mt__fail(err, errlen, MT_INVALID_ARG, "measurer timeouts must be positive (timeout %g s, prepare %g s, start %g s)",
+                        p.timeout_s, p.prepare_timeout_s, p.start_timeout_s);
+    if (p.compile_threads <= 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        p.compile_threads = ncpu > 0 ? (int)(ncpu < 256 ? ncpu : 256) : 1;
+    }
+    if (p.max_consecutive_failures < 1) p.max_consecutive_failures = 1;
+
+    mt_measurer *m = calloc(1, sizeof *m);
+    if (!m) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
+    m->pid = -1;
+    m->req_fd = m->ans_fd = -1;
+    mt_status st = resolve_worker(p.worker_path, &m->worker_path, err, errlen);
+    if (st != MT_OK) {
+        free(m);
+        return st;
+    }
+    m->device_spec = dup_str(p.device ? p.device : "");
+    m->cache_dir = p.cache_dir && *p.cache_dir ? dup_str(p.cache_dir) : NULL;
+    if (!m->device_spec || (p.cache_dir && *p.cache_dir && !m->cache_dir)) {
+        mt_measurer_stop(m);
+        return mt__fail(err, errlen, MT_NOMEM, "out of memory");
+    }
+    p.device = m->device_spec;
+    p.worker_path = m->worker_path;
+    p.cache_dir = m->cache_dir;
+    m->p = p;
+
+    mt_device_params dp = mt_device_default_params();
+    dp.cache_dir = m->cache_dir;
+    st = mt_device_open(m->device_spec, &dp, &m->dev, err, errlen);
+    if (st != MT_OK) {
+        mt_measurer_stop(m);
+        return st;
+    }
+    m->info = *mt_device_get_info(m->dev);
+    st = worker_start(m, err, errlen);
+    if (st != MT_OK) {
+        mt_measurer_stop(m);
+        return st;
+    }
+    if (info_out) *info_out = m->info;
+    *out = m;
+    return MT_OK;
+}
+
+long mt_measurer_worker_pid(const mt_measurer *m) { return m && m->pid > 0 ? (long)m->pid : -1; }
+
+void mt_measurer_stop(mt_measurer *m) {
+    if (!m) return;
+    worker_quit(m);
+    reap_stale(m, 2.0);
+    mt_device_close(m->dev);
+    free(m->buf);
+    free(m->device_spec);
+    free(m->worker_path);
+    free(m->cache_dir);
+    free(m);
+}
+
+/* ---------------------------------------------------- parallel compiles */
+
+typedef struct compile_job {
+    mt_device *dev;
+    const mt_workload *wl;
+    const mt_template *t;
+    const mt_space *sp;
+    const mt_config *cfgs;
+    mt_measurer_result *res;
+    int *ready; /* ready[i]: compiled, to be timed */
+    int n;
+    pthread_mutex_t mu;
+    int next;
+} compile_job;
+
+/* Builds, checks and compiles config i; the outcome goes to res[i] and ready[i]. */
+static void compile_one(compile_job *j, int i) {
+    mt_measure_result *r = &j->res[i].m;
+    mt_kernel *k = NULL;
+    mt_program *prog = NULL;
+    mt_status st = mt_space_check(j->sp, &j->cfgs[i]);
+    if (st != MT_OK) {
+        snprintf(r->message, sizeof r->message, "config is not in the space of template %s", mt_template_name(j->t));
+        st = MT_INVALID_CONFIG;
+        goto done;
+    }
+    st = mt_template_build(j->t, j->wl, j->sp, &j->cfgs[i], &k, r->message, sizeof r->message);
+    if (st != MT_OK) goto done;
+    mt_kernel_resources kr;
+    if (mt_kernel_analyze(k, &kr, r->message, sizeof r->message) != MT_OK) {
+        st = MT_INVALID_CONFIG;
+        goto done;
+    }
+    mt_device_limits lim = mt_device_get_limits(j->dev);
+    st = mt_kernel_check_limits(&kr, &lim, r->message, sizeof r->message);
+    if (st != MT_OK) goto done;
+    st = mt_program_build(j->dev, k, &prog, r->message, sizeof r->message);
+    if (st != MT_OK) {
+        if (st != MT_NOMEM) st = MT_BUILD;
+        goto done;
+    }
+    r->build_s = mt_program_build_seconds(prog);
+    r->message[0] = '\0';
+    j->ready[i] = 1;
+done:
+    r->status = st;
+    mt_program_free(prog);
+    mt_kernel_free(k);
+}
+
+static void *compile_worker(void *arg) {
+    compile_job *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        int i = j->next < j->n ? j->next++ : -1;
+        pthread_mutex_unlock(&j->mu);
+        if (i < 0) return NULL;
+        compile_one(j, i);
+    }
+}
+
+/* Compiles every config with up to `threads` threads (this one included). */
+static void compile_all(compile_job *j, int threads) {
+    if (threads > j->n) threads = j->n;
+    if (threads < 1) threads = 1;
+    pthread_t tids[256];
+    int started = 0;
+    for (int i = 1; i < threads && i <= 256; i++) {
+        if (pthread_create(&tids[started], NULL, compile_worker, j) != 0) break; /* fewer threads then */
+        started++;
+    }
+    compile_worker(j);
+    for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+}
+
+/* ------------------------------------------------------------- batches */
+
+enum { ANSWERED, LOST, TIMED_OUT, GARBLED, NOT_SENT };
+
+/* Parses a result line for request `seq` into r (keeping r->build_s).
+ * 0 on success, -1 when it is not a well-formed result for seq. */
+static int parse_result(char *line, long long seq, mt_measure_result *r) {
+    char *f[MT__PROTO_MAX_FIELDS];
+    int nf = mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
+    long long s, code, repeats, nruns;
+    double median, min, gflops, relerr, wbuild;
+    if (nf != 12 || strcmp(f[0], "result") != 0 || mt__proto_get_int(f[1], &s) != 0 || s != seq ||
+        mt__proto_get_int(f[2], &code) != 0 || mt__proto_get_f64(f[3], &median) != 0 || mt__proto_get_f64(f[4], &min) != 0 ||
+        mt__proto_get_f64(f[5], &gflops) != 0 || mt__proto_get_f64(f[6], &relerr) != 0 || mt__proto_get_f64(f[7], &wbuild) != 0 ||
+        mt__proto_get_int(f[8], &repeats) != 0 || mt__proto_get_int(f[9], &nruns) != 0 || nruns < 0 || nruns > MT_MEASURE_MAX_RUNS ||
+        repeats < 0 || repeats > INT_MAX)
+        return -1;
+    double runs[MT_MEASURE_MAX_RUNS];
+    char *p = f[10];
+    for (long long i = 0; i < nruns; i++) {
+        char hex[17];
+        size_t len = strcspn(p, ",");
+        if (len != 16) return -1;
+        memcpy(hex, p, 16);
+        hex[16] = '\0';
+        if (mt__proto_get_f64(hex, &runs[i]) != 0) return -1;
+        p += 16;
+        if (i + 1 < nruns) {
+            if (*p != ',') return -1;
+            p++;
+        }
+    }
+    if (*p) return -1;
+    r->status = status_from_code(code, MT_DEVICE);
+    r->median_ms = median;
+    r->min_ms = min;
+    r->gflops = gflops;
+    r->max_rel_err = relerr;
+    r->repeats = (int)repeats;
+    r->nruns = (int)nruns;
+    memcpy(r->run_ms, runs, sizeof(double) * (size_t)nruns);
+    snprintf(r->message, sizeof r->message, "%s", f[11]);
+    (void)wbuild; /* the worker's build is a cache hit; build_s is the tuner's compile time */
+    return 0;
+}
+
+/* Sends one config to the worker and waits for its answer. Returns ANSWERED
+ * (r filled), NOT_SENT (the worker was gone before the request), or LOST /
+ * TIMED_OUT / GARBLED with the worker killed and reaped and r set to the error. */
+static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext, mt_measurer_result *res) {
+    mt_measure_result *r = &res->m;
+    const mt_measure_params *mp = &m->p.measure;
+    long long seq = ++m->seq;
+    mt_strbuf sb = {0};
+    mt__proto_put(&sb, "measure");
+    mt__proto_put_int(&sb, seq);
+    mt__proto_put(&sb, mt_template_name(t));
+    mt__proto_put(&sb, cfgtext);
+    mt__proto_put_int(&sb, mp->warmup);
+    mt__proto_put_int(&sb, mp->min_repeats);
+    mt__proto_put_int(&sb, mp->max_repeats);
+    mt__proto_put_f64(&sb, mp->min_time_ms);
+    mt__proto_put_int(&sb, mp->check);
+    mt__proto_put_f64(&sb, mp->tolerance);
+    mt__proto_end(&sb);
+    double t0 = now_s();
+    int sent = send_line(m, &sb);
+    mt__sb_free(&sb);
+    if (sent != 0) {
+        char why[256];
+        worker_lost(m, why, sizeof why);
+        return NOT_SENT;
+    }
+    res->sent_to_worker = 1;
+    char *line;
+    int lr = read_line(m, t0 + m->p.timeout_s, &line);
+    res->wall_s = now_s() - t0;
+    double build_s = r->build_s;
+    if (lr == LINE_OK && parse_result(line, seq, r) == 0) {
+        r->build_s = build_s;
+        return ANSWERED;
+    }
+    memset(r, 0, sizeof *r);
+    r->build_s = build_s;
+    r->max_rel_err = -1;
+    if (lr == LINE_TIMEOUT) {
+        worker_kill(m, NULL);
+        r->status = MT_TIMEOUT;
+        snprintf(r->message, sizeof r->message, "no answer within %.3g s; worker killed", m->p.timeout_s);
+        return TIMED_OUT;
+    }
+    if (lr == LINE_EOF) {
+        worker_lost(m, r->message, sizeof r->message);
+        r->status = MT_LAUNCH;
+        return LOST;
+    }
+    worker_kill(m, NULL);
+    r->status = MT_DEVICE;
+    snprintf(r->message, sizeof r->message, "worker protocol error: %s", lr == LINE_OK ? "malformed result line" : "unreadable answer");
+    return GARBLED;
+}
+
+static void result_init(mt_measurer_result *res) {
+    memset(res, 0, sizeof *res);
+    res->m.max_rel_err = -1;
+}
+
+mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const mt_template *t, const mt_space *sp,
+                                    const mt_config *cfgs, int n, mt_measurer_result *results, char *err, size_t errlen) {
+    if (err && errlen) err[0] = '\0';
+    if (!m || !wl || !t || !sp || n < 0 || (n > 0 && (!cfgs || !results)))
+        return mt__fail(err, errlen, MT_INVALID_ARG, "mt_measurer_measure_batch: bad arguments");
+    for (int i = 0; i < n; i++) result_init(&results[i]);
+    if (n == 0) return MT_OK;
+    char wltext[512];
+    int wlen = mt_workload_format(wl, wltext, sizeof wltext);
+    mt_status st = mt_workload_validate(wl, NULL, 0);
+    if (wlen <= 0 || (size_t)wlen >= sizeof wltext || st != MT_OK) {
+        for (int i = 0; i < n; i++) {
+            results[i].m.status = MT_INVALID_ARG;
+            snprintf(results[i].m.message, sizeof results[i].m.message, "invalid workload");
+        }
+        return mt__fail(err, errlen, MT_INVALID_ARG, "mt_measurer_measure_batch: invalid workload");
+    }
+    int *ready = calloc((size_t)n, sizeof *ready);
+    if (!ready) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
+
+    /* 1: compile everything in parallel here; this fills the binary cache. */
+    compile_job job = {m->dev, wl, t, sp, cfgs, results, ready, n, PTHREAD_MUTEX_INITIALIZER, 0};
+    compile_all(&job, m->p.compile_threads);
+    pthread_mutex_destroy(&job.mu);
+
+    /* 2: time the ones that compiled, one at a time, in the worker. */
+    mt_status ret = MT_OK;
+    char abort_msg[1024] = "";
+    int failures = 0; /* worker crashes/timeouts since the last answer */
+    for (int i = 0; i < n; i++) {
+        if (!ready[i]) continue;
+        mt_measure_result *r = &results[i].m;
+        if (ret == MT_OK) {
+            char cfgtext[2048];
+            int clen = mt_config_format(sp, &cfgs[i], cfgtext, sizeof cfgtext);
+            if (clen < 0 || (size_t)clen >= sizeof cfgtext) {
+                r->status = MT_INVALID_CONFIG;
+                snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
+                continue;
+            }
+            int outcome = NOT_SENT;
+            while (ret == MT_OK) {
+                char why[1024];
+                st = worker_ready(m, wltext, why, sizeof why);
+                if (st != MT_OK) {
+                    ret = st;
+                    snprintf(abort_msg, sizeof abort_msg, "%s", why);
+                    break;
+                }
+                outcome = measure_one(m, t, cfgtext, &results[i]);
+                if (outcome == ANSWERED) {
+                    failures = 0;
+                    break;
+                }
+                if (++failures >= m->p.max_consecutive_failures) {
+                    ret = MT_DEVICE;
+                    snprintf(abort_msg, sizeof abort_msg, "the measurement worker failed %d times in a row (last: %s); batch abandoned",
+                             failures, outcome == NOT_SENT ? "gone before a request" : r->message);
+                }
+                if (outcome != NOT_SENT) break;
+                /* The worker died between requests: start another and resend. */
+            }
+            if (outcome != NOT_SENT) continue;
+        }
+        r->status = ret;
+        snprintf(r->message, sizeof r->message, "not measured: %s", abort_msg);
+    }
+    free(ready);
+    if (ret != MT_OK) mt__fail(err, errlen, ret, "%s", abort_msg);
+    return ret;
+}

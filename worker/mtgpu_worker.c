@@ -1,0 +1,335 @@
+/* mtgpu-worker: times kernels for a measurer (include/mtgpu/measurer.h) in a
+ * process of its own, so that a kernel that hangs or crashes the driver takes
+ * down this process, not the tuner.
+ *
+ * Started by the measurer with posix_spawn, never by hand:
+ *     mtgpu-worker --protocol 1 --in FD --out FD --device SPEC [--cache-dir DIR]
+ * It opens the device, says hello on --out, then answers requests read from
+ * --in one at a time until `quit` or end of input. The line protocol is
+ * described at the top of tuner/measurer.c.
+ *
+ * Test-only fault hooks (for tests/test_measurer.c; never set them otherwise):
+ *   MTGPU_WORKER_HANG_ON=<substring>   a measure request whose config text
+ *                                      contains it sleeps forever (until killed,
+ *                                      or until the tuner is gone);
+ *   MTGPU_WORKER_CRASH_ON=<substring>  ... dies of SIGSEGV (no core dump). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "measurer-proto.h"
+#include "mtgpu/device.h"
+#include "mtgpu/measure.h"
+#include "mtgpu/template.h"
+
+#define EXIT_USAGE 2
+
+typedef struct worker {
+    int out_fd;
+    mt_device *dev;
+    mt_conv_bench *bench;
+    mt_workload wl;
+    const mt_template *space_tmpl; /* template whose space `sp` holds; NULL: none */
+    mt_space sp;
+    const char *hang_on, *crash_on; /* test-only fault hooks */
+    pid_t parent;
+} worker;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Sends a finished line; the tuner being gone ends this process. */
+static void send_line(worker *w, mt_strbuf *sb) {
+    if (sb->failed) {
+        fprintf(stderr, "mtgpu-worker: out of memory\n");
+        exit(1);
+    }
+    const char *p = sb->data;
+    size_t len = sb->len;
+    while (len > 0) {
+        ssize_t n = write(w->out_fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            exit(1); /* tuner gone */
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    sb->len = 0;
+    if (sb->data) sb->data[0] = '\0';
+}
+
+static void send_error(worker *w, mt_strbuf *sb, mt_status st, const char *msg) {
+    mt__proto_put(sb, "error");
+    mt__proto_put_int(sb, st);
+    mt__proto_put(sb, msg);
+    mt__proto_end(sb);
+    send_line(w, sb);
+}
+
+static void free_space(worker *w) {
+    if (w->space_tmpl) mt_space_free(&w->sp);
+    w->space_tmpl = NULL;
+}
+
+/* prepare <workload text> <seed> */
+static void do_prepare(worker *w, char **f, int nf, mt_strbuf *sb) {
+    long long seed;
+    char err[1024];
+    if (nf != 3 || mt__proto_get_int(f[2], &seed) != 0) {
+        send_error(w, sb, MT_PARSE, "malformed prepare request");
+        return;
+    }
+    mt_conv_bench_free(w->bench);
+    w->bench = NULL;
+    free_space(w);
+    mt_workload wl;
+    mt_status st = mt_workload_parse(f[1], &wl, err, sizeof err);
+    if (st != MT_OK) {
+        send_error(w, sb, st, err);
+        return;
+    }
+    double t0 = now_s();
+    st = mt_conv_bench_new(w->dev, &wl, (uint64_t)seed, &w->bench, err, sizeof err);
+    if (st != MT_OK) {
+        w->bench = NULL;
+        send_error(w, sb, st, err);
+        return;
+    }
+    w->wl = wl;
+    mt__proto_put(sb, "prepared");
+    mt__proto_put_f64(sb, now_s() - t0);
+    mt__proto_end(sb);
+    send_line(w, sb);
+}
+
+static void send_result(worker *w, mt_strbuf *sb, const char *seq, const mt_measure_result *r) {
+    mt__proto_put(sb, "result");
+    mt__proto_put(sb, seq);
+    mt__proto_put_int(sb, r->status);
+    mt__proto_put_f64(sb, r->median_ms);
+    mt__proto_put_f64(sb, r->min_ms);
+    mt__proto_put_f64(sb, r->gflops);
+    mt__proto_put_f64(sb, r->max_rel_err);
+    mt__proto_put_f64(sb, r->build_s);
+    mt__proto_put_int(sb, r->repeats);
+    int nruns = r->nruns < 0 ? 0 : r->nruns > MT_MEASURE_MAX_RUNS ? MT_MEASURE_MAX_RUNS : r->nruns;
+    mt__proto_put_int(sb, nruns);
+    mt__sb_append(sb, "\t");
+    for (int i = 0; i < nruns; i++) {
+        uint64_t bits;
+        memcpy(&bits, &r->run_ms[i], sizeof bits);
+        mt__sb_printf(sb, "%s%016llx", i ? "," : "", (unsigned long long)bits);
+    }
+    mt__proto_put(sb, r->message);
+    mt__proto_end(sb);
+    send_line(w, sb);
+}
+
+/* Test-only: sleep until killed, or until the tuner that started us is gone. */
+static void hang_forever(worker *w) {
+    for (;;) {
+        sleep(1);
+        if (getppid() != w->parent) _exit(3);
+    }
+}
+
+/* Test-only: die the way a driver fault would, without a core file. */
+static void crash_now(void) {
+#ifdef __linux__
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+#endif
+    signal(SIGSEGV, SIG_DFL); /* a sanitizer's handler would turn the signal into exit(1) */
+    raise(SIGSEGV);
+    _exit(4);
+}
+
+/* measure <seq> <template> <config> <warmup> <min_repeats> <max_repeats> <min_time_ms> <check> <tolerance> */
+static void do_measure(worker *w, char **f, int nf, mt_strbuf *sb) {
+    mt_measure_result r;
+    memset(&r, 0, sizeof r);
+    r.max_rel_err = -1;
+    long long warmup, minr, maxr, check;
+    mt_measure_params mp = mt_measure_default_params();
+    if (nf != 10 || mt__proto_get_int(f[4], &warmup) != 0 || mt__proto_get_int(f[5], &minr) != 0 ||
+        mt__proto_get_int(f[6], &maxr) != 0 || mt__proto_get_f64(f[7], &mp.min_time_ms) != 0 || mt__proto_get_int(f[8], &check) != 0 ||
+        mt__proto_get_f64(f[9], &mp.tolerance) != 0 || warmup < 0 || warmup > 1000000 || minr < 0 || minr > 1000000 || maxr < 0 ||
+        maxr > 1000000) {
+        r.status = MT_PARSE;
+        snprintf(r.message, sizeof r.message, "malformed measure request");
+        send_result(w, sb, nf > 1 ? f[1] : "0", &r);
+        return;
+    }
+    mp.warmup = (int)warmup;
+    mp.min_repeats = (int)minr;
+    mp.max_repeats = (int)maxr;
+    mp.check = check != 0;
+    const char *cfgtext = f[3];
+
+    if (w->hang_on && *w->hang_on && strstr(cfgtext, w->hang_on)) hang_forever(w);
+    if (w->crash_on && *w->crash_on && strstr(cfgtext, w->crash_on)) crash_now();
+
+    if (!w->bench) {
+        r.status = MT_INVALID_ARG;
+        snprintf(r.message, sizeof r.message, "no workload prepared in the worker");
+        send_result(w, sb, f[1], &r);
+        return;
+    }
+    const mt_template *t = mt_template_find(f[2]);
+    if (!t) {
+        r.status = MT_NOT_FOUND;
+        snprintf(r.message, sizeof r.message, "the worker has no template '%s'", f[2]);
+        send_result(w, sb, f[1], &r);
+        return;
+    }
+    if (w->space_tmpl != t) {
+        free_space(w);
+        mt_status st = mt_template_space(t, &w->wl, &w->sp);
+        if (st != MT_OK) {
+            r.status = st;
+            snprintf(r.message, sizeof r.message, "template %s has no space for this workload", f[2]);
+            send_result(w, sb, f[1], &r);
+            return;
+        }
+        w->space_tmpl = t;
+    }
+    mt_config cfg;
+    mt_status st = mt_config_parse(&w->sp, cfgtext, &cfg, r.message, sizeof r.message);
+    if (st != MT_OK) {
+        r.status = MT_INVALID_CONFIG;
+        send_result(w, sb, f[1], &r);
+        return;
+    }
+    mt_conv_bench_measure(w->bench, t, &w->sp, &cfg, &mp, &r);
+    send_result(w, sb, f[1], &r);
+}
+
+static int usage(void) {
+    fprintf(stderr,
+            "usage: mtgpu-worker --protocol 1 --in FD --out FD --device SPEC [--cache-dir DIR]\n"
+            "\n"
+            "The measurement worker of libmtgpu: it is started by the library, which\n"
+            "talks to it over the two file descriptors; it is not meant to be run by hand.\n");
+    return EXIT_USAGE;
+}
+
+static int parse_fd(const char *s) {
+    long long v;
+    if (mt__proto_get_int(s, &v) != 0 || v < 0 || v > 65535) return -1;
+    return (int)v;
+}
+
+int main(int argc, char **argv) {
+    int in_fd = -1, out_fd = -1;
+    long long protocol = -1;
+    const char *device = NULL, *cache_dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) return usage();
+        const char *v = argv[++i];
+        if (strcmp(a, "--in") == 0) in_fd = parse_fd(v);
+        else if (strcmp(a, "--out") == 0) out_fd = parse_fd(v);
+        else if (strcmp(a, "--device") == 0) device = v;
+        else if (strcmp(a, "--cache-dir") == 0) cache_dir = v;
+        else if (strcmp(a, "--protocol") == 0) {
+            if (mt__proto_get_int(v, &protocol) != 0) return usage();
+        } else
+            return usage();
+    }
+    if (in_fd < 0 || out_fd < 0 || !device || protocol < 0) return usage();
+
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.out_fd = out_fd;
+    w.parent = getppid();
+    w.hang_on = getenv("MTGPU_WORKER_HANG_ON");
+    w.crash_on = getenv("MTGPU_WORKER_CRASH_ON");
+    mt_strbuf sb = {0};
+
+    if (protocol != MT__PROTO_VERSION) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "protocol %lld requested, this worker speaks %d", protocol, MT__PROTO_VERSION);
+        mt__proto_put(&sb, "fatal");
+        mt__proto_put_int(&sb, MT_UNSUPPORTED);
+        mt__proto_put(&sb, msg);
+        mt__proto_end(&sb);
+        send_line(&w, &sb);
+        mt__sb_free(&sb);
+        return 1;
+    }
+    FILE *in = fdopen(in_fd, "r");
+    if (!in) {
+        fprintf(stderr, "mtgpu-worker: cannot read fd %d: %s\n", in_fd, strerror(errno));
+        return 1;
+    }
+
+    char err[1024];
+    mt_device_params dp = mt_device_default_params();
+    dp.cache_dir = cache_dir;
+    mt_status st = mt_device_open(device, &dp, &w.dev, err, sizeof err);
+    if (st != MT_OK) {
+        mt__proto_put(&sb, "fatal");
+        mt__proto_put_int(&sb, st);
+        mt__proto_put(&sb, err);
+        mt__proto_end(&sb);
+        send_line(&w, &sb);
+        mt__sb_free(&sb);
+        fclose(in);
+        return 1;
+    }
+    const mt_device_info *info = mt_device_get_info(w.dev);
+    mt__proto_put(&sb, "hello");
+    mt__proto_put_int(&sb, MT__PROTO_VERSION);
+    mt__proto_put_int(&sb, (long long)getpid());
+    mt__proto_put(&sb, info->fingerprint);
+    mt__proto_put(&sb, info->name);
+    mt__proto_end(&sb);
+    send_line(&w, &sb);
+
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t len = getline(&line, &cap, in);
+        if (len < 0) break; /* the tuner closed its end: done */
+        if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        char *f[MT__PROTO_MAX_FIELDS];
+        int nf = (size_t)len > MT__PROTO_MAX_LINE ? -1 : mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
+        if (nf < 1) {
+            send_error(&w, &sb, MT_PARSE, "malformed request line");
+            continue;
+        }
+        if (strcmp(f[0], "measure") == 0) {
+            do_measure(&w, f, nf, &sb);
+        } else if (strcmp(f[0], "prepare") == 0) {
+            do_prepare(&w, f, nf, &sb);
+        } else if (strcmp(f[0], "quit") == 0) {
+            mt__proto_put(&sb, "bye");
+            mt__proto_end(&sb);
+            send_line(&w, &sb);
+            break;
+        } else {
+            char msg[160];
+            snprintf(msg, sizeof msg, "unknown request '%.100s'", f[0]);
+            send_error(&w, &sb, MT_PARSE, msg);
+        }
+    }
+    free(line);
+    fclose(in);
+    mt__sb_free(&sb);
+    free_space(&w);
+    mt_conv_bench_free(w.bench);
+    mt_device_close(w.dev);
+    close(out_fd);
+    return rc;
+}
