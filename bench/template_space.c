@@ -107,12 +107,7 @@ int main(int argc, char **argv) {
                 mt_config cfg;
                 mt_space_random(&sp, &rng, &cfg);
                 draws++;
-                mt_kernel *k = NULL;
-                mt_kernel_resources kr;
-                int valid = mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err) == MT_OK && mt_kernel_analyze(k, &kr, err, sizeof err) == MT_OK &&
-                            mt_kernel_check_limits(&kr, &lim, err, sizeof err) == MT_OK;
-                mt_kernel_free(k);
-                if (!valid) continue;
+                if (mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err) != MT_OK) continue;
                 mt_measure_result r;
                 mt_conv_bench_measure(bench, t, &sp, &cfg, &mp, &r);
                 char ctext[1024];

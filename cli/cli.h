@@ -21,6 +21,7 @@ typedef struct mt_cli_cmd {
 int mt_cmd_devices(int argc, char **argv);
 int mt_cmd_conv(int argc, char **argv);
 int mt_cmd_tasks(int argc, char **argv);
+int mt_cmd_tune(int argc, char **argv);
 
 /* Options: each has a long name, an optional short letter, and whether it
  * takes a value. mt_opt_parse fills `value`/`given` and collects positionals. */

@@ -71,20 +71,6 @@ static void print_result(const mt_workload *wl, const mt_device_info *di, const 
     fflush(stdout);
 }
 
-/* Builds the kernel and checks it against the device's limits: a "valid" config. */
-static mt_status config_valid(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg,
-                              const mt_device_limits *lim, char *err, size_t errlen) {
-    mt_kernel *k = NULL;
-    mt_status st = mt_template_build(t, wl, sp, cfg, &k, err, errlen);
-    if (st == MT_OK) {
-        mt_kernel_resources res;
-        st = mt_kernel_analyze(k, &res, err, errlen);
-        if (st == MT_OK) st = mt_kernel_check_limits(&res, lim, err, errlen);
-    }
-    mt_kernel_free(k);
-    return st;
-}
-
 static int print_source(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg) {
     char err[1024];
     mt_kernel *k = NULL;
@@ -236,7 +222,7 @@ int mt_cmd_conv(int argc, char **argv) {
             for (;;) {
                 tries[i]++;
                 mt_space_random(&ts[i].space, &rng, &c);
-                if (opts[O_SOURCE].given || config_valid(ts[i].t, &wl, &ts[i].space, &c, &lim, err, sizeof err) == MT_OK) {
+                if (opts[O_SOURCE].given || mt_template_check(ts[i].t, &wl, &ts[i].space, &c, &lim, err, sizeof err) == MT_OK) {
                     which[ncfg] = i;
                     cfgs[ncfg++] = c;
                     break;

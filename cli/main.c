@@ -8,6 +8,7 @@ static const mt_cli_cmd commands[] = {
     {"devices", "list the devices of every available backend", mt_cmd_devices},
     {"conv", "build, check and time configs of one convolution", mt_cmd_conv},
     {"tasks", "list the unique convolution workloads of a network", mt_cmd_tasks},
+    {"tune", "tune a network's convolutions (or one workload) and store every measurement", mt_cmd_tune},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 

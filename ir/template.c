@@ -55,3 +55,17 @@ mt_status mt_template_build(const mt_template *t, const mt_workload *wl, const m
     *out = k;
     return MT_OK;
 }
+
+mt_status mt_template_check(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
+                            const mt_device_limits *lim, char *err, size_t errlen) {
+    mt_kernel *k = NULL;
+    mt_status st = mt_template_build(t, wl, space, cfg, &k, err, errlen);
+    if (st == MT_OK) {
+        mt_kernel_resources res;
+        st = mt_kernel_analyze(k, &res, err, errlen);
+        if (st != MT_OK) st = MT_INVALID_CONFIG; /* a template that builds malformed IR rejects the config */
+        else if (lim) st = mt_kernel_check_limits(&res, lim, err, errlen);
+    }
+    mt_kernel_free(k);
+    return st;
+}

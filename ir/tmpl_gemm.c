@@ -186,6 +186,8 @@ typedef struct gemm_builder {
     mt_expr *in_img;              /* input offset of (image, first channel of the group) */
     mt_expr *w_grp;               /* weight offset of the group's first output channel */
     mt_expr *out_img;             /* output offset of (image, first channel of the group) */
+    mt_expr *k0s;                 /* first channel the work-item computes: k0, or without staging min(k0, kg - reg_k) */
+    mt_expr *w_row;               /* weight offset of channel k0s (without staging) */
     /* Static guard needs. */
     int k_over, y_over, x_over;   /* tiles overhang k/groups, oh, ow */
     int iy_lo, iy_hi, ix_lo, ix_hi; /* an input read may fall below 0 / at or past h (w) */
@@ -312,9 +314,7 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
             widx = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, kl, KI(b, p->rci)), ci), KI(b, rs)), tap);
             mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wl, widx)));
         } else {
-            mt_expr *kk = mt_ir_add(k, b->k0, KI(b, i));
-            if (b->k_over) kk = mt_ir_min(k, kk, KI(b, p->kg - 1)); /* overhanging channels: any valid weight, never stored */
-            widx = mt_ir_add(k, mt_ir_add(k, b->w_grp, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, kk, KI(b, p->cg)), c), KI(b, rs))), tap);
+            widx = mt_ir_add(k, mt_ir_add(k, b->w_row, KI(b, (int64_t)i * p->cg * rs)), mt_ir_add(k, mt_ir_mul(k, c, KI(b, rs)), tap));
             mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wt, widx)));
         }
     }
@@ -407,10 +407,8 @@ static mt_stmt *copy_input(gemm_builder *b, mt_expr *e, mt_expr *rco) {
     mt_expr *c = mt_ir_add(k, mt_ir_mul(k, rco, KI(b, p->rci)), ci);
     mt_expr *src = mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w))),
                              mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
-    /* The patch may reach past the input on any side (padding, overhang). */
-    int need_y = p->ph > 0 || (int64_t)p->yo * p->yt * p->yr * p->sh + (int64_t)(p->r - 1) * p->dh > p->h;
-    int need_x = p->pw > 0 || (int64_t)p->xo * p->xt * p->xr * p->sw + (int64_t)(p->s - 1) * p->dw > p->w;
-    mt_expr *cond = mt_ir_and(k, need_y ? range_cond(b, iy, 0, p->h, 1, 1) : NULL, need_x ? range_cond(b, ix, 0, p->w, 1, 1) : NULL);
+    /* The patch reaches past the input where some tile's reads can (padding, overhang). */
+    mt_expr *cond = mt_ir_and(k, range_cond(b, iy, 0, p->h, b->iy_lo, b->iy_hi), range_cond(b, ix, 0, p->w, b->ix_lo, b->ix_hi));
     mt_expr *val = mt_ir_load(k, b->in, src);
     if (cond) val = mt_ir_select(k, cond, val, mt_ir_float(k, 0.0f));
     return mt_ir_store(k, b->il, e, val);
@@ -439,8 +437,11 @@ static mt_stmt *epilogue(gemm_builder *b) {
     const int64_t plane = (int64_t)p->oh * p->ow;
     mt_stmt_list list = {0};
     for (int i = 0; i < p->kr; i++) {
-        mt_expr *kk = mt_ir_add(k, b->k0, KI(b, i));
-        mt_expr *kc = b->k_over ? mt_ir_lt(k, kk, KI(b, p->kg)) : NULL;
+        /* Staged: channel k0 + i, stored when < kg. Otherwise the tile was
+         * shifted back to k0s so that it reads only real weights; channel
+         * k0s + i (< kg) is stored when >= k0, so each output once. */
+        mt_expr *kk = mt_ir_add(k, b->k0s, KI(b, i));
+        mt_expr *kc = !b->k_over ? NULL : b->wl ? mt_ir_lt(k, kk, KI(b, p->kg)) : mt_ir_ge(k, kk, b->k0);
         for (int yi = 0; yi < p->yr; yi++) {
             mt_expr *oy = mt_ir_add(k, b->y0, KI(b, yi));
             mt_expr *yc = mt_ir_and(k, kc, b->y_over ? mt_ir_lt(k, oy, KI(b, p->oh)) : NULL);
@@ -569,10 +570,13 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
     b->k0 = let_bind(b, &lc, "k0", mt_ir_add(k, b->kb, mt_ir_mul(k, b->tk, KI(b, p->kr))));
     b->y0 = let_bind(b, &lc, "y0", mt_ir_add(k, b->yb, mt_ir_mul(k, b->ty, KI(b, p->yr))));
     b->x0 = let_bind(b, &lc, "x0", mt_ir_add(k, b->xb, mt_ir_mul(k, b->tx, KI(b, p->xr))));
+    b->k0s = b->k0;
+    if (!b->wl && b->k_over) b->k0s = let_bind(b, &lc, "k0s", mt_ir_min(k, b->k0, KI(b, p->kg - p->kr)));
     b->tid = let_bind(b, &lc, "tid", mt_ir_add(k, mad(b, mt_ir_add(k, mt_ir_mul(k, b->ty, KI(b, p->xt)), b->tx), p->kt, 0), b->tk));
     b->in_img = let_bind(b, &lc, "in_base",
                          mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->c)), mt_ir_mul(k, grp, KI(b, p->cg))), KI(b, (int64_t)p->h * p->w)));
     b->w_grp = let_bind(b, &lc, "w_base", mt_ir_mul(k, grp, KI(b, (int64_t)p->kg * p->cg * p->r * p->s)));
+    if (!b->wl) b->w_row = let_bind(b, &lc, "w_row", mt_ir_add(k, b->w_grp, mt_ir_mul(k, b->k0s, KI(b, (int64_t)p->cg * p->r * p->s))));
     b->out_img = let_bind(b, &lc, "out_base", mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->k)), mt_ir_mul(k, grp, KI(b, p->kg))),
                                                          KI(b, (int64_t)p->oh * p->ow)));
 
@@ -627,6 +631,7 @@ static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_
     p.ko = (p.kg + p.kt * p.kr - 1) / (p.kt * p.kr);
     p.yo = (p.oh + p.yt * p.yr - 1) / (p.yt * p.yr);
     p.xo = (p.ow + p.xt * p.xr - 1) / (p.xt * p.xr);
+    if (p.kr > p.kg) return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: reg_k=%d exceeds the %d channels per group", p.kr, p.kg);
     if (p.xr % p.vec)
         return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: vec=%d does not divide the %d columns per work-item", p.vec, p.xr);
     int64_t priv = (int64_t)p.kr * p.yr * p.xr + (int64_t)p.yr * p.xr + p.kr;

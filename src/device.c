@@ -235,10 +235,18 @@ void mt_device_close(mt_device *dev) {
 const mt_device_info *mt_device_get_info(const mt_device *dev) { return dev ? &dev->info : NULL; }
 
 mt_device_limits mt_device_get_limits(const mt_device *dev) {
+    if (!dev) {
+        mt_device_limits none;
+        memset(&none, 0, sizeof none);
+        return none;
+    }
+    return mt_device_info_limits(&dev->info);
+}
+
+mt_device_limits mt_device_info_limits(const mt_device_info *in) {
     mt_device_limits lim;
     memset(&lim, 0, sizeof lim);
-    if (!dev) return lim;
-    const mt_device_info *in = &dev->info;
+    if (!in) return lim;
     lim.max_threads_per_block = in->max_work_group_size;
     for (int i = 0; i < 3; i++) {
         lim.max_block_dim[i] = in->max_work_item_sizes[i];

@@ -10,7 +10,14 @@
  * plan size has not improved for xgb_early_stop rounds. Each fit or update
  * trains a new booster from scratch on all stored rows (as AutoTVM does);
  * the old booster is kept until the new one is complete, so a failed
- * training leaves the model as it was. */
+ * training leaves the model as it was.
+ *
+ * Two things keep it fast. Columns that are constant over the training rows
+ * (for one template, more than half of them: unused loop slots, the workload)
+ * are dropped before XGBoost sees them, and candidates are compacted the same
+ * way. XGBoost gets one OpenMP thread per MT__XGB_ROWS_PER_THREAD rows (up to
+ * `threads`): on a few hundred rows its thread start-up and barriers cost
+ * more than they save, many times over on a loaded machine. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,9 +30,7 @@
 #include "mtgpu/features.h"
 
 #define D MT_FEATURES_DIM
-#ifndef MT__XGB_TREE_METHOD
-#define MT__XGB_TREE_METHOD "hist"
-#endif
+#define MT__XGB_ROWS_PER_THREAD 2000
 
 typedef struct group {
     mt_workload wl;
@@ -39,9 +44,34 @@ typedef struct xgb_cm {
     int n, cap;
     group *groups;
     int ngroups, capgroups;
-    BoosterHandle bst; /* NULL until fitted */
     uint64_t rng;
 } xgb_cm;
+
+/* A trained booster and the feature columns it reads. */
+typedef struct booster {
+    BoosterHandle h; /* NULL until fitted */
+    int *cols;
+    int ncols;
+    int nthread; /* as last set on h */
+} booster;
+
+typedef struct xgb_model {
+    xgb_cm store;
+    booster b;
+} xgb_model;
+
+static void booster_free(booster *b) {
+    if (b->h) XGBoosterFree(b->h);
+    free(b->cols);
+    memset(b, 0, sizeof *b);
+}
+
+static int threads_for(const mt_costmodel_params *p, int rows) {
+    int t = 1 + rows / MT__XGB_ROWS_PER_THREAD;
+    return t < p->threads ? t : p->threads;
+}
+
+static mt_status set_nthread(booster *b, int t, char *err, size_t errlen);
 
 static mt_status xgb_fail(char *err, size_t errlen, const char *what) {
     const char *msg = XGBGetLastError();
@@ -204,25 +234,43 @@ static double recall_score(const float *label, const float *pred, const int *sta
     return counted ? total / counted : 0;
 }
 
-static mt_status set_params(BoosterHandle b, const mt_costmodel_params *p, char *err, size_t errlen) {
+static mt_status set_params(BoosterHandle b, const mt_costmodel_params *p, int threads, char *err, size_t errlen) {
     char depth[16], eta[32], nthread[16], seed[32];
     snprintf(depth, sizeof depth, "%d", p->xgb_max_depth);
     snprintf(eta, sizeof eta, "%.17g", p->xgb_eta);
-    snprintf(nthread, sizeof nthread, "%d", p->threads);
+    snprintf(nthread, sizeof nthread, "%d", threads);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)(p->seed & 0x7fffffff));
     const char *kv[][2] = {
         {"booster", "gbtree"},   {"max_depth", depth}, {"gamma", "0.0001"}, {"min_child_weight", "1"},
         {"subsample", "1.0"},    {"eta", eta},         {"lambda", "1"},     {"alpha", "0"},
         {"objective", "rank:pairwise"}, {"nthread", nthread}, {"seed", seed}, {"verbosity", "0"},
-        {"tree_method", MT__XGB_TREE_METHOD},
+        {"tree_method", "hist"},
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (XGBoosterSetParam(b, kv[i][0], kv[i][1]) != 0) return xgb_fail(err, errlen, "setting parameters");
     return MT_OK;
 }
 
+static mt_status set_nthread(booster *b, int t, char *err, size_t errlen) {
+    if (b->nthread == t) return MT_OK;
+    char v[16];
+    snprintf(v, sizeof v, "%d", t);
+    if (XGBoosterSetParam(b->h, "nthread", v) != 0) return xgb_fail(err, errlen, "setting nthread");
+    b->nthread = t;
+    return MT_OK;
+}
+
+/* Copies the columns cols[0..ncols) of n full rows into x. */
+static void compact(const float *full, int n, const int *cols, int ncols, float *x) {
+    for (int r = 0; r < n; r++) {
+        const float *src = full + (size_t)r * D;
+        float *dst = x + (size_t)r * (size_t)ncols;
+        for (int j = 0; j < ncols; j++) dst[j] = src[cols[j]];
+    }
+}
+
 /* Trains a new booster on all stored rows into *out. */
-static mt_status train(xgb_cm *c, const mt_costmodel_params *p, BoosterHandle *out, char *err, size_t errlen) {
+static mt_status train(xgb_cm *c, const mt_costmodel_params *p, booster *out, char *err, size_t errlen) {
     int n = c->n, G = c->ngroups;
     mt_status st = MT_OK;
     float *x = malloc(sizeof(float) * (size_t)n * D);
@@ -234,9 +282,11 @@ static mt_status train(xgb_cm *c, const mt_costmodel_params *p, BoosterHandle *o
     double *best = malloc(sizeof(double) * (size_t)(G ? G : 1));
     scored *tmp = malloc(sizeof(scored) * (size_t)n);
     int *rank = malloc(sizeof(int) * (size_t)n);
+    int *cols = malloc(sizeof(int) * D);
+    int ncols = 0;
     DMatrixHandle dm = NULL;
     BoosterHandle b = NULL;
-    if (!x || !label || !pred || !order || !start || !sizes || !best || !tmp || !rank) {
+    if (!x || !label || !pred || !order || !start || !sizes || !best || !tmp || !rank || !cols) {
         st = mt__fail(err, errlen, MT_NOMEM, "xgb: out of memory for %d training rows", n);
         goto done;
     }
@@ -262,9 +312,19 @@ static mt_status train(xgb_cm *c, const mt_costmodel_params *p, BoosterHandle *o
         }
     for (int i = 0; i < n; i++)
         if (c->cost[i] > 0 && c->cost[i] < best[c->grp[i]]) best[c->grp[i]] = c->cost[i];
+    /* Columns that vary over the training rows (at least one, to have a matrix). */
+    for (int j = 0; j < D; j++) {
+        const float v = c->x[j];
+        for (int i = 1; i < n; i++)
+            if (c->x[(size_t)i * D + j] != v) {
+                cols[ncols++] = j;
+                break;
+            }
+    }
+    if (ncols == 0) cols[ncols++] = 0;
     for (int r = 0; r < n; r++) {
         int i = order[r];
-        memcpy(x + (size_t)r * D, c->x + (size_t)i * D, sizeof(float) * D);
+        compact(c->x + (size_t)i * D, 1, cols, ncols, x + (size_t)r * (size_t)ncols);
         label[r] = c->cost[i] > 0 ? (float)(best[c->grp[i]] / c->cost[i]) : 0.0f;
     }
     int ng = 0;
@@ -278,7 +338,8 @@ static mt_status train(xgb_cm *c, const mt_costmodel_params *p, BoosterHandle *o
         start[w] = n;
     }
 
-    if (XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, D, NAN, &dm, p->threads) != 0) {
+    int nthread = threads_for(p, n);
+    if (XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, (bst_ulong)ncols, NAN, &dm, nthread) != 0) {
         dm = NULL;
         st = xgb_fail(err, errlen, "creating the training matrix");
         goto done;
@@ -296,7 +357,7 @@ static mt_status train(xgb_cm *c, const mt_costmodel_params *p, BoosterHandle *o
         st = xgb_fail(err, errlen, "creating the booster");
         goto done;
     }
-    if ((st = set_params(b, p, err, errlen)) != MT_OK) goto done;
+    if ((st = set_params(b, p, nthread, err, errlen)) != MT_OK) goto done;
     double best_score = -1;
     int best_round = 0;
     for (int it = 0; it < p->xgb_rounds; it++) {
@@ -320,10 +381,12 @@ static mt_status train(xgb_cm *c, const mt_costmodel_params *p, BoosterHandle *o
             break;
         }
     }
-    *out = b;
+    *out = (booster){.h = b, .cols = cols, .ncols = ncols, .nthread = nthread};
     b = NULL;
+    cols = NULL;
 done:
     if (b) XGBoosterFree(b);
+    free(cols);
     if (dm) XGDMatrixFree(dm);
     free(x);
     free(label);
@@ -340,9 +403,9 @@ done:
 /* ---- the kind ---- */
 
 static mt_status xgb_init(mt_costmodel *m, char *err, size_t errlen) {
-    xgb_cm *c = calloc(1, sizeof *c);
+    xgb_model *c = calloc(1, sizeof *c);
     if (!c) return mt__fail(err, errlen, MT_NOMEM, "xgb: out of memory");
-    c->rng = m->params.seed;
+    c->store.rng = m->params.seed;
     m->context = c;
     return MT_OK;
 }
@@ -357,75 +420,84 @@ static void clear_store(xgb_cm *c) {
 }
 
 static mt_status xgb_fit(mt_costmodel *m, const mt_cm_sample *s, int n, char *err, size_t errlen) {
-    xgb_cm *c = m->context;
+    xgb_model *c = m->context;
     /* Build the new store aside so that a failure leaves the old one. */
-    xgb_cm fresh = {.rng = c->rng};
-    BoosterHandle b = NULL;
+    xgb_cm fresh = {.rng = c->store.rng};
+    booster b = {0};
     mt_status st = add_samples(&fresh, &m->params, s, n, err, errlen);
     if (st == MT_OK) st = train(&fresh, &m->params, &b, err, errlen);
     if (st != MT_OK) {
         clear_store(&fresh);
         return st;
     }
-    clear_store(c);
-    if (c->bst) XGBoosterFree(c->bst);
-    *c = fresh;
-    c->bst = b;
+    clear_store(&c->store);
+    booster_free(&c->b);
+    c->store = fresh;
+    c->b = b;
     return MT_OK;
 }
 
 static mt_status xgb_update(mt_costmodel *m, const mt_cm_sample *s, int n, char *err, size_t errlen) {
-    xgb_cm *c = m->context;
-    int old_n = c->n, old_groups = c->ngroups;
-    BoosterHandle b = NULL;
-    mt_status st = add_samples(c, &m->params, s, n, err, errlen);
-    if (st == MT_OK) st = train(c, &m->params, &b, err, errlen);
+    xgb_model *c = m->context;
+    int old_n = c->store.n, old_groups = c->store.ngroups;
+    booster b = {0};
+    mt_status st = add_samples(&c->store, &m->params, s, n, err, errlen);
+    if (st == MT_OK) st = train(&c->store, &m->params, &b, err, errlen);
     if (st != MT_OK) {
-        c->n = old_n;
-        c->ngroups = old_groups;
+        c->store.n = old_n;
+        c->store.ngroups = old_groups;
         return st;
     }
-    if (c->bst) XGBoosterFree(c->bst);
-    c->bst = b;
+    booster_free(&c->b);
+    c->b = b;
     return MT_OK;
 }
 
 static mt_status xgb_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores, char *err, size_t errlen) {
-    xgb_cm *c = m->context;
-    if (!c->bst) {
-        for (int i = 0; i < n; i++) scores[i] = 0;
+    xgb_model *c = m->context;
+    float *full = malloc(sizeof(float) * (size_t)n * D);
+    float *x = malloc(sizeof(float) * (size_t)n * (size_t)(c->b.h ? c->b.ncols : 1));
+    if (!full || !x) {
+        free(full);
+        free(x);
+        return mt__fail(err, errlen, MT_NOMEM, "xgb: out of memory for %d candidates", n);
+    }
+    mt_status st = extract(&q->wl, &q->tmpl, &q->space, 0, cfgs, sizeof cfgs[0], n, full, m->params.threads, err, errlen);
+    if (st == MT_OK && !c->b.h) {
+        /* not fitted: no ranking yet, but unbuildable configs are known */
+        for (int i = 0; i < n; i++) scores[i] = full[(size_t)i * D] > 0 ? 0.0 : MT_COSTMODEL_INVALID_SCORE;
+        free(full);
+        free(x);
         return MT_OK;
     }
-    float *x = malloc(sizeof(float) * (size_t)n * D);
-    if (!x) return mt__fail(err, errlen, MT_NOMEM, "xgb: out of memory for %d candidates", n);
-    mt_status st = extract(&q->wl, &q->tmpl, &q->space, 0, cfgs, sizeof cfgs[0], n, x, m->params.threads, err, errlen);
-    if (st != MT_OK) {
-        free(x);
-        return st;
-    }
+    if (st == MT_OK) st = set_nthread(&c->b, threads_for(&m->params, n), err, errlen);
     DMatrixHandle dm = NULL;
     bst_ulong len = 0;
     const float *res = NULL;
-    if (XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, D, NAN, &dm, m->params.threads) != 0) {
-        dm = NULL;
-        st = xgb_fail(err, errlen, "creating the candidate matrix");
-    } else if (XGBoosterPredict(c->bst, dm, 0, 0, 0, &len, &res) != 0) {
-        st = xgb_fail(err, errlen, "predicting");
-    } else if (len != (bst_ulong)n) {
-        st = mt__fail(err, errlen, MT_IO, "xgboost: %llu predictions for %d candidates", (unsigned long long)len, n);
-    } else {
-        for (int i = 0; i < n; i++) scores[i] = x[(size_t)i * D] > 0 ? (double)res[i] : MT_COSTMODEL_INVALID_SCORE;
+    if (st == MT_OK) {
+        compact(full, n, c->b.cols, c->b.ncols, x);
+        if (XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, (bst_ulong)c->b.ncols, NAN, &dm, c->b.nthread) != 0) {
+            dm = NULL;
+            st = xgb_fail(err, errlen, "creating the candidate matrix");
+        } else if (XGBoosterPredict(c->b.h, dm, 0, 0, 0, &len, &res) != 0) {
+            st = xgb_fail(err, errlen, "predicting");
+        } else if (len != (bst_ulong)n) {
+            st = mt__fail(err, errlen, MT_IO, "xgboost: %llu predictions for %d candidates", (unsigned long long)len, n);
+        } else {
+            for (int i = 0; i < n; i++) scores[i] = full[(size_t)i * D] > 0 ? (double)res[i] : MT_COSTMODEL_INVALID_SCORE;
+        }
     }
     if (dm) XGDMatrixFree(dm);
+    free(full);
     free(x);
     return st;
 }
 
 static void xgb_free(mt_costmodel *m) {
-    xgb_cm *c = m->context;
+    xgb_model *c = m->context;
     if (!c) return;
-    if (c->bst) XGBoosterFree(c->bst);
-    clear_store(c);
+    booster_free(&c->b);
+    clear_store(&c->store);
     free(c);
 }
 

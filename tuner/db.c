@@ -519,6 +519,7 @@ const char *mt_db_errmsg(const mt_db *db) { return db ? db->errmsg : "no databas
 mt_status mt__db_put_device_row(mt_db *db, const char *fingerprint, const char *backend, const char *platform, const char *name,
                                 const char *driver, const char *info_json) {
     if (!db) return MT_INVALID_ARG;
+    if (db->readonly) return db_fail(db, MT_IO, "tuning database %s is open read-only", db->path);
     if (!is_fingerprint(fingerprint)) return db_fail(db, MT_INVALID_ARG, "device fingerprint '%.40s' is not 16 hex digits", fingerprint ? fingerprint : "");
     mt_status st = MT_OK;
     sqlite3_stmt *s = stmt_get(db, S_DEV_PUT, &st);
@@ -533,11 +534,21 @@ mt_status mt__db_put_device_row(mt_db *db, const char *fingerprint, const char *
     return exec_stmt(db, s, "storing a device");
 }
 
+/* As mt_backend_name, kept here so that the database (and the fuzz harness
+ * that links it) does not depend on the device layer. */
+static const char *backend_token(mt_backend_kind b) {
+    switch (b) {
+    case MT_BACKEND_OPENCL: return "opencl";
+    case MT_BACKEND_CUDA: return "cuda";
+    default: return "unknown";
+    }
+}
+
 mt_status mt_db_put_device(mt_db *db, const mt_device_info *d) {
     if (!db || !d) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL device") : MT_INVALID_ARG;
     mt_strbuf sb = {0};
     mt__sb_append(&sb, "{\"backend\": ");
-    mt__sb_json_str(&sb, mt_backend_name(d->backend));
+    mt__sb_json_str(&sb, backend_token(d->backend));
     mt__sb_printf(&sb, ", \"index\": %d, \"platform\": ", d->index);
     mt__sb_json_str(&sb, d->platform);
     mt__sb_append(&sb, ", \"name\": ");
@@ -564,7 +575,7 @@ mt_status mt_db_put_device(mt_db *db, const mt_device_info *d) {
     char fp[17];
     memcpy(fp, d->fingerprint, 16);
     fp[16] = '\0';
-    mt_status st = mt__db_put_device_row(db, fp, mt_backend_name(d->backend), d->platform, d->name, d->driver, sb.data);
+    mt_status st = mt__db_put_device_row(db, fp, backend_token(d->backend), d->platform, d->name, d->driver, sb.data);
     mt__sb_free(&sb);
     return st;
 }
@@ -720,6 +731,7 @@ static void format_costs(mt_strbuf *sb, const double *c, int n) {
 mt_status mt_db_put_record(mt_db *db, const mt_record *rec, int *inserted) {
     if (inserted) *inserted = 0;
     if (!db || !rec) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL record") : MT_INVALID_ARG;
+    if (db->readonly) return db_fail(db, MT_IO, "tuning database %s is open read-only", db->path);
     double median = 0;
     mt_status st = check_record(db, rec, &median);
     if (st != MT_OK) return st;

@@ -74,6 +74,8 @@ typedef struct fx {
     double t_elems[R_], t_touched[R_], t_fma, t_barrier;
     int lanes_gload, lanes_gstore, lanes_fma;
     int n_unrolled, n_vthread;
+    /* launch resources, as mt_kernel_analyze counts them */
+    int64_t grid[3], block[3], local_bytes, private_live, private_max;
     int failed;
 } fx;
 
@@ -161,7 +163,9 @@ static void lin_eval(const fx *x, const mt_expr *e, lin *o) {
             return;
         }
         if (v->kind == VAR_LET) {
-            *o = x->lets[v->idx];
+            const lin *l = &x->lets[v->idx];
+            for (uint32_t m = l->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = l->c[__builtin_ctz(m)];
+            o->k = l->k, o->uses = l->uses, o->nl = l->nl, o->opaque = l->opaque;
             return;
         }
         break;
@@ -214,10 +218,12 @@ static int role_of(const mt_buffer *b) {
 
 static int is_launch(const mt_stmt *s) { return s->loop == MT_LOOP_BLOCK || s->loop == MT_LOOP_THREAD; }
 
+/* An FMA at the top of a stored value or one level below it (a select
+ * around it); deeper ones are not the kernel's main computation. */
 static int has_fma(const mt_expr *e) {
     if (!e) return 0;
     if (e->kind == MT_EXPR_FMA) return 1;
-    return has_fma(e->a) || has_fma(e->b) || has_fma(e->c);
+    return (e->a && e->a->kind == MT_EXPR_FMA) || (e->b && e->b->kind == MT_EXPR_FMA) || (e->c && e->c->kind == MT_EXPR_FMA);
 }
 
 /* Pass 1: the chain around the store with the most FMA work. */
@@ -308,8 +314,9 @@ static void walk_expr(fx *x, const mt_expr *e) {
     if (!e) return;
     switch (e->kind) {
     case MT_EXPR_LOAD:
+        /* The index is not walked for loads: conv kernels index with
+         * arithmetic on loop variables only, never through another load. */
         access(x, e->buf, e->a, 0);
-        walk_expr(x, e->a);
         return;
     case MT_EXPR_FMA:
         if (e->lanes > x->lanes_fma) x->lanes_fma = e->lanes;
@@ -344,6 +351,10 @@ static void walk(fx *x, const mt_stmt *s) {
         if (!is_launch(s)) x->tmult *= (double)s->extent;
         if (s->loop == MT_LOOP_UNROLLED) x->n_unrolled++;
         if (s->loop == MT_LOOP_VTHREAD) x->n_vthread++;
+        if (s->axis >= 0 && s->axis < 3) {
+            if (s->loop == MT_LOOP_BLOCK) x->grid[s->axis] = s->extent;
+            if (s->loop == MT_LOOP_THREAD) x->block[s->axis] = s->extent;
+        }
         x->chain[x->depth++] = s;
         walk(x, s->body);
         x->depth--;
@@ -352,7 +363,15 @@ static void walk(fx *x, const mt_stmt *s) {
         x->tmult = saved_tmult;
         return;
     }
-    case MT_STMT_ALLOC: walk(x, s->body); return;
+    case MT_STMT_ALLOC: {
+        int64_t priv = s->buf && s->buf->scope == MT_SCOPE_PRIVATE ? s->buf->size : 0;
+        if (s->buf && s->buf->scope == MT_SCOPE_LOCAL) x->local_bytes += 4 * s->buf->size;
+        x->private_live += priv;
+        if (x->private_live > x->private_max) x->private_max = x->private_live;
+        walk(x, s->body);
+        x->private_live -= priv;
+        return;
+    }
     case MT_STMT_LET: {
         if (!s->var) return;
         int id = s->var->id;
@@ -369,7 +388,6 @@ static void walk(fx *x, const mt_stmt *s) {
         }
         int slot = x->nlets++;
         lin_eval(x, s->value, &x->lets[slot]);
-        walk_expr(x, s->value);
         varinfo saved = x->vars[id];
         x->vars[id] = (varinfo){VAR_LET, slot};
         walk(x, s->body);
@@ -378,7 +396,6 @@ static void walk(fx *x, const mt_stmt *s) {
     }
     case MT_STMT_STORE:
         access(x, s->buf, s->index, 1);
-        walk_expr(x, s->index);
         walk_expr(x, s->value);
         return;
     case MT_STMT_BARRIER: count_under(x, x->barrier, &x->t_barrier, 1.0); return;
@@ -416,7 +433,11 @@ static void put_knobs(const mt_space *sp, const mt_config *cfg, float *row) {
     }
 }
 
-static void put_kernel(const fx *x, const mt_kernel *k, const mt_kernel_resources *res, float *row) {
+static void put_kernel(const fx *x, const mt_kernel *k, float *row) {
+    mt_kernel_resources r = {.local_bytes = x->local_bytes, .private_floats = x->private_max};
+    for (int a = 0; a < 3; a++) r.grid[a] = x->grid[a], r.block[a] = x->block[a];
+    r.threads_per_block = r.block[0] * r.block[1] * r.block[2];
+    const mt_kernel_resources *res = &r;
     float *o = row + MT_FEATURES_KERNEL_OFF;
     int i = 0;
     double grid = (double)res->grid[0] * (double)res->grid[1] * (double)res->grid[2];
@@ -472,11 +493,13 @@ static void put_loops(const fx *x, float *row) {
     }
 }
 
-/* Fills row for kernel k (row zeroed by the caller). 0 when the kernel does
- * not pass mt_kernel_analyze (the row stays invalid), -1 when out of memory. */
+/* Fills row for kernel k (row zeroed by the caller): 1, or -1 when out of
+ * memory. The kernel is trusted to be well formed (templates build kernels
+ * that pass mt_kernel_analyze; its resources are recounted here, in the
+ * same walk, because analysing every candidate twice costs a quarter of the
+ * time). */
 static int kernel_row(fx *x, const mt_kernel *k, float *row) {
-    mt_kernel_resources res;
-    if (mt_kernel_analyze(k, &res, NULL, 0) != MT_OK) return 0;
+    if (!k->body) return 0;
     if (k->next_id > x->capvars) {
         int cap = k->next_id + 64;
         varinfo *v = realloc(x->vars, sizeof *v * (size_t)cap);
@@ -501,12 +524,14 @@ static int kernel_row(fx *x, const mt_kernel *k, float *row) {
     x->t_fma = x->t_barrier = 0;
     x->lanes_gload = x->lanes_gstore = x->lanes_fma = 0;
     x->n_unrolled = x->n_vthread = 0;
+    for (int a = 0; a < 3; a++) x->grid[a] = x->block[a] = 1;
+    x->local_bytes = x->private_live = x->private_max = 0;
     x->failed = 0;
     find_main(x, k->body);
     x->depth = 0;
     walk(x, k->body);
     if (x->failed) return -1;
-    put_kernel(x, k, &res, row);
+    put_kernel(x, k, row);
     put_loops(x, row);
     row[0] = 1.0f;
     return 1;

@@ -70,6 +70,10 @@
 
 #include "measurer-proto.h"
 
+/* Per-measurement time allowed for first-launch code generation, as a multiple
+ * of the tuner-side compile time of the same kernel. */
+#define MT__CODEGEN_FACTOR 4.0
+
 extern char **environ;
 
 #ifndef MTGPU_WORKER_BUILD_PATH
@@ -867,7 +871,10 @@ static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext
     }
     res->sent_to_worker = 1;
     char *line;
-    int lr = read_line(m, t0 + m->p.timeout_s, &line);
+    /* PoCL generates a kernel's work-group code at its first launch, in the
+     * worker: kernels that were slow to compile here get time for that too. */
+    double limit = m->p.timeout_s + MT__CODEGEN_FACTOR * r->build_s;
+    int lr = read_line(m, t0 + limit, &line);
     res->wall_s = now_s() - t0;
     double build_s = r->build_s;
     if (lr == LINE_OK && parse_result(line, seq, r) == 0) {
@@ -880,7 +887,7 @@ static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext
     if (lr == LINE_TIMEOUT) {
         worker_kill(m, NULL);
         r->status = MT_TIMEOUT;
-        snprintf(r->message, sizeof r->message, "no answer within %.3g s; worker killed", m->p.timeout_s);
+        snprintf(r->message, sizeof r->message, "no answer within %.3g s; worker killed", limit);
         return TIMED_OUT;
     }
     if (lr == LINE_EOF) {
@@ -931,6 +938,12 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
     for (int i = 0; i < n; i++) {
         if (!ready[i]) continue;
         mt_measure_result *r = &results[i].m;
+        if (m->p.stop && *m->p.stop) {
+            results[i].skipped = 1;
+            r->status = MT_UNAVAILABLE;
+            snprintf(r->message, sizeof r->message, "not measured: stop requested");
+            continue;
+        }
         if (ret == MT_OK) {
             char cfgtext[2048];
             int clen = mt_config_format(sp, &cfgs[i], cfgtext, sizeof cfgtext);

@@ -72,6 +72,25 @@ static int set_add(idxset *s, uint64_t k) {
     return 1;
 }
 
+/* Linear probing's backward-shift deletion: later keys of the same run move
+ * up so that lookups never stop early at the hole. */
+static void set_remove(idxset *s, uint64_t k) {
+    if (!s->cap) return;
+    size_t m = s->cap - 1, i = set_find(s, k);
+    if (s->keys[i] != k) return;
+    for (size_t j = (i + 1) & m; s->keys[j] != EMPTY; j = (j + 1) & m) {
+        size_t home = (size_t)mix(s->keys[j]) & m;
+        /* keys[j] may fill the hole at i when i lies cyclically in [home, j) */
+        int movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+        if (movable) {
+            s->keys[i] = s->keys[j];
+            i = j;
+        }
+    }
+    s->keys[i] = EMPTY;
+    s->count--;
+}
+
 /* ---- score memo for one annealing run ---- */
 
 typedef struct memo {
@@ -479,6 +498,88 @@ done:
     return st;
 }
 
+/* Exploration: `need` configs appended to out[*got..], drawn uniformly
+ * (mutate == 0) or as one- or two-knob mutations of the best measured
+ * configs (mutate != 0). With a model, candidates go to it in pools and
+ * those it scores as unbuildable are passed over (it does not rank them:
+ * exploration must not follow the model). Picked configs are marked visited. */
+static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int *got) {
+    if (need <= 0) return MT_OK;
+    int filter = s->kind == KIND_SA && s->model != NULL;
+    int pool_n = filter ? 4 * need : need;
+    mt_config *pool = malloc(sizeof(mt_config) * (size_t)pool_n);
+    uint64_t *pidx = malloc(sizeof(uint64_t) * (size_t)pool_n);
+    double *psc = malloc(sizeof(double) * (size_t)pool_n);
+    measured *top = NULL;
+    int ntop = 0;
+    mt_status st = MT_OK;
+    if (!pool || !pidx || !psc) {
+        st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        goto done;
+    }
+    if (mutate) {
+        /* the best few successful measurements */
+        top = malloc(sizeof *top * (size_t)(s->nmeas ? s->nmeas : 1));
+        if (!top) {
+            st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+            goto done;
+        }
+        memcpy(top, s->meas, sizeof *top * (size_t)s->nmeas);
+        qsort(top, (size_t)s->nmeas, sizeof *top, by_cost);
+        while (ntop < s->nmeas && ntop < 4 && isfinite(top[ntop].cost)) ntop++;
+        if (ntop == 0) mutate = 0;
+    }
+    int want = need;
+    for (int round = 0; round < 8 && want > 0; round++) {
+        int m = 0;
+        for (int tries = 0; m < pool_n && tries < 4 * pool_n; tries++) {
+            mt_config c;
+            if (mutate) {
+                mt_config base;
+                if (mt_space_config_from_index(s->sp, top[mt_rng_below(&s->rng, (uint64_t)ntop)].idx, &base) != MT_OK) continue;
+                random_move(s, &base, &c);
+                if (unit(&s->rng) < 0.5) {
+                    base = c;
+                    random_move(s, &base, &c);
+                }
+            } else if (!random_unvisited(s, &c)) {
+                break; /* exhausted */
+            }
+            uint64_t idx = mt_space_config_index(s->sp, &c);
+            if (set_has(&s->visited, idx)) continue;
+            int dup = 0;
+            for (int j = 0; j < m && !dup; j++) dup = pidx[j] == idx;
+            if (dup) continue;
+            pool[m] = c;
+            pidx[m++] = idx;
+        }
+        if (m == 0) break;
+        if (filter && round < 7) {
+            mt_cm_query q = {s->wl, s->t, s->sp};
+            st = mt_costmodel_predict(s->model, &q, pool, m, psc);
+            if (st != MT_OK) {
+                st = mt__fail(s->err, sizeof s->err, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+                goto done;
+            }
+            s->scored += m;
+        } else {
+            for (int j = 0; j < m; j++) psc[j] = 0; /* last round: take what there is */
+        }
+        for (int j = 0; j < m && want > 0; j++) {
+            if (isnan(psc[j]) || psc[j] <= MT_COSTMODEL_INVALID_SCORE / 2) continue;
+            out[(*got)++] = pool[j];
+            set_add(&s->visited, pidx[j]);
+            want--;
+        }
+    }
+done:
+    free(pool);
+    free(pidx);
+    free(psc);
+    free(top);
+    return st;
+}
+
 mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) {
     if (!s || !n || batch < 0 || (batch > 0 && !out)) return MT_INVALID_ARG;
     s->err[0] = '\0';
@@ -494,11 +595,12 @@ mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) 
         n_model = batch - n_rand;
     }
     int got = 0;
+    mt_status st = MT_OK;
     if (n_model > 0) {
         heap h = {malloc(sizeof(cand) * (size_t)n_model * (size_t)s->p.pool_factor), 0, n_model * s->p.pool_factor};
         unsigned char *used = NULL;
         if (!h.items) return mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
-        mt_status st = anneal(s, &h);
+        st = anneal(s, &h);
         if (st == MT_OK && !(used = calloc((size_t)h.n + 1, 1))) st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
         if (st != MT_OK) {
             free(h.items);
@@ -519,7 +621,18 @@ mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) 
         free(used);
         free(h.items);
     }
-    while (got < batch && random_unvisited(s, &out[got])) set_add(&s->visited, mt_space_config_index(s->sp, &out[got++]));
+    /* Exploration: half of it around the best measured configs once the
+     * model is in use, the rest uniform. */
+    int left = batch - got;
+    int n_mut = use_model ? left / 2 : 0;
+    if (use_model && (left & 1) && unit(&s->rng) < 0.5) n_mut++;
+    st = explore(s, n_mut, 1, out, &got);
+    if (st == MT_OK) st = explore(s, batch - got, 0, out, &got);
+    if (st != MT_OK) {
+        /* a call that fails returns nothing: forget this call's picks */
+        for (int i = 0; i < got; i++) set_remove(&s->visited, mt_space_config_index(s->sp, &out[i]));
+        return st;
+    }
     *n = got;
     return MT_OK;
 }

@@ -87,9 +87,10 @@ mt_status mt_costmodel_fit(mt_costmodel *m, const mt_cm_sample *samples, int n);
  * On failure the samples are not added and the previous model stays. */
 mt_status mt_costmodel_update(mt_costmodel *m, const mt_cm_sample *samples, int n);
 /* Scores cfgs[0..n) (configs of q->space): scores[i] higher = predicted
- * faster. A model never fitted scores every candidate 0 ("random": still
- * random). Configs the template cannot build get a very low finite score
- * (below -1e8) from models that look at the kernel. */
+ * faster. Configs the template cannot build get MT_COSTMODEL_INVALID_SCORE
+ * (finite) from models that look at the kernel ("xgb"), fitted or not. A
+ * model never fitted scores every other candidate 0 ("random": still
+ * random). */
 mt_status mt_costmodel_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores);
 
 /* Samples the current model was trained on (0: not fitted). */

@@ -158,7 +158,8 @@ mt_status mt_db_count_filter(mt_db *db, const mt_db_filter *f, int64_t *n);
 
 /* Calls cb with each matching record (filter NULL: all), in the filter's
  * order; cb returning non-zero stops the walk. The record passed to cb lives
- * until cb returns. Rows that cannot be decoded (damaged by something other
+ * until cb returns; cb may read through db but must not write through it
+ * (use another handle). Rows that cannot be decoded (damaged by something other
  * than mtgpu) are not passed to cb; the walk goes on and finally returns
  * MT_CORRUPT naming the first such row. */
 mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user);

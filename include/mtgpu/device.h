@@ -65,6 +65,8 @@ void mt_device_close(mt_device *dev);
 const mt_device_info *mt_device_get_info(const mt_device *dev);
 /* The launch limits of the device, for mt_kernel_check_limits. */
 mt_device_limits mt_device_get_limits(const mt_device *dev);
+/* The same limits from a device description alone (e.g. one stored in a database). */
+mt_device_limits mt_device_info_limits(const mt_device_info *info);
 
 typedef struct mt_program mt_program;
 typedef struct mt_dbuf mt_dbuf;

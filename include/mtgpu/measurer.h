@@ -20,6 +20,7 @@
 #ifndef MTGPU_MEASURER_H
 #define MTGPU_MEASURER_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,9 @@ typedef struct mt_measurer_params {
     int max_consecutive_failures;/* worker crashes/timeouts in a row before a batch gives up (default 3) */
     mt_measure_params measure;   /* warm-up, repeats, checking (mt_measure_default_params) */
     uint64_t seed;               /* seed of the random inputs (default 42) */
+    /* When non-NULL and set (e.g. by a SIGINT handler), a batch stops after the
+     * measurement in flight: the configs not yet sent come back with skipped = 1. */
+    const volatile sig_atomic_t *stop;
 } mt_measurer_params;
 
 mt_measurer_params mt_measurer_default_params(void);
@@ -55,6 +59,7 @@ typedef struct mt_measurer_result {
     mt_measure_result m;
     double wall_s;       /* seconds from sending the config to the worker to its answer (0 if never sent) */
     int sent_to_worker;  /* 1 if the config reached the worker */
+    int skipped;         /* 1 if not measured because stop was requested; record nothing for it */
 } mt_measurer_result;
 
 typedef struct mt_measurer mt_measurer;

@@ -32,6 +32,12 @@ mt_status mt_template_space(const mt_template *t, const mt_workload *wl, mt_spac
 mt_status mt_template_build(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
                             mt_kernel **out, char *err, size_t errlen);
 
+/* A config is valid on a device when the template can realise it and the
+ * kernel fits the device's limits: builds the kernel, analyses it and checks
+ * it against lim (NULL: no device limits). MT_INVALID_CONFIG with the reason. */
+mt_status mt_template_check(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
+                            const mt_device_limits *lim, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,398 @@
+/* mtgpu best, import-autotvm, export-autotvm: the tuning database from the
+ * command line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mtgpu/autotvm.h"
+#include "mtgpu/db.h"
+#include "mtgpu/device.h"
+#include "mtgpu/net.h"
+#include "strbuf.h"
+
+int mt_cmd_best(int argc, char **argv);
+int mt_cmd_import_autotvm(int argc, char **argv);
+int mt_cmd_export_autotvm(int argc, char **argv);
+
+#define MAX_FILES 256
+
+static int is_hex16(const char *s) {
+    if (!s || strlen(s) != 16) return 0;
+    for (int i = 0; i < 16; i++)
+        if (!strchr("0123456789abcdefABCDEF", s[i])) return 0;
+    return 1;
+}
+
+/* ---- best ---- */
+
+static void best_help(void) {
+    int count = 0;
+    const char *const *names = mt_network_names(&count);
+    printf("usage: mtgpu best TARGET [--db PATH] [--device D] [--batch N] [--json]\n"
+           "\n"
+           "Shows the config an inference server would run for each convolution of\n"
+           "TARGET on a device: the fastest valid record of the tuning database, or a\n"
+           "default config that fits the device when the database has none.\n"
+           "TARGET is a workload (e.g. c=64,h=56,w=56,k=64,r=3,s=3,pad=1) or a network:");
+    for (int i = 0; i < count; i++) printf(" %s", names[i]);
+    printf("\n"
+           "\n"
+           "  --db PATH    tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db);\n"
+           "               opened read-only; a missing default database means defaults only\n"
+           "  --device D   opencl:N, cuda:N or N (a local device), or the 16-hex-digit\n"
+           "               fingerprint of a device in the database (e.g. an imported AutoTVM\n"
+           "               target); default: the first local device\n"
+           "  --batch N    batch size of a network's workloads (default 1)\n"
+           "  --json       one JSON object per workload: workload, count, template, config,\n"
+           "               median_ms (null for defaults), gflops, from_db, source, device\n"
+           "\n"
+           "Exit status: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+static void print_best_row(const mt_workload *wl, int count, const mt_template *t, const mt_record *rec, int from_db, const char *fp,
+                           int json) {
+    char wtext[256];
+    mt_workload_format(wl, wtext, sizeof wtext);
+    double gflops = from_db && rec->median_ms > 0 ? mt_workload_flops(wl) / (rec->median_ms * 1e6) : 0;
+    if (json) {
+        mt_strbuf sb = {0};
+        mt__sb_append(&sb, "{\"workload\": ");
+        mt__sb_json_str(&sb, wtext);
+        mt__sb_printf(&sb, ", \"count\": %d, \"template\": ", count);
+        mt__sb_json_str(&sb, mt_template_name(t));
+        mt__sb_append(&sb, ", \"config\": ");
+        mt__sb_json_str(&sb, rec->config);
+        if (from_db) mt__sb_printf(&sb, ", \"median_ms\": %.6g, \"gflops\": %.4g", rec->median_ms, gflops);
+        else mt__sb_append(&sb, ", \"median_ms\": null, \"gflops\": null");
+        mt__sb_printf(&sb, ", \"from_db\": %s, \"source\": ", from_db ? "true" : "false");
+        mt__sb_json_str(&sb, rec->source);
+        mt__sb_append(&sb, ", \"device\": ");
+        mt__sb_json_str(&sb, fp);
+        mt__sb_append(&sb, "}");
+        if (!sb.failed) puts(sb.data);
+        mt__sb_free(&sb);
+        return;
+    }
+    if (from_db)
+        printf("%-52s x%-3d %-9s %10.4f ms %8.1f GFLOP/s  db (%s)\n", wtext, count, mt_template_name(t), rec->median_ms, gflops, rec->source);
+    else
+        printf("%-52s x%-3d %-9s %13s %16s  default\n", wtext, count, mt_template_name(t), "-", "-");
+    printf("    %s\n", rec->config);
+}
+
+int mt_cmd_best(int argc, char **argv) {
+    mt_opt opts[] = {{.name = "db", .takes_value = 1}, {.name = "device", .takes_value = 1}, {.name = "batch", .takes_value = 1}, {.name = "json"}};
+    const char *pos[1];
+    int npos, want_help;
+    int rc = mt_opt_parse("best", argc, argv, opts, 4, pos, 1, &npos, &want_help);
+    if (rc) return rc;
+    if (want_help) {
+        best_help();
+        return MT_EXIT_OK;
+    }
+    if (npos != 1) {
+        fprintf(stderr, "mtgpu best: expected one TARGET (a workload or a network; see 'mtgpu best --help')\n");
+        return MT_EXIT_USAGE;
+    }
+    int json = opts[3].given;
+    int batch = 1;
+    if (opts[2].given) {
+        long long b = mt_opt_int("best", &opts[2], 1, 4096);
+        if (b < 0) return MT_EXIT_USAGE;
+        batch = (int)b;
+    }
+    char err[1024] = "";
+
+    /* The workloads. */
+    mt_task *tasks = NULL;
+    int ntasks = 0, free_tasks = 0;
+    mt_task single;
+    memset(&single, 0, sizeof single);
+    if (strchr(pos[0], '=')) {
+        mt_status st = mt_workload_parse(pos[0], &single.wl, err, sizeof err);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu best: %s\n", err);
+            return MT_EXIT_USAGE;
+        }
+        single.count = 1;
+        tasks = &single;
+        ntasks = 1;
+    } else {
+        mt_network *net = NULL;
+        mt_status st = mt_network_create(pos[0], batch, 0, &net, err, sizeof err);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu best: %s\n", err);
+            return st == MT_NOT_FOUND || st == MT_RANGE ? MT_EXIT_USAGE : MT_EXIT_FAIL;
+        }
+        st = mt_network_tasks(net, &tasks, &ntasks);
+        mt_network_free(net);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu best: %s: cannot list its convolutions: %s\n", pos[0], mt_status_str(st));
+            return MT_EXIT_FAIL;
+        }
+        free_tasks = 1;
+    }
+
+    /* The database, read-only. */
+    mt_db *db = NULL;
+    char dbpath[4096] = "";
+    if (opts[0].given) snprintf(dbpath, sizeof dbpath, "%s", opts[0].value);
+    else if (mt_db_default_path(dbpath, sizeof dbpath) != MT_OK) dbpath[0] = '\0';
+    int ret = MT_EXIT_OK;
+    if (dbpath[0] && (opts[0].given || access(dbpath, F_OK) == 0)) {
+        mt_db_params p = mt_db_default_params();
+        p.readonly = 1;
+        mt_status st = mt_db_open(dbpath, &p, &db, err, sizeof err);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu best: %s\n", err);
+            ret = MT_EXIT_FAIL;
+            goto out;
+        }
+    } else if (!json) {
+        printf("(no tuning database%s%s: default configs only)\n", dbpath[0] ? " at " : "", dbpath);
+    }
+
+    /* The device: a fingerprint in the database, else a local device. */
+    mt_device_info info;
+    memset(&info, 0, sizeof info);
+    mt_device *dev = NULL;
+    const char *spec = opts[1].given ? opts[1].value : NULL;
+    if (spec && is_hex16(spec) && db && mt_db_get_device(db, spec, NULL, &info) == MT_OK) {
+        /* info rebuilt from the database */
+    } else {
+        mt_device_params dp = mt_device_default_params();
+        mt_status st = mt_device_open(spec, &dp, &dev, err, sizeof err);
+        if (st != MT_OK) {
+            fprintf(stderr, "mtgpu best: cannot open device %s: %s%s\n", spec ? spec : "(first)", err,
+                    spec && is_hex16(spec) ? " (no device with that fingerprint in the database either)" : "; give --device FINGERPRINT of a device in the database");
+            ret = MT_EXIT_FAIL;
+            goto out;
+        }
+        info = *mt_device_get_info(dev);
+    }
+    char fp[17];
+    memcpy(fp, info.fingerprint, 16);
+    fp[16] = '\0';
+    if (!json) printf("device %s  %s\n", fp, info.name);
+
+    double total_ms = 0;
+    int all_db = 1;
+    for (int i = 0; i < ntasks; i++) {
+        const mt_template *t = NULL;
+        mt_space sp;
+        mt_config cfg;
+        mt_record *rec = malloc(sizeof *rec);
+        int from_db = 0;
+        if (!rec) {
+            ret = MT_EXIT_FAIL;
+            break;
+        }
+        err[0] = '\0';
+        mt_status st = mt_best_config(db, &tasks[i].wl, &info, &t, &sp, &cfg, rec, &from_db, err, sizeof err);
+        if (st != MT_OK) {
+            char wtext[256];
+            mt_workload_format(&tasks[i].wl, wtext, sizeof wtext);
+            fprintf(stderr, "mtgpu best: %s: %s\n", wtext, err);
+            ret = MT_EXIT_FAIL;
+            free(rec);
+            continue;
+        }
+        if (err[0]) fprintf(stderr, "mtgpu best: note: %s\n", err);
+        print_best_row(&tasks[i].wl, tasks[i].count > 0 ? tasks[i].count : 1, t, rec, from_db, fp, json);
+        if (from_db) total_ms += rec->median_ms * (tasks[i].count > 0 ? tasks[i].count : 1);
+        else all_db = 0;
+        mt_space_free(&sp);
+        free(rec);
+    }
+    if (!json && ntasks > 1) {
+        if (all_db) printf("all %d workloads from the database: %.4f ms of convolutions per inference\n", ntasks, total_ms);
+        else printf("%d workloads; some use default configs (not measured)\n", ntasks);
+    }
+    mt_device_close(dev);
+out:
+    mt_db_close(db);
+    if (free_tasks) mt_tasks_free(tasks);
+    return ret;
+}
+
+/* ---- import-autotvm ---- */
+
+static void import_help(void) {
+    printf("usage: mtgpu import-autotvm FILE... [--db PATH] [--json]\n"
+           "\n"
+           "Imports AutoTVM tuning logs (JSON lines, '-' for stdin) into the tuning\n"
+           "database. conv2d_nchw records become `direct` records, depthwise_conv2d_nchw\n"
+           "records `depthwise` ones, each on a device named after its AutoTVM target.\n"
+           "Other lines are counted by reason and skipped; records already stored are\n"
+           "counted as duplicates.\n"
+           "\n"
+           "  --db PATH   tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db)\n"
+           "  --json      one JSON object per file: file, lines, and a count per outcome\n"
+           "\n"
+           "Exit status: 0 when every file was read, 1 otherwise, 2 on bad usage.\n");
+}
+
+static void print_import(const char *file, const mt_autotvm_stats *s, mt_status st, const char *err, int json) {
+    if (json) {
+        mt_strbuf sb = {0};
+        mt__sb_append(&sb, "{\"file\": ");
+        mt__sb_json_str(&sb, file);
+        mt__sb_printf(&sb, ", \"status\": \"%s\", \"lines\": %lld", mt_status_name(st), (long long)s->lines);
+        for (int o = 0; o < MT_AUTOTVM_OUTCOME_COUNT; o++)
+            mt__sb_printf(&sb, ", \"%s\": %lld", mt_autotvm_outcome_name((mt_autotvm_outcome)o), (long long)s->count[o]);
+        mt__sb_append(&sb, ", \"unsupported_tasks\": {");
+        for (int i = 0; i < s->ntasks; i++) {
+            if (i) mt__sb_append(&sb, ", ");
+            mt__sb_json_str(&sb, s->task_name[i]);
+            mt__sb_printf(&sb, ": %lld", (long long)s->task_count[i]);
+        }
+        mt__sb_append(&sb, "}");
+        if (st != MT_OK) {
+            mt__sb_append(&sb, ", \"error\": ");
+            mt__sb_json_str(&sb, err);
+        }
+        mt__sb_append(&sb, "}");
+        if (!sb.failed) puts(sb.data);
+        mt__sb_free(&sb);
+        return;
+    }
+    printf("%s: %lld lines", file, (long long)s->lines);
+    for (int o = 0; o < MT_AUTOTVM_OUTCOME_COUNT; o++)
+        if (s->count[o]) printf(", %s %lld", mt_autotvm_outcome_name((mt_autotvm_outcome)o), (long long)s->count[o]);
+    printf("\n");
+    for (int i = 0; i < s->ntasks; i++) printf("    unsupported task %s: %lld\n", s->task_name[i], (long long)s->task_count[i]);
+    if (s->first_skip_line) printf("    first skipped line %lld: %s\n", (long long)s->first_skip_line, s->first_skip);
+    if (st != MT_OK) printf("    stopped: %s\n", err);
+}
+
+int mt_cmd_import_autotvm(int argc, char **argv) {
+    mt_opt opts[] = {{.name = "db", .takes_value = 1}, {.name = "json"}};
+    const char *pos[MAX_FILES];
+    int npos, want_help;
+    int rc = mt_opt_parse("import-autotvm", argc, argv, opts, 2, pos, MAX_FILES, &npos, &want_help);
+    if (rc) return rc;
+    if (want_help) {
+        import_help();
+        return MT_EXIT_OK;
+    }
+    if (npos < 1) {
+        fprintf(stderr, "mtgpu import-autotvm: expected at least one FILE (see 'mtgpu import-autotvm --help')\n");
+        return MT_EXIT_USAGE;
+    }
+    int json = opts[1].given;
+    char err[1024] = "";
+    mt_db *db = NULL;
+    mt_status st = mt_db_open(opts[0].given ? opts[0].value : NULL, NULL, &db, err, sizeof err);
+    if (st != MT_OK) {
+        fprintf(stderr, "mtgpu import-autotvm: %s\n", err);
+        return MT_EXIT_FAIL;
+    }
+    if (!json) printf("database %s\n", mt_db_path(db));
+    int ret = MT_EXIT_OK;
+    mt_autotvm_stats total;
+    memset(&total, 0, sizeof total);
+    mt_autotvm_stats *s = malloc(sizeof *s);
+    if (!s) {
+        mt_db_close(db);
+        return MT_EXIT_FAIL;
+    }
+    for (int i = 0; i < npos; i++) {
+        err[0] = '\0';
+        st = mt_autotvm_import(db, pos[i], s, err, sizeof err);
+        print_import(pos[i], s, st, err, json);
+        if (st != MT_OK) ret = MT_EXIT_FAIL;
+        total.lines += s->lines;
+        for (int o = 0; o < MT_AUTOTVM_OUTCOME_COUNT; o++) total.count[o] += s->count[o];
+    }
+    if (!json && npos > 1) {
+        printf("total: %lld lines", (long long)total.lines);
+        for (int o = 0; o < MT_AUTOTVM_OUTCOME_COUNT; o++)
+            if (total.count[o]) printf(", %s %lld", mt_autotvm_outcome_name((mt_autotvm_outcome)o), (long long)total.count[o]);
+        printf("\n");
+    }
+    free(s);
+    mt_db_close(db);
+    return ret;
+}
+
+/* ---- export-autotvm ---- */
+
+static void export_help(void) {
+    printf("usage: mtgpu export-autotvm [--db PATH] [--device FP] [--workload W] [--out FILE]\n"
+           "\n"
+           "Writes the `direct` and `depthwise` records of the tuning database as an\n"
+           "AutoTVM log (JSON lines) that TVM's autotvm.apply_history_best reads.\n"
+           "Records of other templates, or with vec != 1 or stage_local != 1 (schedules\n"
+           "AutoTVM does not have), are left out; counts go to stderr.\n"
+           "\n"
+           "  --db PATH      tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db)\n"
+           "  --device FP    only this device (16-hex-digit fingerprint)\n"
+           "  --workload W   only this workload\n"
+           "  --out FILE     write to FILE (default: stdout)\n"
+           "\n"
+           "Exit status: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+int mt_cmd_export_autotvm(int argc, char **argv) {
+    mt_opt opts[] = {{.name = "db", .takes_value = 1}, {.name = "device", .takes_value = 1}, {.name = "workload", .takes_value = 1},
+                     {.name = "out", .short_name = 'o', .takes_value = 1}};
+    const char *pos[1];
+    int npos, want_help;
+    int rc = mt_opt_parse("export-autotvm", argc, argv, opts, 4, pos, 0, &npos, &want_help);
+    if (rc) return rc;
+    if (want_help) {
+        export_help();
+        return MT_EXIT_OK;
+    }
+    char err[1024] = "";
+    mt_db_filter f;
+    memset(&f, 0, sizeof f);
+    if (opts[1].given) {
+        if (!is_hex16(opts[1].value)) {
+            fprintf(stderr, "mtgpu export-autotvm: --device expects a 16-hex-digit fingerprint, got '%s'\n", opts[1].value);
+            return MT_EXIT_USAGE;
+        }
+        f.device = opts[1].value;
+    }
+    mt_workload wl;
+    if (opts[2].given) {
+        if (mt_workload_parse(opts[2].value, &wl, err, sizeof err) != MT_OK) {
+            fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
+            return MT_EXIT_USAGE;
+        }
+        f.wl = &wl;
+    }
+    mt_db_params p = mt_db_default_params();
+    p.readonly = 1;
+    mt_db *db = NULL;
+    mt_status st = mt_db_open(opts[0].given ? opts[0].value : NULL, &p, &db, err, sizeof err);
+    if (st != MT_OK) {
+        fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
+        return MT_EXIT_FAIL;
+    }
+    FILE *out = stdout;
+    if (opts[3].given && strcmp(opts[3].value, "-") != 0) {
+        out = fopen(opts[3].value, "w");
+        if (!out) {
+            fprintf(stderr, "mtgpu export-autotvm: cannot write %s: %s\n", opts[3].value, strerror(errno));
+            mt_db_close(db);
+            return MT_EXIT_FAIL;
+        }
+    }
+    mt_autotvm_export_stats es;
+    st = mt_autotvm_export(db, out, &f, &es, err, sizeof err);
+    int ret = st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
+    if (out != stdout && fclose(out) != 0 && st == MT_OK) {
+        snprintf(err, sizeof err, "closing %s: %s", opts[3].value, strerror(errno));
+        st = MT_IO;
+        ret = MT_EXIT_FAIL;
+    }
+    if (st != MT_OK) fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
+    fprintf(stderr, "exported %lld records; left out: %lld of other templates, %lld not expressible in AutoTVM, %lld unreadable\n",
+            (long long)es.written, (long long)es.other_template, (long long)es.not_expressible, (long long)es.bad);
+    mt_db_close(db);
+    return ret;
+}

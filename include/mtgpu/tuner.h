@@ -1,0 +1,93 @@
+/* Tuning a set of convolution tasks (a network's, or one workload) on one device.
+ *
+ * Each task is tuned with every template that accepts it; a (task, template)
+ * pair is a unit with its own search. Rounds of `batch` configs go to the unit
+ * the scheduler picks (see mt_tune), are compiled in parallel and timed one at
+ * a time in a worker process (mt_measurer), and every result is committed to
+ * the records database as soon as it is measured. A rerun with the same
+ * database resumes: measured configs are not measured again and count towards
+ * the trial budget. */
+#ifndef MTGPU_TUNER_H
+#define MTGPU_TUNER_H
+
+#include <signal.h>
+
+#include "mtgpu/db.h"
+#include "mtgpu/measurer.h"
+#include "mtgpu/net.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_tune_task_result {
+    mt_workload wl;
+    int count;                 /* occurrences in the network */
+    double flops;              /* of one occurrence */
+    int trials;                /* measurements of this task in the database, this run's included */
+    int errors;                /* of which failed (build, launch, wrong result, timeout, ...) */
+    double best_ms;            /* 0 when no valid config is known */
+    char best_template[16];
+    char best_config[1024];
+} mt_tune_task_result;
+
+typedef struct mt_tune_progress {
+    int task;                  /* index of the task just measured */
+    const char *template_name;
+    int trials_done;           /* across all tasks, counting what the database already had */
+    int trials_total;          /* the budget */
+    int measured_this_run;
+    double elapsed_s;
+    double eta_s;              /* estimate of the time left; < 0 unknown */
+    double network_ms;         /* sum over tasks of best_ms x count; 0 until every task has a valid config */
+    const mt_tune_task_result *tasks;
+    int ntasks;
+    /* The batch just measured (NULL in the first call, made after resuming). */
+    const mt_record *records;
+    int nrecords;
+} mt_tune_progress;
+
+typedef struct mt_tune_params {
+    int trials;                /* total measurements across all tasks, records already in the database included */
+    const char *cost_model;    /* "xgb" (simulated annealing guided by XGBoost, the default) or "random" (random search) */
+    int batch;                 /* configs per round (default 8) */
+    int early_stop;            /* a unit stops after this many trials without improving its best (default 64; <= 0: never) */
+    double time_limit_s;       /* stop starting rounds after this many seconds (<= 0: none) */
+    uint64_t seed;             /* search and model seed (default 1) */
+    const char *db_path;       /* NULL: mt_db_default_path */
+    mt_measurer_params measurer; /* device, timeouts, compile threads, measurement repeats */
+    const volatile sig_atomic_t *stop; /* when set: finish the measurement in flight, then return */
+    void (*progress)(const mt_tune_progress *p, void *user);
+    void *user;
+} mt_tune_params;
+
+mt_tune_params mt_tune_default_params(void);
+
+typedef struct mt_tune_summary {
+    int ntasks;
+    mt_tune_task_result *tasks; /* owned; mt_tune_summary_free */
+    int trials_done;            /* in the database for these tasks on this device, after the run */
+    int measured_this_run;
+    int resumed;                /* records found in the database at the start */
+    double wall_s;
+    double network_ms;          /* sum of best_ms x count; 0 if a task has no valid config */
+    int interrupted;            /* 1: stopped by the stop flag */
+    int timed_out;              /* 1: stopped by the time limit */
+    mt_device_info device;
+} mt_tune_summary;
+
+/* Tunes tasks[0..ntasks). Scheduling: every unit first gets one round; after
+ * that each round goes to the task with the largest expected gain in weighted
+ * time (Ansor's gradient rule: count x (0.2 x the recent rate of improvement +
+ * 0.8 x best_ms / trials_so_far)), and within the task to its template unit
+ * with the largest such gain; units that exhausted their space or stopped
+ * early are skipped. Returns MT_OK also when interrupted or out of time (see
+ * the summary); errors are for what prevents tuning (database, device,
+ * worker). */
+mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *p, mt_tune_summary *out, char *err, size_t errlen);
+void mt_tune_summary_free(mt_tune_summary *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
