@@ -9,6 +9,9 @@ static const mt_cli_cmd commands[] = {
     {"conv", "build, check and time configs of one convolution", mt_cmd_conv},
     {"tasks", "list the unique convolution workloads of a network", mt_cmd_tasks},
     {"tune", "tune a network's convolutions (or one workload) and store every measurement", mt_cmd_tune},
+    {"best", "the config an inference server would use for a workload or network", mt_cmd_best},
+    {"import-autotvm", "import AutoTVM tuning logs into the tuning database", mt_cmd_import_autotvm},
+    {"export-autotvm", "write tuning records as an AutoTVM log", mt_cmd_export_autotvm},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 
@@ -20,7 +23,7 @@ static void usage(FILE *f) {
             "them on the device, and checks them against a reference.\n"
             "\n"
             "commands:\n");
-    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-15s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\n"
             "'mtgpu COMMAND --help' describes a command. Exit status: 0 success,\n"

@@ -62,22 +62,24 @@ typedef struct mt_cuda_module {
     /* .driver_available = */ int (*driver_available)(char *why, size_t whylen);
 
     /* Compiles src (CUDA C++, `-default-device --std=c++17`) with NVRTC for
-     * sm_<sm> and returns the PTX or cubin in *out (release with free_buffer)
+     * sm_<p->sm_arch> (within p->timeout_s: MT_TIMEOUT) and returns the PTX or cubin in *out (release with free_buffer)
      * and its size in *len. name: the extern "C" kernel that must be in the
      * program (NULL: not checked; also names the program "<name>.cu").
-     * MT_BUILD with NVRTC's log; MT_NOT_FOUND when the kernel is missing;
-     * MT_UNSUPPORTED for an architecture NVRTC does not know. */
-    /* .compile          = */ mt_status (*compile)(const char *src, const char *name, int sm, mt_cuda_output kind, char **out,
-                                                   size_t *len, char *log, size_t loglen);
+     * MT_BUILD with NVRTC's log; MT_INVALID_CONFIG when ptxas (sm_XX) finds
+     * the kernel over a hardware limit; MT_NOT_FOUND when the kernel is
+     * missing; MT_UNSUPPORTED for an architecture NVRTC does not know. */
+    /* .compile          = */ mt_status (*compile)(const char *src, const char *name, const mt_cuda_check_params *p,
+                                                   mt_cuda_output kind, char **out, size_t *len, char *log, size_t loglen);
 
-    /* Compiles src to PTX (compute_<sm>), links it with nvJitLink for sm_<sm>
-     * (-verbose) and parses ptxas's report for kernel `name` (NULL: the first
+    /* Compiles src to PTX (compute_<sm>, within p->timeout_s), links it
+     * with nvJitLink for sm_<sm> (-verbose) and parses ptxas's report for kernel `name` (NULL: the first
      * kernel) into *res (zeroed first; may be filled even on failure). When
      * cubin is not NULL the linked cubin is returned in *cubin / *cubin_len
      * (release with free_buffer), so one call both builds and measures.
      * Status as in mt_cuda_compile_check (include/mtgpu/cuda.h). */
-    /* .resources        = */ mt_status (*resources)(const char *src, const char *name, int sm, mt_cuda_resources *res,
-                                                     char **cubin, size_t *cubin_len, char *log, size_t loglen);
+    /* .resources        = */ mt_status (*resources)(const char *src, const char *name, const mt_cuda_check_params *p,
+                                                     mt_cuda_resources *res, char **cubin, size_t *cubin_len, char *log,
+                                                     size_t loglen);
 
     /* Releases memory returned by compile and resources; NULL is a no-op. */
     /* .free_buffer      = */ void (*free_buffer)(void *p);

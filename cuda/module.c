@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- messages ---- */
 
@@ -77,10 +78,25 @@ static mt_status nvrtc_status(nvrtcResult r) {
     }
 }
 
-/* Compiles src with `arch_opt`; on MT_OK *prog is live (nvrtcDestroyProgram).
- * NVRTC's log (warnings on success) is appended to log. */
-static mt_status nvrtc_build(const char *src, const char *name, const char *arch_opt, nvrtcProgram *prog, char *log,
-                             size_t loglen) {
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* NVRTC's flow callback: cancel once the deadline (payload) has passed.
+ * Consistent and thread-safe as NVRTC requires: time only moves forward and
+ * the payload belongs to one compile. */
+static int past_deadline(void *payload, void *reserved) {
+    (void)reserved;
+    return now_s() > *(const double *)payload;
+}
+
+/* Compiles src with `arch_opt`, within timeout_s (<= 0: no limit); on MT_OK
+ * *prog is live (nvrtcDestroyProgram). NVRTC's log (warnings on success) is
+ * appended to log. */
+static mt_status nvrtc_build(const char *src, const char *name, const char *arch_opt, double timeout_s, nvrtcProgram *prog,
+                             char *log, size_t loglen) {
     char progname[96];
     snprintf(progname, sizeof progname, "%s.cu", name && *name ? name : "kernel");
     nvrtcResult r = nvrtcCreateProgram(prog, src, progname, 0, NULL, NULL);
@@ -88,8 +104,15 @@ static mt_status nvrtc_build(const char *src, const char *name, const char *arch
         *prog = NULL;
         return fail(log, loglen, nvrtc_status(r), "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
     }
+    double deadline = now_s() + timeout_s;
+    if (timeout_s > 0) nvrtcSetFlowCallback(*prog, past_deadline, &deadline);
     const char *opts[] = {arch_opt, "-default-device", "--std=c++17"};
     r = nvrtcCompileProgram(*prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    if (r == NVRTC_ERROR_CANCELLED) {
+        nvrtcDestroyProgram(prog);
+        *prog = NULL;
+        return fail(log, loglen, MT_TIMEOUT, "NVRTC compilation stopped at the time limit of %.1f s", timeout_s);
+    }
 
     size_t n = 0;
     char *text = NULL;
@@ -144,20 +167,21 @@ static mt_status missing_kernel(const char *name, char *log, size_t loglen) {
                 "kernel '%s' is not in the program (a __global__ function must be declared extern \"C\" to keep its name)", name);
 }
 
-static mt_status cuda_compile(const char *src, const char *name, int sm, mt_cuda_output kind, char **out, size_t *len, char *log,
-                              size_t loglen) {
+static mt_status cuda_compile(const char *src, const char *name, const mt_cuda_check_params *p, mt_cuda_output kind, char **out,
+                              size_t *len, char *log, size_t loglen) {
     if (log && loglen > 0) log[0] = '\0';
     if (out) *out = NULL;
     if (len) *len = 0;
-    if (!src || !out || !len || (kind != MT_CUDA_OUTPUT_PTX && kind != MT_CUDA_OUTPUT_CUBIN))
-        return fail(log, loglen, MT_INVALID_ARG, "compile: NULL source or output, or unknown output kind");
+    if (!src || !p || !out || !len || (kind != MT_CUDA_OUTPUT_PTX && kind != MT_CUDA_OUTPUT_CUBIN))
+        return fail(log, loglen, MT_INVALID_ARG, "compile: NULL source, params or output, or unknown output kind");
+    int sm = p->sm_arch;
     mt_status s = check_arch(sm, log, loglen);
     if (s != MT_OK) return s;
 
     char arch[48];
     snprintf(arch, sizeof arch, "--gpu-architecture=%s_%d", kind == MT_CUDA_OUTPUT_PTX ? "compute" : "sm", sm);
     nvrtcProgram prog;
-    s = nvrtc_build(src, name, arch, &prog, log, loglen);
+    s = nvrtc_build(src, name, arch, p->timeout_s, &prog, log, loglen);
     if (s != MT_OK) return s;
 
     char *ptx = NULL;
@@ -223,13 +247,15 @@ static const char *jit_result_name(nvJitLinkResult r) {
     }
 }
 
-static mt_status cuda_resources(const char *src, const char *name, int sm, mt_cuda_resources *res, char **cubin,
-                                size_t *cubin_len, char *log, size_t loglen) {
+static mt_status cuda_resources(const char *src, const char *name, const mt_cuda_check_params *p, mt_cuda_resources *res,
+                                char **cubin, size_t *cubin_len, char *log, size_t loglen) {
     if (log && loglen > 0) log[0] = '\0';
     if (cubin) *cubin = NULL;
     if (cubin_len) *cubin_len = 0;
-    if (!src || !res || (cubin && !cubin_len)) return fail(log, loglen, MT_INVALID_ARG, "resources: NULL source or output");
-    memset(res, 0, sizeof *res);
+    if (res) memset(res, 0, sizeof *res);
+    if (!src || !p || !res || (cubin && !cubin_len))
+        return fail(log, loglen, MT_INVALID_ARG, "resources: NULL source, params or output");
+    int sm = p->sm_arch;
     mt_status s = check_arch(sm, log, loglen);
     if (s != MT_OK) return s;
 
@@ -238,7 +264,7 @@ static mt_status cuda_resources(const char *src, const char *name, int sm, mt_cu
     char arch[48];
     snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", sm);
     nvrtcProgram prog;
-    s = nvrtc_build(src, name, arch, &prog, log, loglen);
+    s = nvrtc_build(src, name, arch, p->timeout_s, &prog, log, loglen);
     if (s != MT_OK) return s;
     char *ptx = NULL;
     size_t ptx_len = 0;

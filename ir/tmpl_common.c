@@ -4,21 +4,23 @@
  *   bz (BLOCK 2: n, group, f-block)  by (BLOCK 1)  bx (BLOCK 0)
  *   tz (THREAD 2: f)  ty (THREAD 1: y)  tx (THREAD 0: x)
  *     [LOCAL AA (input patch), WW (weights) when staged]
- *     PRIVATE acc[vf*fi][vy*yi][vx*xi], ireg[vy*yi][vx*xi], wreg[vf*fi]
+ *     PRIVATE acc[vf*fi][vy*yi][vx*xi]
  *     acc = 0                              (vthreads > tile loops)
- *     for rco, ryo, rxo (SERIAL)
- *       [barrier; cooperative AA/WW fill with padding zeros; barrier]
- *       for rci, ryi, rxi (SERIAL; auto-unroll decides)
- *         wreg <- weights of this step
- *         ireg <- input of this step       (depthwise: per output channel)
- *         acc  += ireg * wreg              (FMA, vectors of `vec` lanes along x)
+ *     if (work-item's input footprint inside the image) reduction else guarded reduction
+ *       for rco, ryo, rxo (SERIAL)
+ *         [barrier; cooperative AA/WW fill with padding zeros; barrier]
+ *         for rci, ryi, rxi (SERIAL; auto-unroll decides)
+ *           LET xb, wb: input and weight index of this step at the tile origin
+ *           for vf, vy, vx (VTHREAD), fi, yi, xv (SERIAL):
+ *             acc += input[xb + const] * weight[wb + const]   (FMA, `vec` lanes along x)
  *     out <- acc
  *
  * Padding: reads of the global input are guarded only along the sides that
- * can go out of bounds for this workload. A vector read (vec > 1) checks the
- * whole vector once and falls back to per-lane guarded scalar reads, so the
- * common interior case stays a vload; staged patches hold the padding zeros,
- * so compute from local memory needs no guard at all. */
+ * can go out of bounds for this workload, and only in work-items whose input
+ * footprint touches the border. There a vector read (vec > 1) checks the
+ * whole vector once and falls back to a lane-by-lane guarded read; staged
+ * patches hold the padding zeros, so compute from local memory needs no
+ * guard at all. */
 #include "tmpl_common.h"
 
 #include <stdio.h>
@@ -36,6 +38,7 @@ typedef struct loopv {
 
 typedef struct cx {
     mt_kernel *k;
+    const mt_workload *wl;
     const mt__tile_sched *s;
     int N, C, H, W, K, R, S, OH, OW, G, Cg, Kg;
     int sh, sw, ph, pw, dh, dw;
@@ -45,7 +48,7 @@ typedef struct cx {
     int vec, XV;               /* XV: vectors per inner x tile */
     int g_top, g_bottom, g_left, g_right; /* which sides of the input reads need guards */
     int PH, PW, AAC;           /* staged patch: rows, cols, channels */
-    mt_buffer *in, *wt, *out, *acc, *ireg, *wreg, *AA, *WW;
+    mt_buffer *in, *wt, *out, *acc, *xtmp, *AA, *WW;
     /* launch indices */
     mt_expr *tz, *ty, *tx, *tid;
     /* LET-bound values */
@@ -119,19 +122,13 @@ static mt_expr *f_off(cx *c, mt_expr *vf, mt_expr *fi) { return add(c, muli(c, v
 static mt_expr *y_off(cx *c, mt_expr *vy, mt_expr *yi) { return add(c, muli(c, vy, (int64_t)c->TY * c->YI), yi); }
 static mt_expr *x_off(cx *c, mt_expr *vx, mt_expr *xv) { return add(c, muli(c, vx, (int64_t)c->TX * c->XI), muli(c, xv, c->vec)); }
 
-/* Positions in the private buffers. */
+/* Position of an output in the private accumulator tile. */
 static mt_expr *acc_idx(cx *c, mt_expr *vf, mt_expr *fi, mt_expr *vy, mt_expr *yi, mt_expr *vx, mt_expr *xv) {
     mt_expr *fpos = add(c, muli(c, vf, c->FI), fi);
     mt_expr *ypos = add(c, muli(c, vy, c->YI), yi);
     mt_expr *xpos = add(c, muli(c, vx, c->XI), muli(c, xv, c->vec));
     return add(c, muli(c, add(c, muli(c, fpos, (int64_t)c->VY * c->YI), ypos), (int64_t)c->VX * c->XI), xpos);
 }
-static mt_expr *ireg_idx(cx *c, mt_expr *vy, mt_expr *yi, mt_expr *vx, mt_expr *xv) {
-    mt_expr *ypos = add(c, muli(c, vy, c->YI), yi);
-    mt_expr *xpos = add(c, muli(c, vx, c->XI), muli(c, xv, c->vec));
-    return add(c, muli(c, ypos, (int64_t)c->VX * c->XI), xpos);
-}
-static mt_expr *wreg_idx(cx *c, mt_expr *vf, mt_expr *fi) { return add(c, muli(c, vf, c->FI), fi); }
 
 /* A load of `vec` elements of buf from index base with element stride `stride`
  * (a scalar load when vec == 1). */
@@ -145,7 +142,8 @@ static mt_stmt *store_lanes(cx *c, mt_buffer *buf, mt_expr *base, mt_expr *value
 }
 
 /* In-bounds condition for input row `row` and column `col` (only the sides
- * that can fail for this workload); NULL when always in bounds. */
+ * that can fail for this workload); NULL when always in bounds. Both accept
+ * vectors (a RAMP of columns gives one condition per lane). */
 static mt_expr *row_ok(cx *c, mt_expr *row) {
     mt_expr *ok = NULL;
     if (c->g_top) ok = mt_ir_ge(c->k, row, I(c, 0));
@@ -159,124 +157,123 @@ static mt_expr *col_ok(cx *c, mt_expr *col_lo, mt_expr *col_hi) {
     return ok;
 }
 
-/* ireg[dst .. dst+vec) <- input[chan_off + row*W + col + l*sw], zero outside
- * the image. chan_off is the offset of the input channel plane. */
-static mt_stmt *fill_input_global(cx *c, mt_expr *dst, mt_expr *chan_off, mt_expr *row, mt_expr *col) {
-    mt_expr *idx = add(c, add(c, chan_off, muli(c, row, c->W)), col);
-    mt_expr *rok = row_ok(c, row);
-    if (c->vec == 1) {
-        mt_expr *ok = mt_ir_and(c->k, rok, col_ok(c, col, col));
-        mt_expr *v = mt_ir_load(c->k, c->in, idx);
-        if (ok) v = mt_ir_select(c->k, ok, v, mt_ir_float(c->k, 0.0f));
-        return mt_ir_store(c->k, c->ireg, dst, v);
-    }
-    mt_expr *col_hi = addi(c, col, (int64_t)(c->vec - 1) * c->sw);
-    mt_expr *vok = mt_ir_and(c->k, rok, col_ok(c, col, col_hi));
-    mt_stmt *fast = mt_ir_store_vec(c->k, c->ireg, dst, load_lanes(c, c->in, idx, c->sw));
-    if (!vok) return fast;
-    mt_stmt *slow;
-    if (!c->g_left && !c->g_right) {
-        /* Only rows can be out of bounds: the whole vector is in or out. */
-        slow = mt_ir_store_vec(c->k, c->ireg, dst, mt_ir_broadcast(c->k, mt_ir_float(c->k, 0.0f), c->vec));
-    } else {
-        /* Lane by lane: the vector straddles the left or right edge (or its row is outside). */
-        loopv l;
-        mt_expr *le = lv(c, &l, "l", c->vec, MT_LOOP_UNROLLED);
-        mt_expr *lcol = add(c, col, muli(c, le, c->sw));
-        mt_expr *lok = mt_ir_and(c->k, rok, col_ok(c, lcol, lcol));
-        mt_expr *v = mt_ir_select(c->k, lok, mt_ir_load(c->k, c->in, add(c, idx, muli(c, le, c->sw))), mt_ir_float(c->k, 0.0f));
-        slow = wrap(c, &l, mt_ir_store(c->k, c->ireg, add(c, dst, le), v));
-    }
-    return mt_ir_if(c->k, vok, fast, slow);
-}
-
-/* The input plane offset of reduction channel rc (direct) or of output
- * channel offset foff within the work-item's tile (depthwise), global memory. */
-static mt_expr *in_chan_global(cx *c, mt_expr *rc, mt_expr *foff) {
-    if (c->s->depthwise) return muli(c, add(c, c->f0, foff), (int64_t)c->H * c->W);
-    return muli(c, rc, (int64_t)c->H * c->W);
-}
-
-/* ireg <- the input of one reduction step (rc, ry, rx) for the whole tile;
- * foff: the output channel offset (depthwise only, else NULL). */
-static mt_stmt *fill_ireg(cx *c, mt_expr *foff) {
-    loopv L[4];
-    mt_expr *vy = lv(c, &L[0], "vy", c->VY, MT_LOOP_VTHREAD);
-    mt_expr *vx = lv(c, &L[1], "vx", c->VX, MT_LOOP_VTHREAD);
-    mt_expr *yi = lv(c, &L[2], "yi", c->YI, MT_LOOP_SERIAL);
-    mt_expr *xv = lv(c, &L[3], "xv", c->XV, MT_LOOP_SERIAL);
-    mt_expr *dst = ireg_idx(c, vy, yi, vx, xv);
-    mt_expr *yo = y_off(c, vy, yi), *xo = x_off(c, vx, xv);
-    mt_stmt *st;
+/* One step (rci, ryi, rxi) of the reduction: every accumulator of the tile
+ * gets input * weight, both read straight from global (or staged local)
+ * memory at a per-step base (LET) plus a constant offset per tile element, so
+ * that after unrolling the compiler sees base+constant addresses. For direct
+ * convolutions the loops run over input vectors (vy, vx, yi, xv) outside and
+ * output channels (vf, fi) inside, so each input vector is read once and used
+ * for every channel; for depthwise each channel reads its own input.
+ *
+ * guarded: reads of the global input may leave the image. A vector whose
+ * lanes are all inside is read with one vload; otherwise it is gathered lane
+ * by lane into the private vector xtmp, each lane loaded only when inside
+ * (zero elsewhere); an input wholly outside (only rows can be out, or vec=1)
+ * contributes nothing and is skipped. */
+static mt_stmt *reduction_step(cx *c, int guarded) {
+    int64_t HW = (int64_t)c->H * c->W, RS = (int64_t)c->R * c->S;
+    int dw_ = c->s->depthwise;
+    mt_expr *xb, *wb, *row0 = NULL, *col0 = NULL;
+    int64_t x_fstride, x_ystride, x_xstride, w_fstride; /* offsets per unit of f_off, y_off, x_off */
+    mt_buffer *xbuf, *wbuf;
     if (c->s->stage_local) {
-        /* AA[(chan*PH + row)*PW + col], row/col relative to the block's patch. */
-        mt_expr *chan = c->s->depthwise ? add(c, muli(c, c->tz, c->FI), foff) : c->rci;
-        mt_expr *row = add(c, muli(c, add(c, muli(c, c->ty, c->YI), yo), c->sh), muli(c, c->ryi, c->dh));
-        mt_expr *col = add(c, muli(c, add(c, muli(c, c->tx, c->XI), xo), c->sw), muli(c, c->rxi, c->dw));
-        mt_expr *idx = add(c, muli(c, add(c, muli(c, chan, c->PH), row), c->PW), col);
-        st = store_lanes(c, c->ireg, dst, load_lanes(c, c->AA, idx, c->sw));
+        /* AA[(chan*PH + row)*PW + col] and WW[((fl*RCI + rci)*RYI + ryi)*RXI + rxi], relative to the block. */
+        mt_expr *chan0 = dw_ ? muli(c, c->tz, c->FI) : c->rci;
+        mt_expr *r0 = add(c, muli(c, c->ty, (int64_t)c->YI * c->sh), muli(c, c->ryi, c->dh));
+        mt_expr *q0 = add(c, muli(c, c->tx, (int64_t)c->XI * c->sw), muli(c, c->rxi, c->dw));
+        xb = add(c, muli(c, add(c, muli(c, chan0, c->PH), r0), c->PW), q0);
+        mt_expr *fl0 = muli(c, c->tz, c->FI);
+        wb = add(c, muli(c, add(c, muli(c, add(c, muli(c, fl0, c->RCI), c->rci), c->RYI), c->ryi), c->RXI), c->rxi);
+        x_fstride = dw_ ? (int64_t)c->PH * c->PW : 0;
+        x_ystride = (int64_t)c->sh * c->PW;
+        x_xstride = c->sw;
+        w_fstride = (int64_t)c->RCI * c->RYI * c->RXI;
+        xbuf = c->AA, wbuf = c->WW;
+        guarded = 0;
     } else {
         mt_expr *rc = add(c, muli(c, c->rco, c->RCI), c->rci);
         mt_expr *ry = add(c, muli(c, c->ryo, c->RYI), c->ryi);
         mt_expr *rx = add(c, muli(c, c->rxo, c->RXI), c->rxi);
-        mt_expr *row = add(c, add(c, c->iy0, muli(c, yo, c->sh)), muli(c, ry, c->dh));
-        mt_expr *col = add(c, add(c, c->ix0, muli(c, xo, c->sw)), muli(c, rx, c->dw));
-        st = fill_input_global(c, dst, add(c, c->in_n, in_chan_global(c, rc, foff)), row, col);
+        row0 = add(c, c->iy0, muli(c, ry, c->dh));
+        col0 = add(c, c->ix0, muli(c, rx, c->dw));
+        mt_expr *chan = dw_ ? muli(c, c->f0, HW) : muli(c, rc, HW);
+        xb = add(c, add(c, c->in_n, chan), add(c, muli(c, row0, c->W), col0));
+        wb = add(c, add(c, muli(c, add(c, muli(c, c->f0, c->Cg), rc), RS), muli(c, ry, c->S)), rx);
+        x_fstride = dw_ ? HW : 0;
+        x_ystride = (int64_t)c->sh * c->W;
+        x_xstride = c->sw;
+        w_fstride = (int64_t)c->Cg * RS;
+        xbuf = c->in, wbuf = c->wt;
     }
-    return wrap_all(c, L, 4, st);
-}
+    mt_var *xbv = mt_ir_var(c->k, "xb", MT_TYPE_INT), *wbv = mt_ir_var(c->k, "wb", MT_TYPE_INT);
+    mt_var *r0v = guarded ? mt_ir_var(c->k, "row", MT_TYPE_INT) : NULL, *c0v = guarded ? mt_ir_var(c->k, "col", MT_TYPE_INT) : NULL;
 
-/* wreg <- the weights of one reduction step for every output channel of the tile. */
-static mt_stmt *fill_wreg(cx *c) {
-    loopv L[2];
-    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
-    mt_expr *fi = lv(c, &L[1], "fi", c->FI, MT_LOOP_SERIAL);
-    mt_expr *fo = f_off(c, vf, fi);
-    mt_expr *v;
-    if (c->s->stage_local) {
-        /* WW[((fl*RCI + rci)*RYI + ryi)*RXI + rxi], fl relative to the block. */
-        mt_expr *fl = add(c, muli(c, c->tz, c->FI), fo);
-        mt_expr *idx = add(c, muli(c, add(c, muli(c, add(c, muli(c, fl, c->RCI), c->rci), c->RYI), c->ryi), c->RXI), c->rxi);
-        v = mt_ir_load(c->k, c->WW, idx);
-    } else {
-        mt_expr *rc = add(c, muli(c, c->rco, c->RCI), c->rci);
-        mt_expr *ry = add(c, muli(c, c->ryo, c->RYI), c->ryi);
-        mt_expr *rx = add(c, muli(c, c->rxo, c->RXI), c->rxi);
-        mt_expr *f = add(c, c->f0, fo);
-        mt_expr *idx = add(c, add(c, muli(c, add(c, muli(c, f, c->Cg), rc), (int64_t)c->R * c->S), muli(c, ry, c->S)), rx);
-        v = mt_ir_load(c->k, c->wt, idx);
+    /* Outer loops O: the input vectors (and, for depthwise, the channels);
+     * inner loops F: the channels that share an input vector (direct only). */
+    loopv O[6], F[2];
+    int no = 0, nf = 0;
+    mt_expr *vf, *fi;
+    if (dw_) {
+        vf = lv(c, &O[no++], "vf", c->VF, MT_LOOP_VTHREAD);
+        fi = lv(c, &O[no++], "fi", c->FI, MT_LOOP_SERIAL);
     }
-    return wrap_all(c, L, 2, mt_ir_store(c->k, c->wreg, wreg_idx(c, vf, fi), v));
-}
-
-/* acc[f][y][x] += ireg[y][x] * wreg[f] over the tile; for depthwise, only the
- * channel (vf, fi) given. */
-static mt_stmt *fma_tile(cx *c, mt_expr *dvf, mt_expr *dfi) {
-    loopv L[6];
-    int n = 0;
-    mt_expr *vf = dvf, *fi = dfi;
-    if (!c->s->depthwise) vf = lv(c, &L[n++], "vf", c->VF, MT_LOOP_VTHREAD);
-    mt_expr *vy = lv(c, &L[n++], "vy", c->VY, MT_LOOP_VTHREAD);
-    mt_expr *vx = lv(c, &L[n++], "vx", c->VX, MT_LOOP_VTHREAD);
-    if (!c->s->depthwise) fi = lv(c, &L[n++], "fi", c->FI, MT_LOOP_SERIAL);
-    mt_expr *yi = lv(c, &L[n++], "yi", c->YI, MT_LOOP_SERIAL);
-    mt_expr *xv = lv(c, &L[n++], "xv", c->XV, MT_LOOP_SERIAL);
+    mt_expr *vy = lv(c, &O[no++], "vy", c->VY, MT_LOOP_VTHREAD);
+    mt_expr *vx = lv(c, &O[no++], "vx", c->VX, MT_LOOP_VTHREAD);
+    mt_expr *yi = lv(c, &O[no++], "yi", c->YI, MT_LOOP_SERIAL);
+    mt_expr *xv = lv(c, &O[no++], "xv", c->XV, MT_LOOP_SERIAL);
+    if (!dw_) {
+        vf = lv(c, &F[nf++], "vf", c->VF, MT_LOOP_VTHREAD);
+        fi = lv(c, &F[nf++], "fi", c->FI, MT_LOOP_SERIAL);
+    }
+    mt_expr *fo = f_off(c, vf, fi), *yo = y_off(c, vy, yi), *xo = x_off(c, vx, xv);
+    mt_expr *xidx = add(c, mt_ir_v(c->k, xbv), add(c, add(c, muli(c, fo, x_fstride), muli(c, yo, x_ystride)), muli(c, xo, x_xstride)));
+    mt_expr *w = mt_ir_load(c->k, wbuf, add(c, mt_ir_v(c->k, wbv), muli(c, fo, w_fstride)));
     mt_expr *ai = acc_idx(c, vf, fi, vy, yi, vx, xv);
-    mt_expr *x = load_lanes(c, c->ireg, ireg_idx(c, vy, yi, vx, xv), 1);
-    mt_expr *w = mt_ir_load(c->k, c->wreg, wreg_idx(c, vf, fi));
     mt_expr *a = load_lanes(c, c->acc, ai, 1);
-    return wrap_all(c, L, n, store_lanes(c, c->acc, ai, mt_ir_fma(c->k, x, w, a)));
-}
-
-/* One step (rci, ryi, rxi) of the reduction. */
-static mt_stmt *reduction_step(cx *c) {
-    mt_stmt *w = fill_wreg(c);
-    if (!c->s->depthwise) return mt_ir_seq2(c->k, w, mt_ir_seq2(c->k, fill_ireg(c, NULL), fma_tile(c, NULL, NULL)));
-    loopv L[2];
-    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
-    mt_expr *fi = lv(c, &L[1], "fi", c->FI, MT_LOOP_SERIAL);
-    mt_stmt *per_f = mt_ir_seq2(c->k, fill_ireg(c, f_off(c, vf, fi)), fma_tile(c, vf, fi));
-    return mt_ir_seq2(c->k, w, wrap_all(c, L, 2, per_f));
+    mt_expr *x = load_lanes(c, xbuf, xidx, x_xstride);
+    mt_stmt *st;
+    if (!guarded) {
+        st = wrap_all(c, F, nf, store_lanes(c, c->acc, ai, mt_ir_fma(c->k, x, w, a)));
+    } else {
+        mt_expr *row = add(c, mt_ir_v(c->k, r0v), muli(c, yo, c->sh));
+        mt_expr *col = add(c, mt_ir_v(c->k, c0v), muli(c, xo, c->sw));
+        mt_expr *col_hi = addi(c, col, (int64_t)(c->vec - 1) * c->sw);
+        mt_expr *rok = row_ok(c, row);
+        mt_stmt *use;
+        if (c->vec > 1 && (c->g_left || c->g_right)) {
+            /* xtmp <- the vector: one vload when all lanes are inside; else, when
+             * the vector still lies inside the input buffer (it then reads a
+             * neighbouring row's elements in its outside lanes), one vload and a
+             * per-lane select; else lane by lane, each lane loaded only when inside. */
+            mt_expr *cok = col_ok(c, col, col_hi);
+            mt_expr *lanes = mt_ir_ramp(c->k, col, c->sw, c->vec);
+            mt_expr *lok = col_ok(c, lanes, lanes);
+            mt_expr *zero = mt_ir_float(c->k, 0.0f);
+            mt_expr *xt = mt_ir_load_vec(c->k, c->xtmp, I(c, 0), c->vec);
+            mt_stmt *whole = mt_ir_store_vec(c->k, c->xtmp, I(c, 0), x);
+            mt_stmt *by_lane = mt_ir_store_vec(c->k, c->xtmp, I(c, 0), mt_ir_select(c->k, lok, x, zero));
+            mt_stmt *partial = by_lane;
+            if (x_xstride == 1) {
+                mt_expr *inbuf = mt_ir_and(c->k, mt_ir_ge(c->k, xidx, I(c, 0)),
+                                           mt_ir_lt(c->k, addi(c, xidx, c->vec - 1), I(c, mt_workload_input_elems(c->wl))));
+                mt_stmt *masked = mt_ir_seq2(c->k, whole, mt_ir_store_vec(c->k, c->xtmp, I(c, 0), mt_ir_select(c->k, lok, xt, zero)));
+                partial = mt_ir_if(c->k, inbuf, masked, by_lane);
+            }
+            mt_stmt *fill = mt_ir_if(c->k, cok, whole, partial);
+            use = mt_ir_seq2(c->k, fill, wrap_all(c, F, nf, store_lanes(c, c->acc, ai, mt_ir_fma(c->k, xt, w, a))));
+        } else {
+            use = mt_ir_if(c->k, col_ok(c, col, col_hi), wrap_all(c, F, nf, store_lanes(c, c->acc, ai, mt_ir_fma(c->k, x, w, a))), NULL);
+        }
+        /* Rows outside the image contribute nothing. */
+        st = mt_ir_if(c->k, rok, use, NULL);
+    }
+    mt_stmt *body = wrap_all(c, O, no, st);
+    if (guarded) {
+        body = mt_ir_let(c->k, c0v, col0, body);
+        body = mt_ir_let(c->k, r0v, row0, body);
+    }
+    body = mt_ir_let(c->k, wbv, wb, body);
+    return mt_ir_let(c->k, xbv, xb, body);
 }
 
 /* Cooperative fill of a local buffer of `size` elements: work-item tid stores
@@ -326,7 +323,7 @@ static mt_expr *ww_value(cx *c, mt_expr *e) {
     return mt_ir_load(c->k, c->wt, idx);
 }
 
-static mt_stmt *reduction(cx *c) {
+static mt_stmt *reduction(cx *c, int guarded) {
     loopv O[3], In[3];
     c->rco = lv(c, &O[0], "rco", c->RCO, MT_LOOP_SERIAL);
     c->ryo = lv(c, &O[1], "ryo", c->RYO, MT_LOOP_SERIAL);
@@ -334,7 +331,7 @@ static mt_stmt *reduction(cx *c) {
     c->rci = lv(c, &In[0], "rci", c->RCI, MT_LOOP_SERIAL);
     c->ryi = lv(c, &In[1], "ryi", c->RYI, MT_LOOP_SERIAL);
     c->rxi = lv(c, &In[2], "rxi", c->RXI, MT_LOOP_SERIAL);
-    mt_stmt *inner = wrap_all(c, In, 3, reduction_step(c));
+    mt_stmt *inner = wrap_all(c, In, 3, reduction_step(c, guarded));
     if (c->s->stage_local) {
         mt_stmt *items[5] = {
             mt_ir_barrier(c->k),
@@ -354,17 +351,14 @@ static mt_stmt *reduction(cx *c) {
  * guard; only work-items on the image border pay for the checks. */
 static mt_stmt *guarded_reduction(cx *c) {
     int guarded = c->g_top || c->g_bottom || c->g_left || c->g_right;
-    if (c->s->stage_local || !guarded) return reduction(c);
-    int gt = c->g_top, gb = c->g_bottom, gl = c->g_left, gr = c->g_right;
+    if (c->s->stage_local || !guarded) return reduction(c, 0);
     /* The work-item's input rows run from iy0 to iy0 + span_y, columns likewise. */
     int64_t span_y = ((int64_t)(c->VY - 1) * c->TY * c->YI + c->YI - 1) * c->sh + (int64_t)(c->R - 1) * c->dh;
     int64_t span_x = ((int64_t)(c->VX - 1) * c->TX * c->XI + c->XI - 1) * c->sw + (int64_t)(c->S - 1) * c->dw;
     mt_expr *inside = mt_ir_and(c->k, row_ok(c, c->iy0), row_ok(c, addi(c, c->iy0, span_y)));
     inside = mt_ir_and(c->k, inside, col_ok(c, c->ix0, addi(c, c->ix0, span_x)));
-    c->g_top = c->g_bottom = c->g_left = c->g_right = 0;
-    mt_stmt *fast = reduction(c);
-    c->g_top = gt, c->g_bottom = gb, c->g_left = gl, c->g_right = gr;
-    mt_stmt *slow = reduction(c);
+    mt_stmt *fast = reduction(c, 0);
+    mt_stmt *slow = reduction(c, 1);
     return mt_ir_if(c->k, inside, fast, slow);
 }
 
@@ -408,6 +402,7 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
     memset(&cc, 0, sizeof cc);
     cx *c = &cc;
     c->s = s;
+    c->wl = wl;
     c->N = wl->n, c->C = wl->c, c->H = wl->h, c->W = wl->w, c->K = wl->k, c->R = wl->r, c->S = wl->s;
     c->OH = mt_workload_out_h(wl), c->OW = mt_workload_out_w(wl);
     c->sh = wl->stride_h, c->sw = wl->stride_w, c->ph = wl->pad_h, c->pw = wl->pad_w, c->dh = wl->dil_h, c->dw = wl->dil_w;
@@ -435,12 +430,9 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
     c->XV = c->XI / c->vec;
 
     int64_t acc_n = (int64_t)c->VF * c->FI * c->VY * c->YI * c->VX * c->XI;
-    int64_t ireg_n = (int64_t)c->VY * c->YI * c->VX * c->XI;
-    int64_t wreg_n = (int64_t)c->VF * c->FI;
-    if (acc_n + ireg_n + wreg_n > MT__TILE_MAX_PRIVATE_FLOATS)
-        return mt__fail(err, errlen, MT_INVALID_CONFIG,
-                        "register tile of %lld accumulators (+%lld input, +%lld weight registers) exceeds %d private floats", (long long)acc_n,
-                        (long long)ireg_n, (long long)wreg_n, MT__TILE_MAX_PRIVATE_FLOATS);
+    if (acc_n > MT__TILE_MAX_PRIVATE_FLOATS)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "register tile of %lld accumulators exceeds %d private floats", (long long)acc_n,
+                        MT__TILE_MAX_PRIVATE_FLOATS);
 
     /* Which sides of the global input reads can leave the image. */
     c->g_top = c->ph > 0;
@@ -459,8 +451,8 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
     c->wt = mt_ir_param(k, "weight", mt_workload_weight_elems(wl), 1);
     c->out = mt_ir_param(k, "output", mt_workload_output_elems(wl), 0);
     c->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, acc_n);
-    c->ireg = mt_ir_buffer(k, "xreg", MT_SCOPE_PRIVATE, ireg_n);
-    c->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, wreg_n);
+    /* The gathered input vector on the image border (vec > 1 only). */
+    c->xtmp = c->vec > 1 ? mt_ir_buffer(k, "xtmp", MT_SCOPE_PRIVATE, c->vec) : NULL;
     if (s->stage_local) {
         c->AA = mt_ir_buffer(k, "in_shared", MT_SCOPE_LOCAL, (int64_t)c->AAC * c->PH * c->PW);
         c->WW = mt_ir_buffer(k, "w_shared", MT_SCOPE_LOCAL, (int64_t)c->BF * c->RCI * c->RYI * c->RXI);
@@ -500,8 +492,7 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
 
     mt_stmt *items[3] = {init_acc(c), guarded_reduction(c), store_out(c)};
     mt_stmt *body = mt_ir_seq(k, items, 3);
-    body = mt_ir_alloc(k, c->wreg, body);
-    body = mt_ir_alloc(k, c->ireg, body);
+    if (c->xtmp) body = mt_ir_alloc(k, c->xtmp, body);
     body = mt_ir_alloc(k, c->acc, body);
     if (s->stage_local) {
         body = mt_ir_alloc(k, c->WW, body);

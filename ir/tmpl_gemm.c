@@ -188,10 +188,43 @@ typedef struct gemm_builder {
     mt_expr *out_img;             /* output offset of (image, first channel of the group) */
     mt_expr *k0s;                 /* first channel the work-item computes: k0, or without staging min(k0, kg - reg_k) */
     mt_expr *w_row;               /* weight offset of channel k0s (without staging) */
+    /* Per tap (r, s), without staging: the work-item tile's first input row
+     * and column, the input offset of that pixel in channel 0 of the group,
+     * and the weight offset of (k0s, channel 0, r, s). Named once per tap so
+     * that the channel loop only adds multiples of the channel to them. */
+    mt_expr *tap_iy, *tap_ix, *tap_in, *tap_w;
     /* Static guard needs. */
     int k_over, y_over, x_over;   /* tiles overhang k/groups, oh, ow */
     int iy_lo, iy_hi, ix_lo, ix_hi; /* an input read may fall below 0 / at or past h (w) */
 } gemm_builder;
+
+/* Binds a LET for value and returns its variable as an expression; the LET
+ * statements are chained by the caller (innermost last). */
+typedef struct let_chain {
+    mt_var *vars[16];
+    mt_expr *vals[16];
+    int n;
+    int failed;
+} let_chain;
+
+static mt_expr *let_bind(gemm_builder *b, let_chain *lc, const char *name, mt_expr *value) {
+    if (!value || lc->n >= 16) {
+        lc->failed = 1;
+        return NULL;
+    }
+    if (value->kind == MT_EXPR_INT || value->kind == MT_EXPR_VAR) return value; /* nothing to name */
+    mt_var *v = mt_ir_var(b->k, name, MT_TYPE_INT);
+    lc->vars[lc->n] = v;
+    lc->vals[lc->n] = value;
+    lc->n++;
+    return mt_ir_v(b->k, v);
+}
+
+static mt_stmt *let_wrap(gemm_builder *b, let_chain *lc, mt_stmt *body) {
+    if (lc->failed) return NULL;
+    for (int i = lc->n - 1; i >= 0; i--) body = mt_ir_let(b->k, lc->vars[i], lc->vals[i], body);
+    return body;
+}
 
 enum load_mode {
     LOAD_FAST,    /* global input, known in bounds */
@@ -228,14 +261,6 @@ static mt_stmt *loop_end(gemm_builder *b, gemm_loop *l, mt_stmt *body) {
     return mt_ir_for(b->k, l->var, l->extent, l->kind, 0, body);
 }
 
-/* Row iy and first column ix of input vector (yi, xv) at tap (r, s), for global reads. */
-static void input_coords(gemm_builder *b, int yi, int xv, mt_expr *r, mt_expr *s, mt_expr **iy, mt_expr **ix) {
-    const gemm_plan *p = b->p;
-    mt_kernel *k = b->k;
-    *iy = mt_ir_add(k, mad(b, b->y0, p->sh, (int64_t)yi * p->sh - p->ph), mt_ir_mul(k, r, KI(b, p->dh)));
-    *ix = mt_ir_add(k, mad(b, b->x0, p->sw, (int64_t)xv * p->vec * p->sw - p->pw), mt_ir_mul(k, s, KI(b, p->dw)));
-}
-
 /* The conditions that every index in [lo, lo + span] lies in [0, limit), limited
  * to the sides that can fail. NULL when none can. */
 static mt_expr *range_cond(gemm_builder *b, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi) {
@@ -263,10 +288,11 @@ static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr
                 mt_stmt_list_push(k, &list, mt_ir_store_vec(k, xin, dst, v));
                 continue;
             }
-            mt_expr *iy, *ix;
-            input_coords(b, yi, xv, r, s, &iy, &ix);
-            mt_expr *row = mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w))), mt_ir_mul(k, iy, KI(b, p->w)));
-            mt_expr *idx = mt_ir_add(k, row, ix);
+            /* Row iy, first column ix and input index of vector (yi, xv). */
+            int64_t off_y = (int64_t)yi * p->sh, off_x = (int64_t)xv * vec * p->sw;
+            mt_expr *iy = mt_ir_add(k, b->tap_iy, KI(b, off_y));
+            mt_expr *ix = mt_ir_add(k, b->tap_ix, KI(b, off_x));
+            mt_expr *idx = mt_ir_add(k, mt_ir_add(k, b->tap_in, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w))), KI(b, off_y * p->w + off_x));
             mt_stmt *fast = mt_ir_store_vec(k, xin, dst, mt_ir_load(k, b->in, mt_ir_ramp(k, idx, p->sw, vec)));
             if (mode == LOAD_FAST) {
                 mt_stmt_list_push(k, &list, fast);
@@ -284,7 +310,7 @@ static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr
             for (int j = 0; j < vec; j++) {
                 mt_expr *ixj = mt_ir_add(k, ix, KI(b, (int64_t)j * p->sw));
                 mt_expr *lc = mt_ir_and(k, ycond, range_cond(b, ixj, 0, p->w, b->ix_lo, b->ix_hi));
-                mt_expr *val = mt_ir_load(k, b->in, mt_ir_add(k, row, ixj));
+                mt_expr *val = mt_ir_load(k, b->in, mt_ir_add(k, idx, KI(b, (int64_t)j * p->sw)));
                 if (lc) val = mt_ir_select(k, lc, val, mt_ir_float(k, 0.0f));
                 mt_stmt_list_push(k, &lanes, mt_ir_store(k, xin, mt_ir_add(k, dst, KI(b, j)), val));
             }
@@ -314,7 +340,7 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
             widx = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, kl, KI(b, p->rci)), ci), KI(b, rs)), tap);
             mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wl, widx)));
         } else {
-            widx = mt_ir_add(k, mt_ir_add(k, b->w_row, KI(b, (int64_t)i * p->cg * rs)), mt_ir_add(k, mt_ir_mul(k, c, KI(b, rs)), tap));
+            widx = mt_ir_add(k, mt_ir_add(k, b->tap_w, mt_ir_mul(k, c, KI(b, rs))), KI(b, (int64_t)i * p->cg * rs));
             mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wt, widx)));
         }
     }
@@ -332,39 +358,38 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
     return mt_ir_alloc(k, xin, mt_ir_alloc(k, wreg, mt_stmt_list_seq(k, &list)));
 }
 
-/* for rco (serial, or the given index when rco_e != NULL): for rci (unrolled): step. */
-static mt_stmt *channel_loops(gemm_builder *b, mt_expr *rco_e, mt_expr *r, mt_expr *s, enum load_mode mode) {
-    const gemm_plan *p = b->p;
-    mt_kernel *k = b->k;
-    gemm_loop lo, li;
-    mt_expr *rco = rco_e ? rco_e : loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
-    mt_expr *ci = loop_begin(b, &li, "rci", p->rci, MT_LOOP_UNROLLED);
-    mt_expr *c = mt_ir_add(k, mt_ir_mul(k, rco, KI(b, p->rci)), ci);
-    mt_stmt *body = loop_end(b, &li, reduction_step(b, c, ci, r, s, mode));
-    return rco_e ? body : loop_end(b, &lo, body);
-}
-
-/* The tap loops r > s around the channel loops; without an input stage each
- * tap chooses between the fast and the guarded channel loops. */
-static mt_stmt *tap_loops(gemm_builder *b, mt_expr *rco_e) {
+/* The taps r > s of channel c (ci: its index in the chunk). Without an
+ * input stage each tap first names its input and weight offsets. */
+static mt_stmt *tap_loops(gemm_builder *b, mt_expr *c, mt_expr *ci, enum load_mode mode) {
     const gemm_plan *p = b->p;
     mt_kernel *k = b->k;
     gemm_loop lr, ls;
     mt_expr *r = loop_begin(b, &lr, "r", p->r, MT_LOOP_SERIAL);
     mt_expr *s = loop_begin(b, &ls, "s", p->s, MT_LOOP_SERIAL);
     mt_stmt *body;
-    if (b->il) {
-        body = channel_loops(b, rco_e, r, s, LOAD_LOCAL);
+    if (mode == LOAD_LOCAL) {
+        body = reduction_step(b, c, ci, r, s, mode);
     } else {
-        /* Whole work-item tile inside the input for this tap? */
-        mt_expr *iy = mt_ir_add(k, mad(b, b->y0, p->sh, -p->ph), mt_ir_mul(k, r, KI(b, p->dh)));
-        mt_expr *ix = mt_ir_add(k, mad(b, b->x0, p->sw, -p->pw), mt_ir_mul(k, s, KI(b, p->dw)));
-        mt_expr *cond = mt_ir_and(k, range_cond(b, iy, (int64_t)(p->yr - 1) * p->sh, p->h, b->iy_lo, b->iy_hi),
-                                  range_cond(b, ix, (int64_t)(p->xr - 1) * p->sw, p->w, b->ix_lo, b->ix_hi));
-        mt_stmt *fast = channel_loops(b, rco_e, r, s, LOAD_FAST);
-        body = cond ? mt_ir_if(k, cond, fast, channel_loops(b, rco_e, r, s, LOAD_GUARDED)) : fast;
+        let_chain lc = {0};
+        b->tap_iy = let_bind(b, &lc, "tiy", mt_ir_add(k, mad(b, b->y0, p->sh, -p->ph), mt_ir_mul(k, r, KI(b, p->dh))));
+        b->tap_ix = let_bind(b, &lc, "tix", mt_ir_add(k, mad(b, b->x0, p->sw, -p->pw), mt_ir_mul(k, s, KI(b, p->dw))));
+        b->tap_in = let_bind(b, &lc, "tin", mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, b->tap_iy, KI(b, p->w))), b->tap_ix));
+        b->tap_w = let_bind(b, &lc, "tw", mt_ir_add(k, b->w_row, mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s)));
+        body = let_wrap(b, &lc, reduction_step(b, c, ci, r, s, mode));
     }
     return loop_end(b, &lr, loop_end(b, &ls, body));
+}
+
+/* for rco (serial, or the given index when rco_e != NULL): for rci (unrolled): taps. */
+static mt_stmt *channel_loops(gemm_builder *b, mt_expr *rco_e, enum load_mode mode) {
+    const gemm_plan *p = b->p;
+    mt_kernel *k = b->k;
+    gemm_loop lo, li;
+    mt_expr *rco = rco_e ? rco_e : loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
+    mt_expr *ci = loop_begin(b, &li, "rci", p->rci, MT_LOOP_UNROLLED);
+    mt_expr *c = mt_ir_add(k, mt_ir_mul(k, rco, KI(b, p->rci)), ci);
+    mt_stmt *body = loop_end(b, &li, tap_loops(b, c, ci, mode));
+    return rco_e ? body : loop_end(b, &lo, body);
 }
 
 /* A work-group-wide copy of `total` elements: each work-item takes every
@@ -417,14 +442,21 @@ static mt_stmt *copy_input(gemm_builder *b, mt_expr *e, mt_expr *rco) {
 static mt_stmt *reduction(gemm_builder *b) {
     const gemm_plan *p = b->p;
     mt_kernel *k = b->k;
-    if (!b->wl) return tap_loops(b, NULL);
+    if (!b->wl) {
+        /* Does every tap of every pixel of the work-item's tile read inside the input? */
+        mt_expr *iy = mad(b, b->y0, p->sh, -p->ph), *ix = mad(b, b->x0, p->sw, -p->pw);
+        mt_expr *cond = mt_ir_and(k, range_cond(b, iy, (int64_t)(p->yr - 1) * p->sh + (int64_t)(p->r - 1) * p->dh, p->h, b->iy_lo, b->iy_hi),
+                                  range_cond(b, ix, (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw, p->w, b->ix_lo, b->ix_hi));
+        mt_stmt *fast = channel_loops(b, NULL, LOAD_FAST);
+        return cond ? mt_ir_if(k, cond, fast, channel_loops(b, NULL, LOAD_GUARDED)) : fast;
+    }
     gemm_loop lo;
     mt_expr *rco = loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
     mt_stmt_list list = {0};
     mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->kt * p->kr * p->rci * p->r * p->s, copy_weight, rco));
     if (b->il) mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->rci * b->pch * b->pcw, copy_input, rco));
     mt_stmt_list_push(k, &list, mt_ir_barrier(k));
-    mt_stmt_list_push(k, &list, tap_loops(b, rco));
+    mt_stmt_list_push(k, &list, channel_loops(b, rco, LOAD_LOCAL));
     mt_stmt_list_push(k, &list, mt_ir_barrier(k));
     return loop_end(b, &lo, mt_stmt_list_seq(k, &list));
 }
@@ -487,34 +519,6 @@ static mt_stmt *work_item(gemm_builder *b) {
     mt_stmt *body = mt_ir_alloc(k, b->acc, mt_ir_seq(k, items, 3));
     if (b->il) body = mt_ir_alloc(k, b->il, body);
     if (b->wl) body = mt_ir_alloc(k, b->wl, body);
-    return body;
-}
-
-/* Binds a LET for value and returns its variable as an expression; the LET
- * statements are chained by the caller (innermost last). */
-typedef struct let_chain {
-    mt_var *vars[16];
-    mt_expr *vals[16];
-    int n;
-    int failed;
-} let_chain;
-
-static mt_expr *let_bind(gemm_builder *b, let_chain *lc, const char *name, mt_expr *value) {
-    if (!value || lc->n >= 16) {
-        lc->failed = 1;
-        return NULL;
-    }
-    if (value->kind == MT_EXPR_INT || value->kind == MT_EXPR_VAR) return value; /* nothing to name */
-    mt_var *v = mt_ir_var(b->k, name, MT_TYPE_INT);
-    lc->vars[lc->n] = v;
-    lc->vals[lc->n] = value;
-    lc->n++;
-    return mt_ir_v(b->k, v);
-}
-
-static mt_stmt *let_wrap(gemm_builder *b, let_chain *lc, mt_stmt *body) {
-    if (lc->failed) return NULL;
-    for (int i = lc->n - 1; i >= 0; i--) body = mt_ir_let(b->k, lc->vars[i], lc->vals[i], body);
     return body;
 }
 

@@ -395,7 +395,11 @@ mt_status mt__json_parse(const char *text, size_t len, const mt_json_limits *lim
     if (len > p.lim.max_bytes) return mt__fail(err, errlen, MT_RANGE, "json: input of %zu bytes exceeds the limit of %zu", len, p.lim.max_bytes);
     p.doc = calloc(1, sizeof *p.doc);
     if (!p.doc) return mt__fail(err, errlen, MT_NOMEM, "json: out of memory");
-    frame *stack = malloc(sizeof(frame) * p.lim.max_depth);
+    /* Nesting can never exceed the number of input bytes: size the stack by
+     * the smaller of the two, which also keeps a huge max_depth from
+     * overflowing the allocation size. */
+    size_t frames = len < p.lim.max_depth ? len + 1 : p.lim.max_depth;
+    frame *stack = malloc(sizeof(frame) * frames);
     if (!stack) {
         mt__json_free(p.doc);
         return mt__fail(err, errlen, MT_NOMEM, "json: out of memory");

@@ -625,6 +625,18 @@ static void test_json_hostile(void **state) {
     }
     assert_int_equal(parse_n(full, fl, NULL, &doc), MT_OK);
     mt__json_free(doc);
+    /* Extreme limits. */
+    lim = mt__json_default_limits();
+    lim.max_depth = SIZE_MAX;
+    assert_int_equal(parse_n("[[1]]", 5, &lim, &doc), MT_OK);
+    mt__json_free(doc);
+    lim.max_nodes = 0;
+    assert_int_equal(parse_n("1", 1, &lim, &doc), MT_RANGE);
+    lim = mt__json_default_limits();
+    lim.max_bytes = 3;
+    assert_int_equal(parse_n("[1]", 3, &lim, &doc), MT_OK);
+    mt__json_free(doc);
+    assert_int_equal(parse_n("[10]", 4, &lim, &doc), MT_RANGE);
     /* NULL handling. */
     assert_int_equal(mt__json_parse(NULL, 5, NULL, &doc, NULL, 0), MT_INVALID_ARG);
     assert_null(mt__json_get(NULL, "a"));

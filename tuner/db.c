@@ -983,16 +983,6 @@ mt_status mt_db_best(mt_db *db, const mt_workload *wl, const char *device_fp, mt
 
 /* ---- best config ---- */
 
-static mt_device_limits limits_of(const mt_device_info *in) {
-    mt_device_limits lim;
-    memset(&lim, 0, sizeof lim);
-    lim.max_threads_per_block = in->max_work_group_size;
-    for (int i = 0; i < 3; i++) lim.max_block_dim[i] = in->max_work_item_sizes[i];
-    lim.local_mem_bytes = (int64_t)in->local_mem_bytes;
-    /* As mt_device_get_limits: a register budget only on CUDA GPUs. */
-    lim.max_private_floats = (!in->is_cpu && in->backend == MT_BACKEND_CUDA) ? in->max_registers_per_thread : 0;
-    return lim;
-}
 
 typedef struct best_ctx {
     const mt_workload *wl;
@@ -1046,7 +1036,7 @@ static mt_status default_config(const mt_workload *wl, const mt_device_info *dev
     if (!t) return mt__fail(err, errlen, MT_NOT_FOUND, "no template accepts this workload");
     mt_status st = mt_template_space(t, wl, sp);
     if (st != MT_OK) return mt__fail(err, errlen, st, "template '%s': cannot build its space for this workload", mt_template_name(t));
-    mt_device_limits lim = limits_of(dev);
+    mt_device_limits lim = mt_device_info_limits(dev);
     uint64_t size = mt_space_size(sp);
     int enumerate = size <= MT__DEFAULT_SCAN;
     uint64_t rng = MT__DEFAULT_SEED;

@@ -91,11 +91,14 @@ typedef struct mt_autotvm_export_stats {
 } mt_autotvm_export_stats;
 
 /* Writes the `direct` and `depthwise` records matching filter (NULL: all) to
- * out as AutoTVM JSON lines (version 0.2, tvm_version "0.7.dev0"), in
+ * out as AutoTVM JSON lines (version 0.2; tvm_version the one an imported
+ * record came with, else "0.7.dev0"), in
  * insertion order. The target is the device's AutoTVM target for imported
  * records, else "<backend> -model=<device name>" with the name reduced to
  * [A-Za-z0-9_-]. Error records get costs [1e9] and an AutoTVM error_no.
- * Importing the output gives back the same records. stats may be NULL.
+ * Importing the output gives back the same records for records that came
+ * from AutoTVM (same device, source and version); measured records come back
+ * on the AutoTVM device of their derived target. stats may be NULL.
  * MT_IO when writing fails. */
 mt_status mt_autotvm_export(mt_db *db, FILE *out, const mt_db_filter *filter, mt_autotvm_export_stats *stats, char *err, size_t errlen);
 

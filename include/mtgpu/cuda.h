@@ -48,6 +48,17 @@ typedef struct mt_cuda_resources {
  * spills are common in good kernels and pass. */
 #define MT_CUDA_MAX_SPILL_BYTES 1024
 
+/* Options of a compile check (mt_cuda_check_default_params gives the defaults). */
+typedef struct mt_cuda_check_params {
+    int sm_arch;      /* target architecture, 90 for sm_90; default 90 */
+    double timeout_s; /* wall-clock limit on the NVRTC compile, MT_TIMEOUT when it is hit (a
+                         template config can unroll into minutes of compiling); <= 0: none.
+                         The nvJitLink/ptxas step that follows cannot be interrupted and is
+                         not limited. Default 0 */
+} mt_cuda_check_params;
+
+mt_cuda_check_params mt_cuda_check_default_params(void);
+
 /* MT_OK when the CUDA module loads (no GPU or driver needed); otherwise
  * MT_UNAVAILABLE with the reason (which module files were tried, the dynamic
  * loader's error) in why. */
@@ -71,6 +82,13 @@ mt_status mt_cuda_compile_check(const char *src, const char *kernel_name, int sm
 
 /* Prints k as CUDA C (mt_kernel_print) and runs mt_cuda_compile_check on it. */
 mt_status mt_cuda_kernel_check(const mt_kernel *k, int sm_arch, mt_cuda_resources *out, char *log, size_t loglen);
+
+/* The same two checks with options (NULL: the defaults); MT_TIMEOUT when
+ * params->timeout_s ran out during the NVRTC compile. */
+mt_status mt_cuda_compile_check_ex(const char *src, const char *kernel_name, const mt_cuda_check_params *params,
+                                   mt_cuda_resources *out, char *log, size_t loglen);
+mt_status mt_cuda_kernel_check_ex(const mt_kernel *k, const mt_cuda_check_params *params, mt_cuda_resources *out, char *log,
+                                  size_t loglen);
 
 /* MT_INVALID_CONFIG, with the limit named in err, when r exceeds one of the
  * MT_CUDA_MAX_* limits above for sm_<sm_arch>; MT_OK otherwise. */

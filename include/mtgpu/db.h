@@ -132,8 +132,9 @@ void mt_record_init(mt_record *rec);
  * stored record is kept, nothing changes and the call returns MT_OK with
  * *inserted = 0 (inserted may be NULL). MT_INVALID_ARG for a record that
  * cannot be stored (invalid workload, empty template or config, a device that
- * is not 16 hex digits, ncosts out of 0..MT_RECORD_MAX_COSTS, non-finite
- * times). MT_IO when the database is read-only or the disk fails; a failed
+ * is not 16 hex digits, ncosts out of 0..MT_RECORD_MAX_COSTS, negative or
+ * non-finite times, status MT_OK without a positive median or costs). A
+ * median_ms <= 0 with costs given is computed from the costs. MT_IO when the database is read-only or the disk fails; a failed
  * put leaves the database as it was. */
 mt_status mt_db_put_record(mt_db *db, const mt_record *rec, int *inserted);
 

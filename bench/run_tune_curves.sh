@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerates bench/results/tune_curves.{csv,md,png}: builds the release tree,
+# runs bench_tune_curves (3 ResNet-50 convolutions x {random, xgb} x 3 seeds x
+# 300 trials by default: several hours on the 2-core machine), then bench/plot.py.
+#
+# Overrides (environment): TRIALS, SEEDS, LAYERS, MODELS, TIME_LIMIT_PER_RUN,
+# OUT (default bench/results), PYTHON (one with matplotlib); further arguments
+# go to bench_tune_curves. Example, a quick look:
+#   TRIALS=50 SEEDS=1 LAYERS=3x3_256_14 OUT=/tmp/curves bench/run_tune_curves.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
+# The worker times the kernels; the bench finds it in the build tree.
+cmake --build build-bench -j"$(nproc)" --target bench_tune_curves mtgpu_worker >/dev/null
+OUT="${OUT:-bench/results}"
+args=(--trials "${TRIALS:-300}" --seeds "${SEEDS:-3}" --out "$OUT")
+[ -n "${LAYERS:-}" ] && args+=(--layers "$LAYERS")
+[ -n "${MODELS:-}" ] && args+=(--models "$MODELS")
+[ -n "${TIME_LIMIT_PER_RUN:-}" ] && args+=(--time-limit-per-run "$TIME_LIMIT_PER_RUN")
+rc=0
+./build-bench/bench_tune_curves "${args[@]}" "$@" || rc=$?
+# Plot whatever was written, also after a failed or interrupted run.
+py=""
+for cand in "${PYTHON:-}" python3 /usr/bin/python3; do
+  if [ -n "$cand" ] && "$cand" -c 'import matplotlib' 2>/dev/null; then py="$cand"; break; fi
+done
+if [ -f "$OUT/tune_curves.csv" ]; then
+  if [ -n "$py" ]; then "$py" bench/plot.py "$OUT" || rc=1
+  else echo "run_tune_curves: no python3 with matplotlib (bench/setup.sh installs it); no plot" >&2; rc=1; fi
+fi
+exit $rc

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The mtgpu command as a user meets it: help, bad input, JSON output, exit codes.
+#   tests/test_cli.sh PATH/TO/mtgpu
+set -u
+mtgpu="$1"
+tmp=$(mktemp -d /tmp/mtgpu-test-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export MTGPU_DB="$tmp/tuning.db"
+pass=0 fail=0
+
+# expect CODE DESCRIPTION -- ARGS...: runs mtgpu with ARGS, checks the exit code.
+expect() {
+  local want="$1" what="$2"
+  shift 3
+  "$mtgpu" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -eq "$want" ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $what: 'mtgpu $*' exited $got, expected $want"
+    sed 's/^/    /' "$tmp/err" | head -5
+  fi
+}
+# contains FILE TEXT DESCRIPTION
+contains() {
+  if grep -q -- "$2" "$tmp/$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $3: '$2' not in $1"; fi
+}
+
+expect 0 "top-level help" -- --help
+contains out "commands:" "help lists commands"
+expect 2 "no command" --
+expect 2 "unknown command" -- frobnicate
+for cmd in devices conv tasks tune; do
+  expect 0 "$cmd --help" -- "$cmd" --help
+  contains out "usage: mtgpu $cmd" "$cmd help text"
+done
+expect 2 "conv without workload" -- conv
+expect 2 "malformed workload" -- conv "n=1,c=64,h=56"
+contains err "missing field 'w'" "names the missing field"
+expect 2 "impossible workload" -- conv "c=4,h=3,w=3,k=4,r=5,s=5"
+contains err "output height" "names the output size"
+expect 2 "bad groups" -- conv "c=6,h=8,w=8,k=4,r=3,s=3,groups=4"
+contains err "divisible by groups" "names groups"
+expect 2 "unknown template" -- conv "c=4,h=8,w=8,k=4,r=3,s=3" --template nope
+expect 2 "config outside the space" -- conv "c=4,h=8,w=8,k=4,r=3,s=3" --template gemm --config "tile_k=3x3x3"
+expect 2 "unknown option" -- conv "c=4,h=8,w=8,k=4,r=3,s=3" --frob
+expect 2 "bad --random" -- conv "c=4,h=8,w=8,k=4,r=3,s=3" --random -2
+expect 2 "unknown network" -- tasks resnet1000
+expect 0 "tasks" -- tasks resnet50 --json
+contains out '"count"' "tasks JSON"
+expect 0 "print sources" -- conv "c=4,h=8,w=8,k=4,r=3,s=3,pad=1" --random 2 --source
+contains out "__kernel" "OpenCL source"
+contains out "__global__" "CUDA source"
+expect 2 "unknown cost model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model nope
+
+if "$mtgpu" devices >/dev/null 2>&1; then
+  expect 0 "devices --json" -- devices --json
+  contains out '"fingerprint"' "device JSON"
+  expect 0 "conv random JSON" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --random 2 --json --repeats 2
+  contains out '"status": "ok"' "conv result ok"
+  contains out '"max_rel_err"' "conv result has error"
+  # Take the config just printed and run it alone.
+  cfg=$(sed -n 's/.*"template": "\([a-z]*\)", "config": "\([^"]*\)".*/\1 \2/p' "$tmp/out" | head -1)
+  expect 0 "conv --config" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --template ${cfg%% *} --config "${cfg#* }" --repeats 2
+  expect 0 "tune a workload" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 3 --batch 3 --json
+  contains out '"type": "summary"' "tune summary JSON"
+  expect 2 "bad device" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:x
+else
+  echo "skipped device checks: no device (mtgpu devices failed)"
+fi
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
