@@ -16,6 +16,14 @@ import sys
 from collections import defaultdict
 
 
+# Titles for the layers of bench/tune_curves.c; other names are shown as they are.
+TITLES = {
+    "3x3_64_56": "ResNet-50 3x3 64->64 @56",
+    "1x1_256_56": "ResNet-50 1x1 256->64 @56",
+    "3x3_256_14": "ResNet-50 3x3 256->256 @14",
+}
+
+
 def load(path):
     # runs[layer][model][seed] = list of best GFLOP/s by trial (index 0 = trial 1)
     runs = defaultdict(lambda: defaultdict(dict))
@@ -52,7 +60,7 @@ def main():
     if not runs:
         sys.exit(f"plot.py: {src} has no rows")
     layers = list(runs)
-    fig, axes = plt.subplots(1, len(layers), figsize=(5.2 * len(layers), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(layers), figsize=(max(6.0, 5.2 * len(layers)), 4.6), squeeze=False)
     colors = {"random": "tab:gray", "xgb": "tab:blue"}
     for ax, layer in zip(axes[0], layers):
         for i, (model, seeds) in enumerate(sorted(runs[layer].items())):
@@ -60,13 +68,13 @@ def main():
             color = colors.get(model, f"C{i + 2}")
             ax.plot(x, mean, color=color, label=f"{model} (mean of {len(seeds)})")
             ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
-        ax.set_title(layer)
+        ax.set_title(TITLES.get(layer, layer))
         ax.set_xlabel("measurements")
         ax.set_ylabel("best GFLOP/s found")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
-    fig.suptitle("Tuning curves: best found vs measurements (band: min-max over seeds)")
+    fig.suptitle("Tuning curves: best GFLOP/s found vs measurements\n(line: mean over seeds; band: min-max over seeds)", fontsize=10)
     fig.tight_layout()
     fig.savefig(dst, dpi=110)
     print(f"plot.py: wrote {dst}")

@@ -4,21 +4,23 @@
 # 300 trials by default: several hours on the 2-core machine), then bench/plot.py.
 #
 # Overrides (environment): TRIALS, SEEDS, LAYERS, MODELS, TIME_LIMIT_PER_RUN,
-# OUT (default bench/results), PYTHON (one with matplotlib); further arguments
+# OUT (default bench/results), PYTHON (one with matplotlib), BUILD_DIR (default
+# build-bench, relative to the repository root); further arguments
 # go to bench_tune_curves. Example, a quick look:
 #   TRIALS=50 SEEDS=1 LAYERS=3x3_256_14 OUT=/tmp/curves bench/run_tune_curves.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
+BUILD="${BUILD_DIR:-build-bench}"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
 # The worker times the kernels; the bench finds it in the build tree.
-cmake --build build-bench -j"$(nproc)" --target bench_tune_curves mtgpu_worker >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target bench_tune_curves mtgpu_worker >/dev/null
 OUT="${OUT:-bench/results}"
 args=(--trials "${TRIALS:-300}" --seeds "${SEEDS:-3}" --out "$OUT")
 [ -n "${LAYERS:-}" ] && args+=(--layers "$LAYERS")
 [ -n "${MODELS:-}" ] && args+=(--models "$MODELS")
 [ -n "${TIME_LIMIT_PER_RUN:-}" ] && args+=(--time-limit-per-run "$TIME_LIMIT_PER_RUN")
 rc=0
-./build-bench/bench_tune_curves "${args[@]}" "$@" || rc=$?
+"$BUILD"/bench_tune_curves "${args[@]}" "$@" || rc=$?
 # Plot whatever was written, also after a failed or interrupted run.
 py=""
 for cand in "${PYTHON:-}" python3 /usr/bin/python3; do

@@ -10,26 +10,37 @@
 #
 # Environment: MTGPU_TUNE_ARGS extra arguments for `mtgpu tune` (word-split;
 # unset: the defaults), e.g. MTGPU_TUNE_ARGS="--trials 4 --time-limit 120" for a
-# smoke test; ONEDNN_REPEATS (default 15); OUT (default bench/results).
+# smoke test; ONEDNN_REPEATS (default 15); OUT (default bench/results);
+# BUILD_DIR (default build-bench, relative to the repository root);
+# WARM_CACHE=1 to tune with the user's compiled-kernel caches (mtgpu's and
+# PoCL's) instead of fresh empty ones: by default the tuning starts cold, as a
+# first run on a new machine does, since cache hits skip most of the compile time.
 # oneDNN timings are skipped, with a note, when bench_onednn_convs was not built
 # (oneDNN missing: bench/setup.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILD="${BUILD_DIR:-build-bench}"
 NET="${1:-resnet50}"
 OUT="${OUT:-bench/results}"
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
-cmake --build build-bench -j"$(nproc)" --target mtgpu_cli mtgpu_worker >/dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target mtgpu_cli mtgpu_worker >/dev/null
 have_dnnl=0
-if cmake --build build-bench -j"$(nproc)" --target bench_onednn_convs >/dev/null 2>&1; then have_dnnl=1; fi
+if ! grep -qE '^DNNL_(LIBRARY|INCLUDE_DIR):[A-Z]+=.*NOTFOUND' "$BUILD/CMakeCache.txt"; then
+  cmake --build "$BUILD" -j"$(nproc)" --target bench_onednn_convs >/dev/null
+  have_dnnl=1
+fi
 mkdir -p "$OUT"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/mtgpu-tune-network.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
-# shellcheck disable=SC2086  # MTGPU_TUNE_ARGS is a list of arguments on purpose
-echo "run_tune_network: mtgpu tune $NET --json --db <fresh> ${MTGPU_TUNE_ARGS:-}" >&2
+read -r -a tune_args <<<"${MTGPU_TUNE_ARGS:-}"
+cache="cold"
+cache_env=(MTGPU_CACHE_DIR="$tmp/kernels" POCL_CACHE_DIR="$tmp/pocl")
+if [ "${WARM_CACHE:-0}" = 1 ]; then cache="warm"; cache_env=(); fi
+echo "run_tune_network: mtgpu tune $NET --json --db <fresh> ${MTGPU_TUNE_ARGS:-} (kernel caches: $cache)" >&2
 t0=$(date +%s.%N)
 tune_rc=0
-./build-bench/mtgpu tune "$NET" --json --db "$tmp/tune.db" ${MTGPU_TUNE_ARGS:-} >"$tmp/tune.jsonl" || tune_rc=$?
+env "${cache_env[@]}" "$BUILD"/mtgpu tune "$NET" --json --db "$tmp/tune.db" "${tune_args[@]}" >"$tmp/tune.jsonl" || tune_rc=$?
 t1=$(date +%s.%N)
 if [ "$tune_rc" -ne 0 ]; then
   echo "run_tune_network: mtgpu tune failed (exit $tune_rc)" >&2
@@ -38,18 +49,19 @@ fi
 if [ "$have_dnnl" -eq 1 ]; then
   for layout in any nchw; do
     echo "run_tune_network: bench_onednn_convs $NET --layout $layout" >&2
-    ./build-bench/bench_onednn_convs "$NET" --layout "$layout" --repeats "${ONEDNN_REPEATS:-15}" --json >"$tmp/onednn_$layout.jsonl"
+    "$BUILD"/bench_onednn_convs "$NET" --layout "$layout" --repeats "${ONEDNN_REPEATS:-15}" --json >"$tmp/onednn_$layout.jsonl"
   done
 else
   echo "run_tune_network: bench_onednn_convs not built (oneDNN missing; bench/setup.sh): no oneDNN columns" >&2
 fi
 
-NET="$NET" OUT="$OUT" TMPD="$tmp" T0="$t0" T1="$t1" TUNE_ARGS="${MTGPU_TUNE_ARGS:-}" python3 - <<'PY'
+NET="$NET" OUT="$OUT" TMPD="$tmp" T0="$t0" T1="$t1" TUNE_ARGS="${MTGPU_TUNE_ARGS:-}" CACHE="$cache" python3 - <<'PY'
 import json, os, time
 
 net, out, tmp = os.environ["NET"], os.environ["OUT"], os.environ["TMPD"]
 process_wall = float(os.environ["T1"]) - float(os.environ["T0"])
 tune_args = os.environ["TUNE_ARGS"]
+cache = os.environ["CACHE"]
 
 summary, nrecords, nerrors = None, 0, 0
 with open(os.path.join(tmp, "tune.jsonl")) as f:
@@ -110,6 +122,7 @@ result = {
     "network": net,
     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     "tune_args": tune_args,
+    "kernel_caches": cache,
     "device": summary["device"],
     "mtgpu_network_ms": net_ms,
     "mtgpu_gflops": flops / (net_ms * 1e6) if net_ms else None,
@@ -136,7 +149,9 @@ od = result["onednn"]["any"] or result["onednn"]["nchw"]
 L = []
 L.append(f"# Tuning {net} with `mtgpu tune` at its defaults, against oneDNN\n")
 L.append(f"Generated {result['date']} by `bench/run_tune_network.sh {net}`: `mtgpu tune {net} --json --db <fresh database>"
-         + (f" {tune_args}" if tune_args else "") + "`, then `bench_onednn_convs` on the same convolutions right after.")
+         + (f" {tune_args}" if tune_args else "") + "`, then `bench_onednn_convs` on the same convolutions right after. "
+         + ("Compiled-kernel caches (mtgpu's and PoCL's) start empty, as on a first run." if cache == "cold"
+            else "Compiled-kernel caches: the user's (warm; compile time mostly skipped)."))
 L.append(f"Device: {summary['device']} ({summary['fingerprint']}). "
          + (f"oneDNN {od['version']}, fp32 forward inference, no bias, median of {od['repeats']} calls after warm-up, "
             f"OMP_NUM_THREADS={od['omp_num_threads'] or 'unset (all cores)'}." if od else "oneDNN: not built (bench/setup.sh installs it)."))
@@ -153,10 +168,11 @@ L.append(f"| tuning wall time | {wall:.0f} s{stop}; whole `mtgpu tune` process {
 L.append(f"| trials measured | {measured} ({nerrors} failed) |")
 L.append(f"| measurements/s | {fmt(rate, '.2f')} |")
 L.append("")
-L.append("| task | workload | count | trials | errors | template | mtgpu best ms | oneDNN any ms | ratio | oneDNN NCHW ms | ratio |")
-L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+L.append("| task | workload | count | trials | errors | template | mtgpu best ms | mtgpu GFLOP/s | oneDNN any ms | ratio | oneDNN NCHW ms | ratio |")
+L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in tasks:
     L.append(f"| {r['task']} | `{r['workload']}` | {r['count']} | {r['trials']} | {r['errors']} | {r['template'] or '-'} | {fmt(r['mtgpu_ms'], '.4f')} | "
+             f"{fmt(r['mtgpu_gflops'], '.1f')} | "
              f"{fmt(r['onednn_any_ms'], '.4f')} | {fmt(r['ratio_any'], '.2f')} | {fmt(r['onednn_nchw_ms'], '.4f')} | {fmt(r['ratio_nchw'], '.2f')} |")
 L.append("")
 with open(os.path.join(out, f"tune_{net}.md"), "w") as f:

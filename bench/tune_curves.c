@@ -4,7 +4,7 @@
  * found after each measurement (the best-so-far curve over the trial number).
  *
  *   bench_tune_curves [--trials T] [--seeds S] [--layers LIST] [--models LIST] [--out DIR]
- *                     [--time-limit-per-run SEC] [--early-stop N] [--batch N] [--device D]
+ *                     [--time-limit-per-run SEC] [--early-stop N] [--batch N] [--device D] [--keep-dbs]
  *
  * LIST is comma-separated: layers by name (see `layers` below) or index, models
  * among random, xgb. Runs are ordered seed by seed, layer by layer, with the
@@ -22,7 +22,13 @@
  * summary says how many runs did.
  *
  * Early stopping is off by default (--early-stop 0) so that every run can use
- * its T trials; mt_tune's own default is 64. */
+ * its T trials; mt_tune's own default is 64. The databases are deleted after
+ * each run unless --keep-dbs (then their directory is printed).
+ *
+ * elapsed_s includes compile time, and compiled kernels are cached on disk
+ * across runs (and processes: the device's default cache), so a run that meets
+ * configs an earlier run compiled is faster in wall time; compare curves by
+ * trial, not by time. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,7 +142,7 @@ static void remove_db(const char *path) {
 static void usage(const char *argv0) {
     fprintf(stderr,
             "usage: %s [--trials T] [--seeds S] [--layers LIST] [--models LIST] [--out DIR]\n"
-            "          [--time-limit-per-run SEC] [--early-stop N] [--batch N] [--device D]\n"
+            "          [--time-limit-per-run SEC] [--early-stop N] [--batch N] [--device D] [--keep-dbs]\n"
             "  --trials T               measurements per run (default 300)\n"
             "  --seeds S                seeds 1..S per layer and model (default 3)\n"
             "  --layers LIST            comma-separated, by name or index (default all):",
@@ -148,11 +154,12 @@ static void usage(const char *argv0) {
                     "  --time-limit-per-run SEC stop a run after SEC seconds (default: none)\n"
                     "  --early-stop N           mt_tune's early stop (default 0: never)\n"
                     "  --batch N                configs per round (default mt_tune's, 8)\n"
-                    "  --device D               opencl:N, cuda:N or N (default: the first device)\n");
+                    "  --device D               opencl:N, cuda:N or N (default: the first device)\n"
+                    "  --keep-dbs               keep each run's records database (default: deleted after the run)\n");
 }
 
 int main(int argc, char **argv) {
-    int trials = 300, nseeds = 3, early_stop = 0, batch = 0;
+    int trials = 300, nseeds = 3, early_stop = 0, batch = 0, keep_dbs = 0;
     double time_limit = 0;
     const char *outdir = "bench/results", *device = NULL, *layer_list = NULL, *model_list = NULL;
     for (int i = 1; i < argc; i++) {
@@ -167,6 +174,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--early-stop") && has) early_stop = atoi(argv[++i]);
         else if (!strcmp(a, "--batch") && has) batch = atoi(argv[++i]);
         else if (!strcmp(a, "--device") && has) device = argv[++i];
+        else if (!strcmp(a, "--keep-dbs")) keep_dbs = 1;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(argv[0]);
             return 0;
@@ -291,7 +299,7 @@ int main(int argc, char **argv) {
                     if (sum.ntasks > 0) snprintf(r->best_template, sizeof r->best_template, "%s", sum.tasks[0].best_template);
                     mt_tune_summary_free(&sum);
                 }
-                remove_db(db_path);
+                if (!keep_dbs) remove_db(db_path);
                 for (int t = 0; t < r->n; t++)
                     fprintf(csv, "%s,%s,%d,%d,%.4f,%.4f,%.3f\n", layers[r->layer].name, models[r->model], r->seed, t + 1, r->best[t], r->gflops[t],
                             r->elapsed[t]);
@@ -302,7 +310,8 @@ int main(int argc, char **argv) {
             }
         }
     }
-    rmdir(tmpdir);
+    if (keep_dbs) fprintf(stderr, "tune_curves: databases kept in %s\n", tmpdir);
+    else rmdir(tmpdir);
     fclose(csv);
     if (stop_requested) {
         fprintf(stderr, "tune_curves: interrupted after %d of %d runs; the summary covers those\n", done_runs, nruns);
@@ -335,7 +344,8 @@ int main(int argc, char **argv) {
                 "database; a trial is one measurement (failed ones included). Cells: mean over seeds of the best GFLOP/s found\n"
                 "after that many trials (min-max in brackets). \"To 90%%\": trials until a run first reached 90%% of the best\n"
                 "GFLOP/s any run found on that layer, mean over the runs that reached it (how many did). Curves:\n"
-                "`tune_curves.png` (bench/plot.py), data: `tune_curves.csv`.\n\n");
+                "`tune_curves.png` (bench/plot.py), data: `tune_curves.csv` (its elapsed_s includes compile time, and\n"
+                "compiled kernels are cached across runs, so compare the models by trial, not by time).\n\n");
     fprintf(md, "| layer | model |");
     for (int c = 0; c < ncp; c++) fprintf(md, " @%d |", cps[c]);
     fprintf(md, " to 90%% | runs short of %d trials |\n|---|---|", trials);

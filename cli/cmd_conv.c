@@ -222,7 +222,8 @@ int mt_cmd_conv(int argc, char **argv) {
             for (;;) {
                 tries[i]++;
                 mt_space_random(&ts[i].space, &rng, &c);
-                if (opts[O_SOURCE].given || mt_template_check(ts[i].t, &wl, &ts[i].space, &c, &lim, err, sizeof err) == MT_OK) {
+                /* Printing sources needs no device: only the template must realise the config. */
+                if (mt_template_check(ts[i].t, &wl, &ts[i].space, &c, opts[O_SOURCE].given ? NULL : &lim, err, sizeof err) == MT_OK) {
                     which[ncfg] = i;
                     cfgs[ncfg++] = c;
                     break;

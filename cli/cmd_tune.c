@@ -273,11 +273,8 @@ int mt_cmd_tune(int argc, char **argv) {
     sigaction(SIGTERM, &old_term, NULL);
     if (pc.tty && !pc.json) printf("\n");
     mt_tasks_free(tasks);
-    if (st != MT_OK) {
-        fprintf(stderr, "mtgpu tune: %s\n", err);
-        return MT_EXIT_FAIL;
-    }
-    print_summary(&sum, target, pc.json);
+    if (st != MT_OK) fprintf(stderr, "mtgpu tune: %s\n", err);
+    if (sum.tasks) print_summary(&sum, target, pc.json);
     mt_tune_summary_free(&sum);
-    return MT_EXIT_OK;
+    return st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
 }

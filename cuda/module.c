@@ -111,7 +111,7 @@ static mt_status nvrtc_build(const char *src, const char *name, const char *arch
     if (r == NVRTC_ERROR_CANCELLED) {
         nvrtcDestroyProgram(prog);
         *prog = NULL;
-        return fail(log, loglen, MT_TIMEOUT, "NVRTC compilation stopped at the time limit of %.1f s", timeout_s);
+        return fail(log, loglen, MT_TIMEOUT, "NVRTC compilation stopped at the time limit of %g s", timeout_s);
     }
 
     size_t n = 0;

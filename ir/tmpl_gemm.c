@@ -12,27 +12,41 @@
  * oh*ow pixels ("flattened") and vectors cross output rows freely.
  *
  * Each work-item keeps a private accumulator tile of
- *     tile_k.reg (channels) x tile_y.reg (rows) x tile_x.reg (columns)
+ *     reg_k (channels) x reg_y (rows) x reg_x (columns)
  * outputs. Per reduction step (one input channel c, one kernel tap r, s) it
  * loads its input row pieces into a private register buffer (vectors of
- * `vec` lanes), its tile_k.reg weights into another (scalars, broadcast), and
+ * `vec` lanes), its reg_k weights into another (scalars, broadcast), and
  * does the outer product with vector FMAs; at the end it stores its tile once.
  * This is the shape that runs well on PoCL: few, wide work-items whose
- * accumulators stay in SIMD registers (~8-12 float8 vectors on AVX2).
+ * accumulators stay in SIMD registers (~12 float8 vectors on AVX2).
  *
- * Reduction order without local staging: r > s > c_outer > c_inner. The taps
- * are outermost so that the edge test can be hoisted: for each (r, s) one test
- * says whether every input pixel of the work-item's tile lies inside the
- * unpadded input; if so the c loops run with plain vector loads, else with a
- * per-vector test that falls back to per-lane loads that read zero outside the
- * input (padding, and tiles overhanging the output). Tests that can never fail
- * for a workload (no padding, no overhang) are not generated.
+ * Reduction order: c_outer > c_inner > r > s (the taps innermost, so that
+ * the weights of one channel, w[k][c][0..r-1][0..s-1], are read contiguously).
+ * Without local staging one test, hoisted above the whole reduction, says
+ * whether every tap of every pixel of the work-item's tile reads inside the
+ * unpadded input; if so the reduction runs with plain vector loads, else with
+ * a per-vector test that falls back to per-lane loads reading zero outside
+ * the input (padding, and tiles overhanging the output). Tests that can never
+ * fail for a workload (no padding, no overhang) are not generated. Each tap
+ * names its input and weight offsets once (LET), so the channel loop only adds
+ * multiples of the channel: LLVM then strength-reduces the addresses.
  *
- * With local staging the order is c_outer > r > s > c_inner: for each chunk of
- * tile_red.inner input channels the work-group copies the weights of its
- * channel block and the input patch its pixel block reads (zero-padded) into
- * local memory, then computes from there with no tests (the GPU way: one
- * global read per element per work-group).
+ * With local staging (stage_local >= 1) the work-group first copies, for
+ * each chunk of tile_red.inner input channels, the input patch its pixel
+ * block reads (zero-padded) and, for stage_local == 2, the weights of its
+ * channel block into local memory, then computes from there with no tests
+ * (the GPU way: one global read per element per work-group). With a single
+ * chunk (tile_red = [1, c/groups]) the accumulators are initialised after the
+ * barrier and no barrier follows, so none is live across a barrier: PoCL
+ * would otherwise keep them in memory. On PoCL, stage_local=1 with one chunk
+ * and several work-items along channels (thread_k) gives every work-item the
+ * same compact, contiguous input patch from L1 (NCHW spreads a tile's channels
+ * 12.5 KB apart, so a long reduction's input panel does not fit in L1).
+ *
+ * Channel tiles that overhang k/groups are shifted back (without staging) so
+ * that every weight read is real: the work-item computes channels
+ * min(k0, kg - reg_k) + i and stores those >= k0. (Clamping each row instead
+ * made LLVM vectorize the address arithmetic of the reduction loop.)
  *
  * Launch: grid axis 0 = channel blocks, axis 1 = column blocks, axis 2 =
  * (image, group, row block); work-items alike. Channel blocks vary fastest so
@@ -46,9 +60,11 @@
  *   thread_x {1,2,4,8,16}       work-items per work-group along columns
  *   reg_x    {1,2,4,8,16,24,32} columns (pixels) per work-item
  *   tile_red split of c/groups in 2 (FACTOR): outer (a serial loop), inner
- *            (always unrolled; the chunk staged at once with stage_local)
+ *            (unrolled when <= 16, else left to auto-unroll; the chunk
+ *            staged at once with stage_local)
  *   vec      {1,4,8,16}         lanes of the pixel vectors; must divide reg_x
- *   stage_local {0,1}           stage weights and input patch in local memory
+ *   stage_local {0,1,2}         local-memory stages: 0 none, 1 the input
+ *                               patch, 2 the input patch and the weights
  *   auto_unroll_max_step {0,512,1500}  mt_ir_auto_unroll on the serial loops
  *            (r, s, c outer, staging copies)
  *   unroll_explicit {0,1}       replicate unrolled bodies instead of pragmas
@@ -59,14 +75,21 @@
  * factors of 3. A config is invalid when vec does not divide reg_x or when
  * the work-item's private floats (accumulators + input and weight registers)
  * exceed MT__GEMM_MAX_PRIVATE_FLOATS. Tiles need not divide the sizes:
- * overhanging channels, rows and columns are guarded (weights read at a
- * clamped channel, inputs read as zero, stores skipped). */
+ * overhanging channels, rows and columns are guarded (see above for
+ * channels; inputs read as zero, stores skipped).
+ *
+ * PoCL note: vector accesses to the private accumulator and register arrays
+ * must compile to plain vector loads/stores for LLVM to keep them in
+ * registers; PoCL's vloadN/vstoreN on private memory are split in halves and
+ * make these kernels ~3-5x slower (a printer matter, ir/print_c.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "template-impl.h"
 
 #define MT__GEMM_MAX_PRIVATE_FLOATS 256
+/* Largest tile_red inner part that is always unrolled. */
+#define GEMM_MAX_RED_UNROLL 16
 
 
 typedef struct gemm_plan {
@@ -141,7 +164,7 @@ static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
     static const int threads_x[] = {1, 2, 4, 8, 16};
     static const int reg_x[] = {1, 2, 4, 8, 16, 24, 32};
     static const int vec[] = {1, 4, 8, 16};
-    static const int stage[] = {0, 1};
+    static const int stage[] = {0, 1, 2};
     static const int unroll[] = {0, 512, 1500};
     static const int explicit_[] = {0, 1};
     int v[16], n;
@@ -164,7 +187,7 @@ static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
     if (st == MT_OK) st = mt_space_add_split(out, "tile_red", p.cg, 2, MT_SPLIT_FACTOR, 0);
     n = clip_options(vec, 4, pow2_at_least(p.ow), v);
     if (st == MT_OK) st = mt_space_add_enum(out, "vec", v, n);
-    if (st == MT_OK) st = mt_space_add_enum(out, "stage_local", stage, 2);
+    if (st == MT_OK) st = mt_space_add_enum(out, "stage_local", stage, 3);
     if (st == MT_OK) st = mt_space_add_enum(out, "auto_unroll_max_step", unroll, 3);
     if (st == MT_OK) st = mt_space_add_enum(out, "unroll_explicit", explicit_, 2);
     if (st != MT_OK) mt_space_free(out);
@@ -367,8 +390,12 @@ static mt_stmt *tap_loops(gemm_builder *b, mt_expr *c, mt_expr *ci, enum load_mo
     mt_expr *r = loop_begin(b, &lr, "r", p->r, MT_LOOP_SERIAL);
     mt_expr *s = loop_begin(b, &ls, "s", p->s, MT_LOOP_SERIAL);
     mt_stmt *body;
-    if (mode == LOAD_LOCAL) {
+    if (mode == LOAD_LOCAL && b->wl) {
         body = reduction_step(b, c, ci, r, s, mode);
+    } else if (mode == LOAD_LOCAL) {
+        let_chain lc = {0};
+        b->tap_w = let_bind(b, &lc, "tw", mt_ir_add(k, b->w_row, mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s)));
+        body = let_wrap(b, &lc, reduction_step(b, c, ci, r, s, mode));
     } else {
         let_chain lc = {0};
         b->tap_iy = let_bind(b, &lc, "tiy", mt_ir_add(k, mad(b, b->y0, p->sh, -p->ph), mt_ir_mul(k, r, KI(b, p->dh))));
@@ -386,7 +413,9 @@ static mt_stmt *channel_loops(gemm_builder *b, mt_expr *rco_e, enum load_mode mo
     mt_kernel *k = b->k;
     gemm_loop lo, li;
     mt_expr *rco = rco_e ? rco_e : loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
-    mt_expr *ci = loop_begin(b, &li, "rci", p->rci, MT_LOOP_UNROLLED);
+    /* The chunk is unrolled; past GEMM_MAX_RED_UNROLL channels it is left
+     * to auto-unroll, so that huge chunks do not make huge kernels. */
+    mt_expr *ci = loop_begin(b, &li, "rci", p->rci, p->rci <= GEMM_MAX_RED_UNROLL ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_expr *c = mt_ir_add(k, mt_ir_mul(k, rco, KI(b, p->rci)), ci);
     mt_stmt *body = loop_end(b, &li, tap_loops(b, c, ci, mode));
     return rco_e ? body : loop_end(b, &lo, body);
@@ -439,26 +468,34 @@ static mt_stmt *copy_input(gemm_builder *b, mt_expr *e, mt_expr *rco) {
     return mt_ir_store(k, b->il, e, val);
 }
 
-static mt_stmt *reduction(gemm_builder *b) {
+/* The reduction, with the accumulator initialisation `init` placed first
+ * or, for a single staged chunk, after the copy: then no accumulator is live
+ * across a barrier (PoCL keeps such values in memory, not registers). */
+static mt_stmt *reduction(gemm_builder *b, mt_stmt *init) {
     const gemm_plan *p = b->p;
     mt_kernel *k = b->k;
-    if (!b->wl) {
+    if (!b->il) {
         /* Does every tap of every pixel of the work-item's tile read inside the input? */
         mt_expr *iy = mad(b, b->y0, p->sh, -p->ph), *ix = mad(b, b->x0, p->sw, -p->pw);
         mt_expr *cond = mt_ir_and(k, range_cond(b, iy, (int64_t)(p->yr - 1) * p->sh + (int64_t)(p->r - 1) * p->dh, p->h, b->iy_lo, b->iy_hi),
                                   range_cond(b, ix, (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw, p->w, b->ix_lo, b->ix_hi));
         mt_stmt *fast = channel_loops(b, NULL, LOAD_FAST);
-        return cond ? mt_ir_if(k, cond, fast, channel_loops(b, NULL, LOAD_GUARDED)) : fast;
+        return mt_ir_seq2(k, init, cond ? mt_ir_if(k, cond, fast, channel_loops(b, NULL, LOAD_GUARDED)) : fast);
     }
     gemm_loop lo;
     mt_expr *rco = loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
     mt_stmt_list list = {0};
-    mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->kt * p->kr * p->rci * p->r * p->s, copy_weight, rco));
-    if (b->il) mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->rci * b->pch * b->pcw, copy_input, rco));
+    if (b->wl) mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->kt * p->kr * p->rci * p->r * p->s, copy_weight, rco));
+    mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->rci * b->pch * b->pcw, copy_input, rco));
     mt_stmt_list_push(k, &list, mt_ir_barrier(k));
+    if (p->rco == 1) {
+        mt_stmt_list_push(k, &list, init);
+        mt_stmt_list_push(k, &list, channel_loops(b, rco, LOAD_LOCAL));
+        return mt_stmt_list_seq(k, &list);
+    }
     mt_stmt_list_push(k, &list, channel_loops(b, rco, LOAD_LOCAL));
-    mt_stmt_list_push(k, &list, mt_ir_barrier(k));
-    return loop_end(b, &lo, mt_stmt_list_seq(k, &list));
+    mt_stmt_list_push(k, &list, mt_ir_barrier(k)); /* before the next chunk overwrites the stage */
+    return mt_ir_seq2(k, init, loop_end(b, &lo, mt_stmt_list_seq(k, &list)));
 }
 
 /* Stores the accumulator tile, skipping overhanging channels, rows and columns. */
@@ -515,8 +552,7 @@ static mt_stmt *work_item(gemm_builder *b) {
     const int64_t nacc = (int64_t)p->kr * p->yr * p->xr;
     mt_stmt_list init = {0};
     for (int64_t a = 0; a < nacc; a += vec) mt_stmt_list_push(k, &init, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_broadcast(k, mt_ir_float(k, 0.0f), vec)));
-    mt_stmt *items[3] = {mt_stmt_list_seq(k, &init), reduction(b), epilogue(b)};
-    mt_stmt *body = mt_ir_alloc(k, b->acc, mt_ir_seq(k, items, 3));
+    mt_stmt *body = mt_ir_alloc(k, b->acc, mt_ir_seq2(k, reduction(b, mt_stmt_list_seq(k, &init)), epilogue(b)));
     if (b->il) body = mt_ir_alloc(k, b->il, body);
     if (b->wl) body = mt_ir_alloc(k, b->wl, body);
     return body;
@@ -544,8 +580,8 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
     b->iy_hi = ((int64_t)p->yo * p->yt * p->yr - 1) * p->sh - p->ph + (int64_t)(p->r - 1) * p->dh >= p->h;
     b->ix_hi = ((int64_t)p->xo * p->xt * p->xr - 1) * p->sw - p->pw + (int64_t)(p->s - 1) * p->dw >= p->w;
 
-    if (p->stage) {
-        b->wl = mt_ir_buffer(k, "wl", MT_SCOPE_LOCAL, (int64_t)p->kt * p->kr * p->rci * p->r * p->s);
+    if (p->stage >= 2) b->wl = mt_ir_buffer(k, "wl", MT_SCOPE_LOCAL, (int64_t)p->kt * p->kr * p->rci * p->r * p->s);
+    if (p->stage >= 1) {
         b->pch = (p->yt * p->yr - 1) * p->sh + (p->r - 1) * p->dh + 1;
         b->pcw = (p->xt * p->xr - 1) * p->sw + (p->s - 1) * p->dw + 1;
         b->il = mt_ir_buffer(k, "il", MT_SCOPE_LOCAL, (int64_t)p->rci * b->pch * b->pcw);

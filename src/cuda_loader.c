@@ -151,30 +151,54 @@ mt_status mt_cuda_available(char *why, size_t len) {
     return s;
 }
 
-mt_status mt_cuda_compile_check(const char *src, const char *kernel_name, int sm_arch, mt_cuda_resources *out, char *log,
-                                size_t loglen) {
+mt_cuda_check_params mt_cuda_check_default_params(void) {
+    mt_cuda_check_params p;
+    memset(&p, 0, sizeof p);
+    p.sm_arch = 90;
+    p.timeout_s = 0.0;
+    return p;
+}
+
+mt_status mt_cuda_compile_check_ex(const char *src, const char *kernel_name, const mt_cuda_check_params *params,
+                                   mt_cuda_resources *out, char *log, size_t loglen) {
     mt_cuda_resources scratch;
     if (!out) out = &scratch;
     memset(out, 0, sizeof *out);
     if (log && loglen > 0) log[0] = '\0';
+    mt_cuda_check_params p = params ? *params : mt_cuda_check_default_params();
     if (!src) return mt__fail(log, loglen, MT_INVALID_ARG, "NULL source");
-    if (sm_arch <= 0) return mt__fail(log, loglen, MT_INVALID_ARG, "sm_arch must be positive (e.g. 90 for sm_90), not %d", sm_arch);
+    if (p.sm_arch <= 0)
+        return mt__fail(log, loglen, MT_INVALID_ARG, "sm_arch must be positive (e.g. 90 for sm_90), not %d", p.sm_arch);
     const mt_cuda_module *m;
     mt_status s = mt__cuda_module(&m, log, loglen);
     if (s != MT_OK) return s;
-    return m->resources(src, kernel_name, sm_arch, out, NULL, NULL, log, loglen);
+    return m->resources(src, kernel_name, &p, out, NULL, NULL, log, loglen);
 }
 
-mt_status mt_cuda_kernel_check(const mt_kernel *k, int sm_arch, mt_cuda_resources *out, char *log, size_t loglen) {
+mt_status mt_cuda_kernel_check_ex(const mt_kernel *k, const mt_cuda_check_params *params, mt_cuda_resources *out, char *log,
+                                  size_t loglen) {
     if (out) memset(out, 0, sizeof *out);
     if (log && loglen > 0) log[0] = '\0';
     if (!k) return mt__fail(log, loglen, MT_INVALID_ARG, "NULL kernel");
     char *src = NULL;
     mt_status s = mt_kernel_print(k, MT_LANG_CUDA, &src, log, loglen);
     if (s != MT_OK) return s;
-    s = mt_cuda_compile_check(src, k->name, sm_arch, out, log, loglen);
+    s = mt_cuda_compile_check_ex(src, k->name, params, out, log, loglen);
     free(src);
     return s;
+}
+
+mt_status mt_cuda_compile_check(const char *src, const char *kernel_name, int sm_arch, mt_cuda_resources *out, char *log,
+                                size_t loglen) {
+    mt_cuda_check_params p = mt_cuda_check_default_params();
+    p.sm_arch = sm_arch;
+    return mt_cuda_compile_check_ex(src, kernel_name, &p, out, log, loglen);
+}
+
+mt_status mt_cuda_kernel_check(const mt_kernel *k, int sm_arch, mt_cuda_resources *out, char *log, size_t loglen) {
+    mt_cuda_check_params p = mt_cuda_check_default_params();
+    p.sm_arch = sm_arch;
+    return mt_cuda_kernel_check_ex(k, &p, out, log, loglen);
 }
 
 mt_status mt_cuda_check_limits(const mt_cuda_resources *r, int sm_arch, char *err, size_t errlen) {

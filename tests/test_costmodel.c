@@ -176,9 +176,11 @@ static void test_features_shape(void **state) {
     mt_space_free(&tk.sp);
 }
 
-/* The innermost loop of direct's main nest walks x inside the work-item's
- * tile: the input (global) or the staged patch is read with stride
- * `vec * stride_w` per step and the accumulators with stride vec. */
+/* Strides from the linear-coefficient analysis, independent of the order
+ * the template nests its loops in: in `direct`'s main nest the x loop inside
+ * the work-item's tile (the only loop of extent 8 here) reads the input and
+ * the accumulators with stride 1, and the two kernel-window loops (extent 3)
+ * read the weights with strides 1 and 3 and the input with strides 1 and W. */
 static void test_features_strides(void **state) {
     (void)state;
     task tk;
@@ -186,7 +188,7 @@ static void test_features_strides(void **state) {
     mt_config cfg;
     char err[256];
     assert_int_equal(mt_config_parse(&tk.sp,
-                                     "tile_f=2x1x8x1,tile_y=4x1x4x1,tile_x=1x1x4x4,tile_rc=4x4,tile_ry=1x3,tile_rx=1x3,"
+                                     "tile_f=2x1x8x1,tile_y=4x1x4x1,tile_x=1x1x2x8,tile_rc=4x4,tile_ry=1x3,tile_rx=1x3,"
                                      "auto_unroll_max_step=0,unroll_explicit=0,vec=1,stage_local=0",
                                      &cfg, err, sizeof err),
                      MT_OK);
@@ -195,21 +197,38 @@ static void test_features_strides(void **state) {
     assert_int_equal(mt_features_extract(&tk.wl, tk.t, &tk.sp, &cfg, 1, r, &dim), MT_OK);
     assert_true(r[0] == 1.0f);
     int n = (int)r[MT_FEATURES_KERNEL_OFF + 19];
-    const float *last = r + MT_FEATURES_LOOP_OFF + MT_FEATURES_PER_LOOP * (n - 1);
-    assert_float_equal(last[0], log2(1.0 + 4), 1e-6);                 /* xv: 4 steps of one lane */
-    assert_float_equal(last[1 + MT_LOOP_SERIAL], 1.0, 0);             /* serial (no auto-unroll) */
-    assert_float_equal(last[11 + 3 * 4], log2(1.0 + 1), 1e-6);        /* private acc / xreg: stride 1 */
-    /* first loop: the block loop over (n, f-blocks) */
-    const float *first = r + MT_FEATURES_LOOP_OFF;
-    assert_float_equal(first[1 + MT_LOOP_BLOCK], 1.0, 0);
-    assert_float_equal(first[10], 3.0, 0); /* axis 2 */
-    /* weights: the fused reduction loops read them with strides 1 (rx), 3 (ry) */
-    int seen_w3 = 0;
+    assert_true(n > 0 && n <= MT_FEATURES_LOOPS);
+#define LOOP(l, f) r[MT_FEATURES_LOOP_OFF + MT_FEATURES_PER_LOOP * (l) + (f)]
+#define STRIDE(l, role) LOOP(l, 11 + 3 * (role))
+    const float s1 = (float)log2(2.0), s3 = (float)log2(4.0), s16 = (float)log2(17.0);
+    int n8 = 0, n3 = 0, w1 = 0, w3 = 0, i1 = 0, i16 = 0;
     for (int l = 0; l < n; l++) {
-        const float *lp = r + MT_FEATURES_LOOP_OFF + MT_FEATURES_PER_LOOP * l;
-        if (lp[11 + 3 * 1] == (float)log2(1.0 + 3)) seen_w3 = 1;
+        float ext = LOOP(l, 0);
+        if (ext == (float)log2(9.0) && LOOP(l, 1 + MT_LOOP_SERIAL) == 1.0f) {
+            n8++;
+            assert_float_equal(STRIDE(l, 0), s1, 1e-6); /* input */
+            assert_float_equal(STRIDE(l, 4), s1, 1e-6); /* private accumulators */
+            assert_float_equal(STRIDE(l, 1), 0, 0);     /* weights do not move with x */
+        }
+        if (ext == (float)log2(4.0) && LOOP(l, 1 + MT_LOOP_SERIAL) == 1.0f) {
+            n3++;
+            w1 += STRIDE(l, 1) == s1;
+            w3 += STRIDE(l, 1) == s3;
+            i1 += STRIDE(l, 0) == s1;
+            i16 += STRIDE(l, 0) == s16;
+        }
     }
-    assert_true(seen_w3);
+    assert_int_equal(n8, 1);
+    assert_int_equal(n3, 2);
+    assert_int_equal(w1, 1);
+    assert_int_equal(w3, 1);
+    assert_int_equal(i1, 1);
+    assert_int_equal(i16, 1);
+    /* the outermost loop is a launch loop, with its axis */
+    assert_float_equal(LOOP(0, 1 + MT_LOOP_BLOCK), 1.0, 0);
+    assert_true(LOOP(0, 10) >= 1.0f);
+#undef STRIDE
+#undef LOOP
     /* names */
     char name[64];
     assert_true(mt_features_name(0, name, sizeof name) > 0);
@@ -300,6 +319,9 @@ static void test_create_errors(void **state) {
     mt_costmodel_params p = mt_costmodel_default_params();
     p.xgb_rounds = 0;
     assert_int_equal(mt_costmodel_create("xgb", &p, &m, err, sizeof err), MT_INVALID_ARG);
+    p = mt_costmodel_default_params();
+    p.xgb_loss = (mt_xgb_loss)7;
+    assert_int_equal(mt_costmodel_create("xgb", &p, &m, err, sizeof err), MT_INVALID_ARG);
     assert_true(mt_costmodel_kind_count() >= 2);
     assert_string_equal(mt_costmodel_kind_at(0), "random");
     assert_null(mt_costmodel_kind_at(-1));
@@ -316,8 +338,9 @@ static void test_create_errors(void **state) {
         tk.t = mt_template_find("direct");
         assert_int_equal(mt_template_space(tk.t, &tk.wl, &tk.sp), MT_OK);
         mt_config c;
+        double cc;
         uint64_t rng = 1;
-        mt_space_random(&tk.sp, &rng, &c);
+        draw(&tk, &rng, 1, 1, &c, &cc);
         /* malformed samples and queries */
         mt_cm_sample s = {.wl = &tk.wl, .tmpl = tk.t, .space = &tk.sp, .cfg = c, .cost_ms = -1, .failed = 0};
         assert_int_equal(mt_costmodel_fit(m, &s, 1), MT_INVALID_ARG);
@@ -382,8 +405,10 @@ static void test_random_model(void **state) {
 }
 
 /* xgb learns the synthetic ranking from 200 samples; shuffled labels do not. */
-static void test_xgb_ranking(void **state) {
-    (void)state;
+static void xgb_ranking(mt_xgb_loss loss) {
+    const char *lname = loss == MT_XGB_LOSS_RANK ? "rank" : "reg";
+    mt_costmodel_params params = mt_costmodel_default_params();
+    params.xgb_loss = loss;
     task tk;
     tk.wl = wl_conv();
     tk.t = mt_template_find("direct");
@@ -401,7 +426,7 @@ static void test_xgb_ranking(void **state) {
 
     mt_costmodel *m;
     char err[256];
-    assert_int_equal(mt_costmodel_create("xgb", NULL, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create("xgb", &params, &m, err, sizeof err), MT_OK);
     double t0 = now_s();
     mt_status fst = mt_costmodel_fit(m, smp, NTRAIN);
     if (fst != MT_OK) printf("# fit: %s\n", mt_costmodel_last_error(m));
@@ -415,9 +440,9 @@ static void test_xgb_ranking(void **state) {
     assert_int_equal(pst, MT_OK);
     double t_pred = now_s() - t0;
     double acc = pairwise_accuracy(ctest, score, NTEST);
-    printf("# xgb: fit on %d samples %.2f s; pairwise accuracy on %d held-out configs %.3f; "
+    printf("# xgb/%s: fit on %d samples %.2f s; pairwise accuracy on %d held-out configs %.3f; "
            "predict %d candidates %.3f s (%.0f/s)\n",
-           NTRAIN, t_fit, NTEST, acc, NPRED, t_pred, NPRED / t_pred);
+           lname, NTRAIN, t_fit, NTEST, acc, NPRED, t_pred, NPRED / t_pred);
     assert_true(acc > 0.75);
     assert_true(t_pred < 10.0);
 
@@ -442,7 +467,7 @@ static void test_xgb_ranking(void **state) {
     assert_int_equal(mt_costmodel_trained(m), NTRAIN + 100);
     assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score), MT_OK);
     double acc2 = pairwise_accuracy(ctest, score, NTEST);
-    printf("# xgb: after update to %d samples: accuracy %.3f\n", NTRAIN + 100, acc2);
+    printf("# xgb/%s: after update to %d samples: accuracy %.3f\n", lname, NTRAIN + 100, acc2);
     assert_true(acc2 > 0.75);
     mt_costmodel_free(m);
 
@@ -455,11 +480,11 @@ static void test_xgb_ranking(void **state) {
         ctrain[j] = t;
     }
     to_samples(&tk, train, ctrain, NTRAIN, smp);
-    assert_int_equal(mt_costmodel_create("xgb", NULL, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create("xgb", &params, &m, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_fit(m, smp, NTRAIN), MT_OK);
     assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score), MT_OK);
     double acc_shuf = pairwise_accuracy(ctest, score, NTEST);
-    printf("# xgb: shuffled labels: accuracy %.3f\n", acc_shuf);
+    printf("# xgb/%s: shuffled labels: accuracy %.3f\n", lname, acc_shuf);
     assert_true(acc_shuf < 0.65);
     mt_costmodel_free(m);
 
@@ -467,10 +492,21 @@ static void test_xgb_ranking(void **state) {
     mt_space_free(&tk.sp);
 }
 
+static void test_xgb_ranking_reg(void **state) {
+    (void)state;
+    xgb_ranking(MT_XGB_LOSS_REG);
+}
+
+static void test_xgb_ranking_rank(void **state) {
+    (void)state;
+    xgb_ranking(MT_XGB_LOSS_RANK);
+}
+
 /* Samples of two workloads and two templates in one model: ranking groups per
  * (workload, template), still ranks each. All failed: fits, no crash. */
-static void test_xgb_mixed(void **state) {
-    (void)state;
+static void xgb_mixed(mt_xgb_loss loss) {
+    mt_costmodel_params params = mt_costmodel_default_params();
+    params.xgb_loss = loss;
     task a, b;
     a.wl = wl_conv();
     a.t = mt_template_find("direct");
@@ -490,14 +526,14 @@ static void test_xgb_mixed(void **state) {
     for (int i = 0; i < N; i++) s[N + i].cost_ms *= 7.0; /* another scale entirely */
     mt_costmodel *m;
     char err[256];
-    assert_int_equal(mt_costmodel_create("xgb", NULL, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create("xgb", &params, &m, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_fit(m, s, 2 * N), MT_OK);
     mt_cm_query qa = {&a.wl, a.t, &a.sp}, qb = {&b.wl, b.t, &b.sp};
     assert_int_equal(mt_costmodel_predict(m, &qa, ca + N, T, sc), MT_OK);
     double acc_a = pairwise_accuracy(ka + N, sc, T);
     assert_int_equal(mt_costmodel_predict(m, &qb, cb + N, T, sc), MT_OK);
     double acc_b = pairwise_accuracy(kb + N, sc, T);
-    printf("# xgb mixed workloads: accuracy %.3f / %.3f\n", acc_a, acc_b);
+    printf("# xgb/%s mixed workloads: accuracy %.3f / %.3f\n", loss == MT_XGB_LOSS_RANK ? "rank" : "reg", acc_a, acc_b);
     assert_true(acc_a > 0.7 && acc_b > 0.7);
 
     /* all failed */
@@ -509,6 +545,12 @@ static void test_xgb_mixed(void **state) {
     mt_space_free(&b.sp);
 }
 
+static void test_xgb_mixed(void **state) {
+    (void)state;
+    xgb_mixed(MT_XGB_LOSS_REG);
+    xgb_mixed(MT_XGB_LOSS_RANK);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_features_shape),
@@ -516,7 +558,8 @@ int main(void) {
         cmocka_unit_test(test_features_invalid_and_other_templates),
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_random_model),
-        cmocka_unit_test(test_xgb_ranking),
+        cmocka_unit_test(test_xgb_ranking_reg),
+        cmocka_unit_test(test_xgb_ranking_rank),
         cmocka_unit_test(test_xgb_mixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -392,6 +392,26 @@ static void test_bad_inputs(void **state) {
     assert_int_equal(mt_cuda_compile_check("int x = ;", NULL, SM, NULL, NULL, 0), MT_BUILD);
 }
 
+/* A compile that runs past its time limit stops with MT_TIMEOUT. */
+static void test_timeout(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    mt_cuda_check_params p = mt_cuda_check_default_params();
+    p.timeout_s = 1e-6;
+    mt_cuda_resources r;
+    char log[1024];
+    double t0 = now_s();
+    mt_status s = mt_cuda_compile_check_ex(SAXPY_TILE, "tile", &p, &r, log, sizeof log);
+    printf("timeout 1 us: %s after %.2f s: %s\n", mt_status_name(s), now_s() - t0, log);
+    assert_int_equal(s, MT_TIMEOUT);
+    assert_non_null(strstr(log, "time limit"));
+    assert_int_equal(r.registers, 0);
+    p.timeout_s = 60.0;
+    assert_int_equal(mt_cuda_compile_check_ex(SAXPY_TILE, "tile", &p, &r, log, sizeof log), MT_OK);
+    assert_true(r.registers > 0);
+    assert_int_equal(mt_cuda_compile_check_ex(SAXPY_TILE, "tile", NULL, &r, log, sizeof log), MT_OK); /* defaults: sm_90 */
+}
+
 /* The module's compile member: PTX and cubin, as the backend will load them. */
 static void test_module_compile(void **state) {
     (void)state;
@@ -406,21 +426,23 @@ static void test_module_compile(void **state) {
     printf("toolkit: %s\n", ver);
     assert_non_null(strstr(ver, "NVRTC"));
 
+    mt_cuda_check_params p = mt_cuda_check_default_params();
+    assert_int_equal(p.sm_arch, 90);
     char *out = NULL;
     size_t len = 0;
-    assert_int_equal(m->compile(SAXPY_TILE, "tile", SM, MT_CUDA_OUTPUT_PTX, &out, &len, log, sizeof log), MT_OK);
+    assert_int_equal(m->compile(SAXPY_TILE, "tile", &p, MT_CUDA_OUTPUT_PTX, &out, &len, log, sizeof log), MT_OK);
     assert_non_null(out);
     assert_true(len > 0);
     assert_non_null(strstr(out, ".entry tile"));
     m->free_buffer(out);
 
-    assert_int_equal(m->compile(SAXPY_TILE, "tile", SM, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_OK);
+    assert_int_equal(m->compile(SAXPY_TILE, "tile", &p, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_OK);
     assert_non_null(out);
     assert_true(len > 4);
     assert_memory_equal(out, "\177ELF", 4);
     m->free_buffer(out);
 
-    assert_int_equal(m->compile("broken(", "tile", SM, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_BUILD);
+    assert_int_equal(m->compile("broken(", "tile", &p, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_BUILD);
     assert_null(out);
 
     /* ptxas inside NVRTC refuses 64 KiB of static shared memory: a config over the limits. */
@@ -430,13 +452,13 @@ static void test_module_compile(void **state) {
                               "    __syncthreads();\n"
                               "    p[threadIdx.x] = s[(threadIdx.x * 97) & 16383];\n"
                               "}\n";
-    assert_int_equal(m->compile(big, "big", SM, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_INVALID_CONFIG);
+    assert_int_equal(m->compile(big, "big", &p, MT_CUDA_OUTPUT_CUBIN, &out, &len, log, sizeof log), MT_INVALID_CONFIG);
     assert_null(out);
     assert_non_null(strstr(log, "shared"));
 
     /* resources can hand back the linked cubin too. */
     mt_cuda_resources r;
-    assert_int_equal(m->resources(SAXPY_TILE, "tile", SM, &r, &out, &len, log, sizeof log), MT_OK);
+    assert_int_equal(m->resources(SAXPY_TILE, "tile", &p, &r, &out, &len, log, sizeof log), MT_OK);
     assert_non_null(out);
     assert_int_equal(len, r.cubin_bytes);
     m->free_buffer(out);
@@ -459,11 +481,12 @@ typedef struct tmpl_job {
 } tmpl_job;
 
 /* Samples random configs of job until one builds and fits the launch limits
- * (at most `attempts` tries); compile-checks it for sm_90. Returns 1 when a
- * kernel was checked, 0 when none of the tries gave one. */
-static int check_one_config(tmpl_job *job, const mt_device_limits *lim, uint64_t *rng, int attempts, int *rejected) {
+ * (at most `attempts` tries, none after `deadline`) and compile-checks it
+ * for sm_90. Returns 1 when a kernel was checked, 0 when no try gave one. */
+static int check_one_config(tmpl_job *job, const mt_device_limits *lim, uint64_t *rng, int attempts, double deadline,
+                            int *rejected, int *timeouts) {
     char err[1024];
-    for (int attempt = 0; attempt < attempts; attempt++) {
+    for (int attempt = 0; attempt < attempts && now_s() < deadline; attempt++) {
         mt_config cfg;
         mt_space_random(&job->sp, rng, &cfg);
         char cfgtext[512];
@@ -486,7 +509,17 @@ static int check_one_config(tmpl_job *job, const mt_device_limits *lim, uint64_t
         mt_cuda_resources r;
         char log[16384];
         double t0 = now_s();
-        s = mt_cuda_kernel_check(k, SM, &r, log, sizeof log);
+        mt_cuda_check_params p = mt_cuda_check_default_params();
+        p.sm_arch = SM;
+        p.timeout_s = 10.0; /* some configs unroll into minutes of NVRTC */
+        s = mt_cuda_kernel_check_ex(k, &p, &r, log, sizeof log);
+        if (s == MT_TIMEOUT) {
+            printf("%s %s [%s]: over the %.0f s compile limit, another config\n", mt_template_name(job->t), job->wl_text, cfgtext,
+                   p.timeout_s);
+            (*timeouts)++;
+            mt_kernel_free(k);
+            continue;
+        }
         if (s != MT_OK) {
             char *src = NULL;
             if (mt_kernel_print(k, MT_LANG_CUDA, &src, err, sizeof err) == MT_OK) printf("source:\n%s\n", src);
@@ -552,7 +585,7 @@ static void test_templates(void **state) {
     const double budget_s = 40.0;
     double t0 = now_s();
     uint64_t rng = 0x5eed;
-    int checked = 0, rejected = 0, out_of_time = 0;
+    int checked = 0, rejected = 0, timeouts = 0, out_of_time = 0;
     for (int round = 0; round < PER_PAIR && !out_of_time; round++) {
         for (int i = 0; i < njobs; i++) {
             if (now_s() - t0 > budget_s) {
@@ -560,7 +593,7 @@ static void test_templates(void **state) {
                 break;
             }
             if (jobs[i].got < round) continue; /* found no valid config before */
-            if (check_one_config(&jobs[i], &lim, &rng, 60, &rejected)) {
+            if (check_one_config(&jobs[i], &lim, &rng, 60, t0 + budget_s, &rejected, &timeouts)) {
                 jobs[i].got++;
                 checked++;
             }
@@ -573,8 +606,9 @@ static void test_templates(void **state) {
         printf("  %s: %d kernels\n", mt_template_name(mt_template_at(ti)), n);
         untested += n == 0;
     }
-    printf("templates: %d kernels compiled for sm_%d, %d configs rejected before compiling, %.1f s%s\n", checked, SM, rejected,
-           now_s() - t0, out_of_time ? " (stopped at the time budget)" : "");
+    printf("templates: %d kernels compiled for sm_%d, %d configs rejected before compiling, %d over the compile time limit, "
+           "%.1f s%s\n",
+           checked, SM, rejected, timeouts, now_s() - t0, out_of_time ? " (stopped at the time budget)" : "");
     for (int i = 0; i < njobs; i++) mt_space_free(&jobs[i].sp);
     free(jobs);
     assert_true(checked > 0);
@@ -596,6 +630,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_syntax_error),
         cmocka_unit_test(test_big_shared),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_module_compile),
         cmocka_unit_test(test_templates),
     };

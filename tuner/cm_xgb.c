@@ -1,11 +1,13 @@
 /* The "xgb" cost model: AutoTVM's XGBoost baseline through XGBoost's C API.
  *
  * Rows are loop-nest features (mtgpu/features.h) of every sample seen since
- * the last fit; labels are throughputs normalised per ranking group, i.e. per
- * (workload, template): min cost / cost, so the group's best is 1 and failed
- * configs are 0. Training uses AutoTVM's parameters (max_depth 3, gamma 1e-4,
- * min_child_weight 1, subsample 1, eta 0.3, lambda 1, alpha 0,
- * rank:pairwise) and its early stop: every 5 rounds the model ranks its own
+ * the last fit; labels are throughputs normalised per (workload, template):
+ * min cost / cost, so the group's best is 1 and failed configs are 0.
+ * Training uses AutoTVM's parameters (max_depth 3, gamma 1e-4,
+ * min_child_weight 1, subsample 1, eta 0.3, lambda 1, alpha 0) with its
+ * "reg" loss (reg:squarederror) or its "rank" loss (rank:pairwise, the
+ * (workload, template) groups as query groups), and AutoTVM's early stop:
+ * every 5 rounds the model ranks its own
  * training rows, and training stops when the average recall curve up to the
  * plan size has not improved for xgb_early_stop rounds. Each fit or update
  * trains a new booster from scratch on all stored rows (as AutoTVM does);
@@ -243,7 +245,7 @@ static mt_status set_params(BoosterHandle b, const mt_costmodel_params *p, int t
     const char *kv[][2] = {
         {"booster", "gbtree"},   {"max_depth", depth}, {"gamma", "0.0001"}, {"min_child_weight", "1"},
         {"subsample", "1.0"},    {"eta", eta},         {"lambda", "1"},     {"alpha", "0"},
-        {"objective", "rank:pairwise"}, {"nthread", nthread}, {"seed", seed}, {"verbosity", "0"},
+        {"objective", p->xgb_loss == MT_XGB_LOSS_RANK ? "rank:pairwise" : "reg:squarederror"}, {"nthread", nthread}, {"seed", seed}, {"verbosity", "0"},
         {"tree_method", "hist"},
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
@@ -348,7 +350,7 @@ static mt_status train(xgb_cm *c, const mt_costmodel_params *p, booster *out, ch
         st = xgb_fail(err, errlen, "setting labels");
         goto done;
     }
-    if (XGDMatrixSetUIntInfo(dm, "group", sizes, (bst_ulong)ng) != 0) {
+    if (p->xgb_loss == MT_XGB_LOSS_RANK && XGDMatrixSetUIntInfo(dm, "group", sizes, (bst_ulong)ng) != 0) {
         st = xgb_fail(err, errlen, "setting groups");
         goto done;
     }

@@ -19,6 +19,7 @@ mt_costmodel_params mt_costmodel_default_params(void) {
     return (mt_costmodel_params){
         .seed = 1,
         .threads = 2,
+        .xgb_loss = MT_XGB_LOSS_REG,
         .xgb_rounds = 200,
         .xgb_early_stop = 30,
         .xgb_max_depth = 3,
@@ -42,6 +43,8 @@ mt_status mt_costmodel_create(const char *kind, const mt_costmodel_params *p, mt
     }
     mt_costmodel_params params = p ? *p : mt_costmodel_default_params();
     if (params.threads < 1) params.threads = 1;
+    if (params.xgb_loss != MT_XGB_LOSS_REG && params.xgb_loss != MT_XGB_LOSS_RANK)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: unknown xgb_loss %d", (int)params.xgb_loss);
     if (params.xgb_rounds < 1 || params.xgb_max_depth < 1 || !(params.xgb_eta > 0) || params.xgb_early_stop < 0 || params.plan_size < 1)
         return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: rounds, depth, eta and plan_size must be positive");
     mt_costmodel *m = calloc(1, sizeof *m);

@@ -152,12 +152,12 @@ static double network_ms(const mt_tune_task_result *tr, int ntasks) {
 }
 
 mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params, mt_tune_summary *out, char *err, size_t errlen) {
+    if (out) memset(out, 0, sizeof *out);
     if (!tasks || ntasks <= 0 || !params || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no tasks");
     mt_tune_params p = *params;
     if (p.batch <= 0) p.batch = 8;
     if (!p.cost_model) p.cost_model = "xgb";
     int use_model = strcmp(p.cost_model, "random") != 0;
-    memset(out, 0, sizeof *out);
     double t0 = now_s();
 
     mt_status st = MT_OK;
@@ -171,6 +171,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     mt_measurer_result *results = NULL;
     mt_record *records = NULL;
     mt_cm_sample *samples = NULL;
+    int done_total = 0, measured_this_run = 0;
     mt_tune_task_result *tr = calloc((size_t)ntasks, sizeof *tr);
     if (!tr) return mt__fail(err, errlen, MT_NOMEM, "tune: out of memory");
     for (int i = 0; i < ntasks; i++) {
@@ -261,7 +262,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         u->rounds = u->trials > 0;
         if (p.early_stop > 0 && u->trials - u->last_improvement >= p.early_stop) u->done = 1;
     }
-    int done_total = out->resumed;
+    done_total = out->resumed;
     fill_task_results(units, nunits, tr, ntasks);
     if (p.progress) {
         mt_tune_progress pr = {.task = -1, .trials_done = done_total, .trials_total = p.trials, .eta_s = -1, .tasks = tr, .ntasks = ntasks,
@@ -278,7 +279,6 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         goto done;
     }
     double run_start = now_s();
-    int measured_this_run = 0;
     while (done_total < p.trials) {
         if (p.stop && *p.stop) {
             out->interrupted = 1;
@@ -421,18 +421,15 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         }
     }
     st = MT_OK;
-    fill_task_results(units, nunits, tr, ntasks);
+done:
+    /* Also on error: the summary holds what was measured (and committed) before it. */
+    out->wall_s = now_s() - t0;
     out->measured_this_run = measured_this_run;
     out->trials_done = done_total;
-done:
-    out->wall_s = now_s() - t0;
-    if (st == MT_OK) {
-        out->tasks = tr;
-        out->ntasks = ntasks;
-        out->network_ms = network_ms(tr, ntasks);
-    } else {
-        free(tr);
-    }
+    if (units) fill_task_results(units, nunits, tr, ntasks);
+    out->tasks = tr;
+    out->ntasks = ntasks;
+    out->network_ms = network_ms(tr, ntasks);
     for (int j = 0; j < nunits; j++) {
         mt_search_free(units[j].search);
         if (units[j].have_space) mt_space_free(&units[j].space);

@@ -71,8 +71,9 @@ mt_status mt_cuda_available(char *why, size_t len);
  * resource report, on failure the errors), always NUL-terminated and
  * truncated to loglen.
  * Returns MT_BUILD when the source does not compile; MT_INVALID_CONFIG when
- * it compiles but cannot link because it exceeds a hardware limit (too much
- * shared or local memory); MT_NOT_FOUND when there is no such kernel;
+ * it compiles but exceeds a hardware limit (too much shared or local memory;
+ * static shared memory over MT_CUDA_MAX_STATIC_SHARED is seen in the PTX and
+ * rejected before linking, with shared_bytes set); MT_NOT_FOUND when there is no such kernel;
  * MT_UNSUPPORTED when NVRTC does not know the architecture; MT_UNAVAILABLE
  * when the module cannot be loaded. *out (may be NULL) is zeroed first and,
  * where ptxas still reported figures for a kernel that failed to link,

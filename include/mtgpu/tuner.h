@@ -83,7 +83,8 @@ typedef struct mt_tune_summary {
  * with the largest such gain; units that exhausted their space or stopped
  * early are skipped. Returns MT_OK also when interrupted or out of time (see
  * the summary); errors are for what prevents tuning (database, device,
- * worker). */
+ * worker). On success and on error *out holds what was measured; free it
+ * with mt_tune_summary_free. */
 mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *p, mt_tune_summary *out, char *err, size_t errlen);
 void mt_tune_summary_free(mt_tune_summary *s);
 
