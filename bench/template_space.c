@@ -15,6 +15,7 @@
 
 #include "mtgpu/device.h"
 #include "mtgpu/measure.h"
+#include "mtgpu/measurer.h"
 #include "mtgpu/template.h"
 
 static const struct {
@@ -76,24 +77,28 @@ int main(int argc, char **argv) {
     fprintf(md, "# Template spaces on %s\n\n", di->name);
     fprintf(md, "Generated %s by `bench/run_template_space.sh` (`bench_template_space --configs %d --seed %llu`).\n", date, nconfigs, seed);
     fprintf(md, "%d random valid configs per template and layer, each built, checked against the CPU reference and timed\n", nconfigs);
-    fprintf(md, "(median of >= 3 runs). Device: %s (%s), driver %s. Peak: measured %.0f GFLOP/s (FMA microkernel), nominal %.0f GFLOP/s.\n\n",
+    fprintf(md, "(median of >= 3 runs; compiled in parallel, timed one at a time in the measurement worker). Device: %s (%s), driver %s. Peak: measured %.0f GFLOP/s (FMA microkernel), nominal %.0f GFLOP/s.\n\n",
             di->name, di->platform, di->driver, measured_peak, nominal_peak);
     fprintf(md, "| layer | template | measured | failed | best GFLOP/s | median | worst | best %% of measured peak | best %% of nominal peak | best config |\n");
     fprintf(md, "|---|---|---|---|---|---|---|---|---|---|\n");
     printf("%-28s %-9s %5s %5s %8s %8s %8s %7s %7s\n", "layer", "template", "ok", "fail", "best", "median", "worst", "%meas", "%nom");
     int rc = 0;
-    mt_measure_params mp = mt_measure_default_params();
-    mp.min_time_ms = 20;
-    mp.max_repeats = 10;
+    /* Compiles run in parallel (one thread per core) and timing one kernel at a
+     * time in the measurement worker, as when tuning. */
+    mt_measurer_params mpar = mt_measurer_default_params();
+    mpar.device = device_spec;
+    mpar.measure.min_time_ms = 20;
+    mpar.measure.max_repeats = 10;
+    mt_measurer *meas = NULL;
+    if (mt_measurer_start(&mpar, &meas, NULL, err, sizeof err) != MT_OK) {
+        fprintf(stderr, "template_space: %s\n", err);
+        return 1;
+    }
+    mt_device_limits lim = mt_device_get_limits(dev);
+    enum { BATCH = 8 };
     for (int l = 0; l < NLAYERS; l++) {
         mt_workload wl;
         if (mt_workload_parse(layers[l].workload, &wl, err, sizeof err) != MT_OK) return 1;
-        mt_conv_bench *bench = NULL;
-        if (mt_conv_bench_new(dev, &wl, seed, &bench, err, sizeof err) != MT_OK) {
-            fprintf(stderr, "template_space: %s\n", err);
-            return 1;
-        }
-        mt_device_limits lim = mt_device_get_limits(dev);
         for (int ti = 0; ti < mt_template_count(); ti++) {
             const mt_template *t = mt_template_at(ti);
             if (!mt_template_accepts(t, &wl)) continue;
@@ -104,25 +109,33 @@ int main(int argc, char **argv) {
             int ok = 0, failed = 0, draws = 0;
             uint64_t rng = seed * 7919 + (uint64_t)ti * 104729 + (uint64_t)l;
             while (ok + failed < nconfigs && draws < 200 * nconfigs) {
-                mt_config cfg;
-                mt_space_random(&sp, &rng, &cfg);
-                draws++;
-                if (mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err) != MT_OK) continue;
-                mt_measure_result r;
-                mt_conv_bench_measure(bench, t, &sp, &cfg, &mp, &r);
-                char ctext[1024];
-                mt_config_format(&sp, &cfg, ctext, sizeof ctext);
-                fprintf(csv, "\"%s\",\"%s\",%s,\"%s\",%s,%.6f,%.3f,%.3g,%.3f\n", layers[l].label, layers[l].workload, mt_template_name(t), ctext,
-                        mt_status_name(r.status), r.median_ms, r.gflops, r.max_rel_err, r.build_s);
-                fflush(csv);
-                if (r.status == MT_OK) {
-                    if (ok == 0 || r.gflops > gf[0]) snprintf(best_cfg, sizeof best_cfg, "%s", ctext);
-                    gf[ok++] = r.gflops;
-                    qsort(gf, (size_t)ok, sizeof *gf, cmp_desc);
-                } else {
-                    failed++;
-                    fprintf(stderr, "template_space: %s %s: %s: %s\n", mt_template_name(t), ctext, mt_status_name(r.status), r.message);
+                mt_config cfgs[BATCH];
+                int n = 0;
+                while (n < BATCH && ok + failed + n < nconfigs && draws < 200 * nconfigs) {
+                    mt_space_random(&sp, &rng, &cfgs[n]);
+                    draws++;
+                    if (mt_template_check(t, &wl, &sp, &cfgs[n], &lim, err, sizeof err) == MT_OK) n++;
                 }
+                mt_measurer_result res[BATCH];
+                if (n == 0) break;
+                if (mt_measurer_measure_batch(meas, &wl, t, &sp, cfgs, n, res, err, sizeof err) != MT_OK)
+                    fprintf(stderr, "template_space: batch: %s\n", err);
+                for (int j = 0; j < n; j++) {
+                    const mt_measure_result *r = &res[j].m;
+                    char ctext[1024];
+                    mt_config_format(&sp, &cfgs[j], ctext, sizeof ctext);
+                    fprintf(csv, "\"%s\",\"%s\",%s,\"%s\",%s,%.6f,%.3f,%.3g,%.3f\n", layers[l].label, layers[l].workload, mt_template_name(t),
+                            ctext, mt_status_name(r->status), r->median_ms, r->gflops, r->max_rel_err, r->build_s);
+                    if (r->status == MT_OK) {
+                        if (ok == 0 || r->gflops > gf[0]) snprintf(best_cfg, sizeof best_cfg, "%s", ctext);
+                        gf[ok++] = r->gflops;
+                        qsort(gf, (size_t)ok, sizeof *gf, cmp_desc);
+                    } else {
+                        failed++;
+                        fprintf(stderr, "template_space: %s %s: %s: %s\n", mt_template_name(t), ctext, mt_status_name(r->status), r->message);
+                    }
+                }
+                fflush(csv);
             }
             if (failed) rc = 1; /* a valid config that fails is a bug */
             double best = ok ? gf[0] : 0, med = ok ? gf[ok / 2] : 0, worst = ok ? gf[ok - 1] : 0;
@@ -134,8 +147,8 @@ int main(int argc, char **argv) {
             free(gf);
             mt_space_free(&sp);
         }
-        mt_conv_bench_free(bench);
     }
+    mt_measurer_stop(meas);
     fprintf(md, "\nReference on this machine (../shared/data/reference_times_this_machine.md): oneDNN runs these layers at about 227 and 238 GFLOP/s.\n");
     fclose(csv);
     fclose(md);

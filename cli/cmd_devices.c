@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "mtgpu/device.h"
+#include "device-info-json.h"
 #include "strbuf.h"
 
 #define MAX_DEVICES 64
@@ -40,24 +41,14 @@ int mt_cmd_devices(int argc, char **argv) {
     for (int i = 0; i < count; i++) {
         const mt_device_info *d = &infos[i];
         if (json) {
+            /* The stored description with the spec that opens the device in front. */
             mt_strbuf sb = {0};
-            mt__sb_printf(&sb, "{\"device\": \"%s:%d\", \"backend\": ", mt_backend_name(d->backend), d->index);
-            mt__sb_json_str(&sb, mt_backend_name(d->backend));
-            mt__sb_append(&sb, ", \"platform\": ");
-            mt__sb_json_str(&sb, d->platform);
-            mt__sb_append(&sb, ", \"name\": ");
-            mt__sb_json_str(&sb, d->name);
-            mt__sb_append(&sb, ", \"vendor\": ");
-            mt__sb_json_str(&sb, d->vendor);
-            mt__sb_append(&sb, ", \"driver\": ");
-            mt__sb_json_str(&sb, d->driver);
-            mt__sb_printf(&sb,
-                          ", \"is_cpu\": %s, \"compute_units\": %d, \"clock_mhz\": %d, \"global_mem_bytes\": %llu, "
-                          "\"local_mem_bytes\": %llu, \"max_work_group_size\": %lld, \"native_vector_width\": %d, "
-                          "\"peak_gflops\": %.1f, \"fingerprint\": \"%s\"}",
-                          d->is_cpu ? "true" : "false", d->compute_units, d->clock_mhz, (unsigned long long)d->global_mem_bytes,
-                          (unsigned long long)d->local_mem_bytes, (long long)d->max_work_group_size, d->native_vector_width, d->peak_gflops,
-                          d->fingerprint);
+            mt__sb_printf(&sb, "{\"device\": \"%s:%d\", ", mt_backend_name(d->backend), d->index);
+            mt_strbuf obj = {0};
+            mt__device_info_json(&obj, d);
+            if (!obj.failed) mt__sb_append(&sb, obj.data + 1);
+            else sb.failed = 1;
+            mt__sb_free(&obj);
             if (!sb.failed) puts(sb.data);
             mt__sb_free(&sb);
         } else {

@@ -55,10 +55,10 @@
  * Knobs, in order (work-group counts are derived: ceil(extent / (threads*reg))):
  *   thread_k {1,2,4,8,16}       work-items per work-group along channels
  *   reg_k    {1,2,3,4,6,8,12,16} channels per work-item (register rows)
- *   thread_y {1,2,4}            work-items per work-group along output rows
+ *   thread_y {1,2}              work-items per work-group along output rows
  *   reg_y    {1,2,3,4}          output rows per work-item
  *   thread_x {1,2,4,8,16}       work-items per work-group along columns
- *   reg_x    {1,2,4,8,16,24,32} columns (pixels) per work-item
+ *   reg_x    {1,4,8,16,24,32}   columns (pixels) per work-item
  *   tile_red split of c/groups in 2 (FACTOR): outer (a serial loop), inner
  *            (unrolled when <= 16, else left to auto-unroll; the chunk
  *            staged at once with stage_local)
@@ -159,10 +159,10 @@ static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
     gemm_canon(wl, &p);
     static const int threads_k[] = {1, 2, 4, 8, 16};
     static const int reg_k[] = {1, 2, 3, 4, 6, 8, 12, 16};
-    static const int threads_y[] = {1, 2, 4};
+    static const int threads_y[] = {1, 2};
     static const int reg_y[] = {1, 2, 3, 4};
     static const int threads_x[] = {1, 2, 4, 8, 16};
-    static const int reg_x[] = {1, 2, 4, 8, 16, 24, 32};
+    static const int reg_x[] = {1, 4, 8, 16, 24, 32};
     static const int vec[] = {1, 4, 8, 16};
     static const int stage[] = {0, 1, 2};
     static const int unroll[] = {0, 512, 1500};
@@ -176,13 +176,13 @@ static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
     if (st == MT_OK) st = mt_space_add_enum(out, "thread_k", v, n);
     n = clip_options(reg_k, 8, p.kg, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "reg_k", v, n);
-    n = clip_options(threads_y, 3, p.oh, v);
+    n = clip_options(threads_y, 2, p.oh, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "thread_y", v, n);
     n = clip_options(reg_y, 4, p.oh, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "reg_y", v, n);
     n = clip_options(threads_x, 5, p.ow, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "thread_x", v, n);
-    n = clip_options(reg_x, 7, pow2_at_least(p.ow), v);
+    n = clip_options(reg_x, 6, pow2_at_least(p.ow), v);
     if (st == MT_OK) st = mt_space_add_enum(out, "reg_x", v, n);
     if (st == MT_OK) st = mt_space_add_split(out, "tile_red", p.cg, 2, MT_SPLIT_FACTOR, 0);
     n = clip_options(vec, 4, pow2_at_least(p.ow), v);

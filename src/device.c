@@ -48,14 +48,6 @@ mt_device_params mt_device_default_params(void) {
     return p;
 }
 
-const char *mt_backend_name(mt_backend_kind b) {
-    switch (b) {
-    case MT_BACKEND_OPENCL: return "opencl";
-    case MT_BACKEND_CUDA: return "cuda";
-    case MT_BACKEND_COUNT: break;
-    }
-    return "unknown";
-}
 
 /* The backend table of kind b, or NULL with the reason in why. */
 static const mt_backend_i *backend_get(mt_backend_kind b, char *why, size_t whylen) {

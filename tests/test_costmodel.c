@@ -49,7 +49,8 @@ static void task_init(task *tk, const char *tmpl, const char *wl) {
 /* A smooth synthetic cost (ms) of a `direct` config with a known optimum of
  * 1.0: a bowl in log2(threads per block) around 128, in log2(accumulators per
  * work-item) around 16 and in log2(reduction-channel inner split) around 8,
- * times penalties for vec != 4, stage_local = 0 and auto_unroll != 512.
+ * times 7.5% per factor of two that vec is away from 4, and penalties for
+ * stage_local = 0 and auto_unroll != 512.
  * Returns -1 for configs the template cannot build. */
 static double synth_cost(const task *tk, const mt_config *cfg) {
     mt_kernel *k = NULL;
@@ -64,9 +65,10 @@ static double synth_cost(const task *tk, const mt_config *cfg) {
     double regs = (double)f[1] * f[3] * y[1] * y[3] * x[1] * x[3];
     double a = log2(threads) - 7, b = log2(regs) - 4, c = log2((double)rc[1]) - 3;
     double cost = (1 + 0.3 * a * a) * (1 + 0.2 * b * b) * (1 + 0.1 * c * c);
-    if (mt_config_value(&tk->sp, cfg, "vec") != 4) cost *= 1.15;
+    cost *= 1 + 0.075 * fabs(log2((double)mt_config_value(&tk->sp, cfg, "vec")) - 2);
     if (!mt_config_value(&tk->sp, cfg, "stage_local")) cost *= 1.3;
-    if (mt_config_value(&tk->sp, cfg, "auto_unroll_max_step") != 512) cost *= 1.1;
+    int unroll = mt_config_value(&tk->sp, cfg, "auto_unroll_max_step");
+    cost *= unroll == 512 ? 1.0 : unroll == 1500 ? 1.05 : 1.1;
     return cost;
 }
 

@@ -43,8 +43,9 @@ static void task_init(task *tk, const char *tmpl, const char *wl) {
 static const char *const WL = "n=1,c=32,h=32,w=32,k=32,r=3,s=3,pad=1";
 
 /* The synthetic cost of test_costmodel.c: optimum 1.0 ms at 128 threads per
- * block, 16 accumulators per work-item, an inner reduction split of 8, vec 4,
- * stage_local 1 and auto_unroll 512; -1 for configs that do not build. */
+ * block, 16 accumulators per work-item, an inner reduction split of 8, vec 4
+ * (7.5% per factor of two away), stage_local 1 and auto_unroll 512; -1 for
+ * configs that do not build. */
 static double synth_cost(const task *tk, const mt_config *cfg) {
     mt_kernel *k = NULL;
     char err[256];
@@ -58,9 +59,10 @@ static double synth_cost(const task *tk, const mt_config *cfg) {
     double regs = (double)f[1] * f[3] * y[1] * y[3] * x[1] * x[3];
     double a = log2(threads) - 7, b = log2(regs) - 4, c = log2((double)rc[1]) - 3;
     double cost = (1 + 0.3 * a * a) * (1 + 0.2 * b * b) * (1 + 0.1 * c * c);
-    if (mt_config_value(&tk->sp, cfg, "vec") != 4) cost *= 1.15;
+    cost *= 1 + 0.075 * fabs(log2((double)mt_config_value(&tk->sp, cfg, "vec")) - 2);
     if (!mt_config_value(&tk->sp, cfg, "stage_local")) cost *= 1.3;
-    if (mt_config_value(&tk->sp, cfg, "auto_unroll_max_step") != 512) cost *= 1.1;
+    int unroll = mt_config_value(&tk->sp, cfg, "auto_unroll_max_step");
+    cost *= unroll == 512 ? 1.0 : unroll == 1500 ? 1.05 : 1.1;
     return cost;
 }
 

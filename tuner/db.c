@@ -24,6 +24,7 @@
 #include "db-impl.h"
 #include "json.h"
 #include "strbuf.h"
+#include "device-info-json.h"
 
 #define MT__DB_APPLICATION "mtgpu"
 #define MT__DB_DEFAULT_BUSY_MS 10000
@@ -536,38 +537,11 @@ mt_status mt__db_put_device_row(mt_db *db, const char *fingerprint, const char *
 
 /* As mt_backend_name, kept here so that the database (and the fuzz harness
  * that links it) does not depend on the device layer. */
-static const char *backend_token(mt_backend_kind b) {
-    switch (b) {
-    case MT_BACKEND_OPENCL: return "opencl";
-    case MT_BACKEND_CUDA: return "cuda";
-    default: return "unknown";
-    }
-}
 
 mt_status mt_db_put_device(mt_db *db, const mt_device_info *d) {
     if (!db || !d) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL device") : MT_INVALID_ARG;
     mt_strbuf sb = {0};
-    mt__sb_append(&sb, "{\"backend\": ");
-    mt__sb_json_str(&sb, backend_token(d->backend));
-    mt__sb_printf(&sb, ", \"index\": %d, \"platform\": ", d->index);
-    mt__sb_json_str(&sb, d->platform);
-    mt__sb_append(&sb, ", \"name\": ");
-    mt__sb_json_str(&sb, d->name);
-    mt__sb_append(&sb, ", \"vendor\": ");
-    mt__sb_json_str(&sb, d->vendor);
-    mt__sb_append(&sb, ", \"driver\": ");
-    mt__sb_json_str(&sb, d->driver);
-    mt__sb_printf(&sb,
-                  ", \"is_cpu\": %d, \"compute_units\": %d, \"clock_mhz\": %d, \"global_mem_bytes\": %llu, \"local_mem_bytes\": %llu,"
-                  " \"max_alloc_bytes\": %llu, \"max_work_group_size\": %lld, \"max_work_item_sizes\": [%lld, %lld, %lld],"
-                  " \"pref_vector_width\": %d, \"native_vector_width\": %d, \"max_registers_per_thread\": %d, \"peak_gflops\": %.17g,"
-                  " \"fingerprint\": ",
-                  d->is_cpu, d->compute_units, d->clock_mhz, (unsigned long long)d->global_mem_bytes, (unsigned long long)d->local_mem_bytes,
-                  (unsigned long long)d->max_alloc_bytes, (long long)d->max_work_group_size, (long long)d->max_work_item_sizes[0],
-                  (long long)d->max_work_item_sizes[1], (long long)d->max_work_item_sizes[2], d->pref_vector_width, d->native_vector_width,
-                  d->max_registers_per_thread, isfinite(d->peak_gflops) ? d->peak_gflops : 0.0);
-    mt__sb_json_str(&sb, d->fingerprint);
-    mt__sb_append(&sb, "}");
+    mt__device_info_json(&sb, d);
     if (sb.failed) {
         mt__sb_free(&sb);
         return db_fail(db, MT_NOMEM, "db: out of memory");
@@ -575,7 +549,7 @@ mt_status mt_db_put_device(mt_db *db, const mt_device_info *d) {
     char fp[17];
     memcpy(fp, d->fingerprint, 16);
     fp[16] = '\0';
-    mt_status st = mt__db_put_device_row(db, fp, backend_token(d->backend), d->platform, d->name, d->driver, sb.data);
+    mt_status st = mt__db_put_device_row(db, fp, mt_backend_name(d->backend), d->platform, d->name, d->driver, sb.data);
     mt__sb_free(&sb);
     return st;
 }

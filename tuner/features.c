@@ -94,15 +94,29 @@ static void lin_opaque(lin *o) {
 
 static int lin_is_const(const lin *a) { return !a->opaque && a->uses == 0; }
 
+/* Saturating arithmetic: coefficients of real indices are small; garbage
+ * expressions must not be undefined behaviour. */
+static int64_t sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_mul_overflow(a, b, &r)) return r;
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
 static void lin_addsub(lin *o, const lin *a, const lin *b, int64_t sign) {
     uint32_t u = a->uses | b->uses;
     for (uint32_t m = u; m; m &= m - 1) {
         int d = __builtin_ctz(m);
         int64_t ca = (a->uses >> d & 1) ? a->c[d] : 0;
         int64_t cb = (b->uses >> d & 1) ? b->c[d] : 0;
-        o->c[d] = ca + sign * cb;
+        o->c[d] = sat_add(ca, sat_mul(sign, cb));
     }
-    o->k = a->k + sign * b->k;
+    o->k = sat_add(a->k, sat_mul(sign, b->k));
     o->uses = u;
     o->nl = a->nl | b->nl;
     o->opaque = a->opaque | b->opaque;
@@ -111,9 +125,9 @@ static void lin_addsub(lin *o, const lin *a, const lin *b, int64_t sign) {
 static void lin_scale(lin *o, const lin *a, int64_t s) {
     for (uint32_t m = a->uses; m; m &= m - 1) {
         int d = __builtin_ctz(m);
-        o->c[d] = a->c[d] * s;
+        o->c[d] = sat_mul(a->c[d], s);
     }
-    o->k = a->k * s;
+    o->k = sat_mul(a->k, s);
     o->uses = a->uses;
     o->nl = a->nl;
     o->opaque = a->opaque;
@@ -122,6 +136,7 @@ static void lin_scale(lin *o, const lin *a, int64_t s) {
 /* Both operands used non-linearly. */
 static void lin_mix(lin *o, const lin *a, const lin *b) {
     o->uses = a->uses | b->uses;
+    for (uint32_t m = o->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = 0;
     o->nl = o->uses;
     o->k = 0;
     o->opaque = a->opaque | b->opaque;
@@ -129,8 +144,8 @@ static void lin_mix(lin *o, const lin *a, const lin *b) {
 
 static int64_t fold(mt_binop op, int64_t a, int64_t b) {
     switch (op) {
-    case MT_OP_DIV: return b ? a / b : 0;
-    case MT_OP_MOD: return b ? a % b : 0;
+    case MT_OP_DIV: return b && !(a == INT64_MIN && b == -1) ? a / b : 0;
+    case MT_OP_MOD: return b && !(a == INT64_MIN && b == -1) ? a % b : 0;
     case MT_OP_MIN: return a < b ? a : b;
     case MT_OP_MAX: return a > b ? a : b;
     case MT_OP_LT: return a < b;
@@ -482,7 +497,7 @@ static void put_loops(const fx *x, float *row) {
         o[10] = is_launch(l) ? (float)(l->axis + 1) : 0.0f;
         for (int r = 0; r < R_; r++) {
             const slotstat *s = &x->st[d][r];
-            o[11 + 3 * r] = lg((double)llabs(s->stride));
+            o[11 + 3 * r] = lg(fabs((double)s->stride));
             o[12 + 3 * r] = lg(4.0 * s->touched);
             o[13 + 3 * r] = s->touched > 0 ? lg(s->elems / s->touched) : 0.0f;
         }

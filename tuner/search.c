@@ -300,7 +300,43 @@ static int random_unvisited(mt_search *s, mt_config *cfg) {
     return 0;
 }
 
-/* One knob of cfg changed to another of its options (AutoTVM's random_walk). */
+/* For a SPLIT knob: the option that moves one prime factor from one part
+ * to another (4x2 -> 2x4, 1x2x4x2 -> 1x1x4x4), or -1 when the move leads
+ * outside the options (POW2 splits) or no part can give a factor. */
+static int factor_move(mt_search *s, const mt_knob *kb, int from) {
+    int np = kb->nparts;
+    if (np < 2 || np > MT_MAX_SPLIT_PARTS) return -1;
+    const int *v = kb->values + (size_t)from * (size_t)np;
+    int donors[MT_MAX_SPLIT_PARTS], nd = 0;
+    for (int i = 0; i < np; i++)
+        if (v[i] > 1) donors[nd++] = i;
+    if (nd == 0) return -1;
+    int i = donors[mt_rng_below(&s->rng, (uint64_t)nd)];
+    int j = (int)mt_rng_below(&s->rng, (uint64_t)(np - 1));
+    if (j >= i) j++;
+    int primes[32], npr = 0, x = v[i];
+    for (int p = 2; (int64_t)p * p <= x && npr < 32; p++)
+        if (x % p == 0) {
+            primes[npr++] = p;
+            while (x % p == 0) x /= p;
+        }
+    if (x > 1 && npr < 32) primes[npr++] = x;
+    int p = primes[mt_rng_below(&s->rng, (uint64_t)npr)];
+    int want[MT_MAX_SPLIT_PARTS];
+    for (int t = 0; t < np; t++) want[t] = v[t];
+    want[i] /= p;
+    if (want[j] > INT32_MAX / p) return -1;
+    want[j] *= p;
+    for (int o = 0; o < kb->noptions; o++)
+        if (memcmp(kb->values + (size_t)o * (size_t)np, want, sizeof(int) * (size_t)np) == 0) return o;
+    return -1;
+}
+
+/* One knob of cfg changed to another of its options: AutoTVM's random_walk
+ * (a uniformly random other option), or, for half of the moves on SPLIT
+ * knobs, one prime factor moved between two parts of the split. The factor
+ * moves keep the rest of the tiling as it is, so chains take small steps
+ * where a random option would reshuffle every part of the split at once. */
 static void random_move(mt_search *s, const mt_config *from, mt_config *to) {
     *to = *from;
     int movable[MT_MAX_KNOBS], nm = 0;
@@ -308,7 +344,15 @@ static void random_move(mt_search *s, const mt_config *from, mt_config *to) {
         if (s->sp->knobs[i].noptions > 1) movable[nm++] = i;
     if (nm == 0) return;
     int k = movable[mt_rng_below(&s->rng, (uint64_t)nm)];
-    int j = (int)mt_rng_below(&s->rng, (uint64_t)(s->sp->knobs[k].noptions - 1));
+    const mt_knob *kb = &s->sp->knobs[k];
+    if (kb->kind == MT_KNOB_SPLIT && (mt_rng_next(&s->rng) & 1)) {
+        int o = factor_move(s, kb, from->choice[k]);
+        if (o >= 0 && o != from->choice[k]) {
+            to->choice[k] = o;
+            return;
+        }
+    }
+    int j = (int)mt_rng_below(&s->rng, (uint64_t)(kb->noptions - 1));
     if (j >= from->choice[k]) j++;
     to->choice[k] = j;
 }

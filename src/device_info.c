@@ -1,0 +1,60 @@
+/* What can be said of a device from its description alone: its backend's
+ * name, its launch limits, its JSON form. Kept apart from src/device.c so that
+ * code without a backend (the database, fuzzers) can use it. */
+#include <math.h>
+#include <string.h>
+
+#include "device-info-json.h"
+#include "mtgpu/device.h"
+
+const char *mt_backend_name(mt_backend_kind b) {
+    switch (b) {
+    case MT_BACKEND_OPENCL: return "opencl";
+    case MT_BACKEND_CUDA: return "cuda";
+    case MT_BACKEND_COUNT: break;
+    }
+    return "unknown";
+}
+
+mt_device_limits mt_device_info_limits(const mt_device_info *in) {
+    mt_device_limits lim;
+    memset(&lim, 0, sizeof lim);
+    if (!in) return lim;
+    lim.max_threads_per_block = in->max_work_group_size;
+    for (int i = 0; i < 3; i++) {
+        lim.max_block_dim[i] = in->max_work_item_sizes[i];
+        lim.max_grid_dim[i] = 0;
+    }
+    lim.local_mem_bytes = (int64_t)in->local_mem_bytes;
+    /* CPUs spill to cache without a cliff, so no register budget applies;
+     * on CUDA devices the register file per thread bounds private arrays. */
+    lim.max_private_floats = (!in->is_cpu && in->backend == MT_BACKEND_CUDA) ? in->max_registers_per_thread : 0;
+    return lim;
+}
+
+void mt__device_info_json(mt_strbuf *sb, const mt_device_info *d) {
+    mt__sb_append(sb, "{\"backend\": ");
+    mt__sb_json_str(sb, mt_backend_name(d->backend));
+    mt__sb_printf(sb, ", \"index\": %d, \"platform\": ", d->index);
+    mt__sb_json_str(sb, d->platform);
+    mt__sb_append(sb, ", \"name\": ");
+    mt__sb_json_str(sb, d->name);
+    mt__sb_append(sb, ", \"vendor\": ");
+    mt__sb_json_str(sb, d->vendor);
+    mt__sb_append(sb, ", \"driver\": ");
+    mt__sb_json_str(sb, d->driver);
+    mt__sb_printf(sb,
+                  ", \"is_cpu\": %d, \"compute_units\": %d, \"clock_mhz\": %d, \"global_mem_bytes\": %llu, \"local_mem_bytes\": %llu,"
+                  " \"max_alloc_bytes\": %llu, \"max_work_group_size\": %lld, \"max_work_item_sizes\": [%lld, %lld, %lld],"
+                  " \"pref_vector_width\": %d, \"native_vector_width\": %d, \"max_registers_per_thread\": %d, \"peak_gflops\": %.17g,"
+                  " \"fingerprint\": ",
+                  d->is_cpu, d->compute_units, d->clock_mhz, (unsigned long long)d->global_mem_bytes, (unsigned long long)d->local_mem_bytes,
+                  (unsigned long long)d->max_alloc_bytes, (long long)d->max_work_group_size, (long long)d->max_work_item_sizes[0],
+                  (long long)d->max_work_item_sizes[1], (long long)d->max_work_item_sizes[2], d->pref_vector_width, d->native_vector_width,
+                  d->max_registers_per_thread, isfinite(d->peak_gflops) ? d->peak_gflops : 0.0);
+    char fp[sizeof d->fingerprint];
+    memcpy(fp, d->fingerprint, sizeof fp - 1);
+    fp[sizeof fp - 1] = '\0';
+    mt__sb_json_str(sb, fp);
+    mt__sb_append(sb, "}");
+}
