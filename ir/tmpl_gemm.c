@@ -145,7 +145,7 @@ static int pow2_at_least(int x) {
     return v;
 }
 
-/* Appends to vals the candidates of `opts` up to `limit` (at least the first). */
+/* Copies into vals the options of `opts` up to `limit` (always the first); returns how many. */
 static int clip_options(const int *opts, int nopts, int limit, int *vals) {
     int n = 0;
     for (int i = 0; i < nopts; i++)
@@ -354,7 +354,7 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
     mt_buffer *wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, p->kr);
     mt_stmt_list list = {0};
     mt_stmt_list_push(k, &list, load_inputs(b, xin, c, ci, r, s, mode));
-    mt_expr *tap = mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s);
+    mt_expr *tap = b->wl ? mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s) : NULL;
     for (int i = 0; i < p->kr; i++) {
         mt_expr *widx;
         if (b->wl) {

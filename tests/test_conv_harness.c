@@ -48,8 +48,8 @@ static char device_err[512];
 
 static int configs_per_case(void) {
     const char *e = getenv("MTGPU_HARNESS_CONFIGS");
-    int n = e ? atoi(e) : 3;
-    return n > 0 ? n : 3;
+    int n = e ? atoi(e) : 2;
+    return n > 0 ? n : 2;
 }
 
 static void run_case(void **state) {
