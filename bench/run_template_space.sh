@@ -8,4 +8,4 @@ cmake --build build-bench -j"$(nproc)" --target bench_template_space >/dev/null
 # The nominal peak of the 2-core development machine (2 x AVX2 FMA at ~3.66 GHz);
 # the bench also measures the peak itself with an FMA microkernel.
 export MTGPU_PEAK_GFLOPS="${MTGPU_PEAK_GFLOPS:-234}"
-./build-bench/bench_template_space --configs "${CONFIGS:-200}" --out bench/results "$@"
+./build-bench/bench_template_space --configs "${CONFIGS:-200}" --known bench/known_configs.txt --out bench/results "$@"

@@ -6,7 +6,12 @@
  * template, with the best as a fraction of the device's measured and nominal
  * peak. Writes OUT/template_space.csv (every config) and OUT/template_space.md.
  *
- *   bench_template_space [--configs N] [--device D] [--out DIR] [--seed S] */
+ * With --known FILE it also measures, in the same run, the configs listed
+ * there (one "WORKLOAD TEMPLATE CONFIG" per line, '#' comments): the best
+ * configs that directed searches of the spaces found, so the table shows what
+ * the spaces contain beside what random sampling finds.
+ *
+ *   bench_template_space [--configs N] [--known FILE] [--device D] [--out DIR] [--seed S] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,15 +39,16 @@ static int cmp_desc(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     int nconfigs = 200;
-    const char *device_spec = NULL, *outdir = "bench/results";
+    const char *device_spec = NULL, *outdir = "bench/results", *known = NULL;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--configs") && i + 1 < argc) nconfigs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) device_spec = argv[++i];
+        else if (!strcmp(argv[i], "--known") && i + 1 < argc) known = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) outdir = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: %s [--configs N] [--device D] [--out DIR] [--seed S]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--configs N] [--known FILE] [--device D] [--out DIR] [--seed S]\n", argv[0]);
             return 2;
         }
     }
@@ -146,6 +152,44 @@ int main(int argc, char **argv) {
             fflush(stdout);
             free(gf);
             mt_space_free(&sp);
+        }
+    }
+    if (known) {
+        FILE *kf = fopen(known, "r");
+        if (!kf) {
+            fprintf(stderr, "template_space: cannot read %s\n", known);
+            rc = 1;
+        } else {
+            fprintf(md, "\nConfigs found by directed searches of the spaces (`%s`), measured in the same run:\n\n", known);
+            fprintf(md, "| workload | template | status | GFLOP/s | %% of measured peak | %% of nominal peak | config |\n|---|---|---|---|---|---|---|\n");
+            char line[4096];
+            while (fgets(line, sizeof line, kf)) {
+                char wtext[512], tname[64], ctext[2048];
+                if (line[0] == '#' || sscanf(line, "%511s %63s %2047s", wtext, tname, ctext) != 3) continue;
+                mt_workload wl;
+                const mt_template *t = mt_template_find(tname);
+                mt_space sp;
+                mt_config cfg;
+                if (mt_workload_parse(wtext, &wl, err, sizeof err) != MT_OK || !t || mt_template_space(t, &wl, &sp) != MT_OK) {
+                    fprintf(stderr, "template_space: bad known line: %s", line);
+                    rc = 1;
+                    continue;
+                }
+                mt_measurer_result res;
+                if (mt_config_parse(&sp, ctext, &cfg, err, sizeof err) != MT_OK) {
+                    fprintf(stderr, "template_space: known config not in the space: %s\n", err);
+                    rc = 1;
+                } else {
+                    mt_measurer_measure_batch(meas, &wl, t, &sp, &cfg, 1, &res, err, sizeof err);
+                    const mt_measure_result *r = &res.m;
+                    printf("known %-40s %-9s %8.1f GFLOP/s %s\n", wtext, tname, r->gflops, mt_status_name(r->status));
+                    fprintf(md, "| `%s` | %s | %s | %.1f | %.0f%% | %.0f%% | `%s` |\n", wtext, tname, mt_status_name(r->status), r->gflops,
+                            measured_peak > 0 ? 100 * r->gflops / measured_peak : 0, nominal_peak > 0 ? 100 * r->gflops / nominal_peak : 0, ctext);
+                    if (r->status != MT_OK) rc = 1;
+                }
+                mt_space_free(&sp);
+            }
+            fclose(kf);
         }
     }
     mt_measurer_stop(meas);

@@ -571,3 +571,27 @@ const char *mt_scope_name(mt_scope scope) {
     }
     return "unknown";
 }
+
+static int64_t unrolled_size(const mt_stmt *s) {
+    const int64_t cap = (int64_t)1 << 40;
+    if (!s) return 0;
+    switch (s->kind) {
+    case MT_STMT_SEQ: {
+        int64_t sum = 0;
+        for (int i = 0; i < s->nitems && sum < cap; i++) sum += unrolled_size(s->items[i]);
+        return sum < cap ? sum : cap;
+    }
+    case MT_STMT_FOR: {
+        int64_t body = unrolled_size(s->body);
+        int unrolled = s->loop == MT_LOOP_UNROLLED || s->loop == MT_LOOP_VECTORIZED || s->loop == MT_LOOP_VTHREAD;
+        if (!unrolled) return 1 + body;
+        return body > cap / s->extent ? cap : s->extent * body;
+    }
+    case MT_STMT_IF: return 1 + unrolled_size(s->body) + unrolled_size(s->else_body);
+    case MT_STMT_ALLOC:
+    case MT_STMT_LET: return 1 + unrolled_size(s->body);
+    default: return 1;
+    }
+}
+
+int64_t mt_kernel_unrolled_size(const mt_kernel *k) { return k ? unrolled_size(k->body) : 0; }

@@ -3,6 +3,9 @@
 
 #include "template-impl.h"
 
+/* Kernels larger than this once unrolled compile for minutes and are never fast. */
+#define MT__MAX_UNROLLED_STMTS 4096
+
 static const mt_template *const templates[] = {&mt__template_direct, &mt__template_depthwise, &mt__template_gemm};
 
 int mt_template_count(void) { return (int)(sizeof templates / sizeof templates[0]); }
@@ -65,6 +68,10 @@ mt_status mt_template_check(const mt_template *t, const mt_workload *wl, const m
         st = mt_kernel_analyze(k, &res, err, errlen);
         if (st != MT_OK) st = MT_INVALID_CONFIG; /* a template that builds malformed IR rejects the config */
         else if (lim) st = mt_kernel_check_limits(&res, lim, err, errlen);
+        int64_t size = st == MT_OK ? mt_kernel_unrolled_size(k) : 0;
+        if (size > MT__MAX_UNROLLED_STMTS)
+            st = mt__fail(err, errlen, MT_INVALID_CONFIG, "kernel unrolls to %lld statements, over %d: it would take minutes to compile",
+                          (long long)size, MT__MAX_UNROLLED_STMTS);
     }
     mt_kernel_free(k);
     return st;

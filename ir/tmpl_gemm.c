@@ -37,11 +37,10 @@
  * channel block into local memory, then computes from there with no tests
  * (the GPU way: one global read per element per work-group). With a single
  * chunk (tile_red = [1, c/groups]) the accumulators are initialised after the
- * barrier and no barrier follows, so none is live across a barrier: PoCL
- * would otherwise keep them in memory. On PoCL, stage_local=1 with one chunk
- * and several work-items along channels (thread_k) gives every work-item the
- * same compact, contiguous input patch from L1 (NCHW spreads a tile's channels
- * 12.5 KB apart, so a long reduction's input panel does not fit in L1).
+ * barrier and no barrier follows, so none is live across a barrier. Even so,
+ * on PoCL staged kernels measured 2x slower than unstaged ones: with more
+ * than one work-item per group PoCL runs the work-item loop inside the
+ * reduction loop and keeps the accumulators in memory.
  *
  * Channel tiles that overhang k/groups are shifted back (without staging) so
  * that every weight read is real: the work-item computes channels
@@ -72,9 +71,11 @@
  * only 1 for the y knobs when flattened). The register tiles are enums rather
  * than power-of-two splits because the best CPU tiles hold 12 float8
  * accumulators (6x16, 4x24, 12x8; AVX2 has 16 vector registers), which needs
- * factors of 3. A config is invalid when vec does not divide reg_x or when
+ * factors of 3. A config is invalid when vec does not divide reg_x, when
  * the work-item's private floats (accumulators + input and weight registers)
- * exceed MT__GEMM_MAX_PRIVATE_FLOATS. Tiles need not divide the sizes:
+ * exceed MT__GEMM_MAX_PRIVATE_FLOATS, or when the kernel would have more than
+ * MT__GEMM_MAX_UNROLLED_STMTS statements once unrolled (PoCL compile time
+ * grows steeply with size). Tiles need not divide the sizes:
  * overhanging channels, rows and columns are guarded (see above for
  * channels; inputs read as zero, stores skipped).
  *
@@ -82,12 +83,17 @@
  * must compile to plain vector loads/stores for LLVM to keep them in
  * registers; PoCL's vloadN/vstoreN on private memory are split in halves and
  * make these kernels ~3-5x slower (a printer matter, ir/print_c.c). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "template-impl.h"
 
 #define MT__GEMM_MAX_PRIVATE_FLOATS 256
+/* Largest kernel, in statements once unrolled loops are expanded: PoCL took
+ * from 1 to 11 minutes to compile random configs of ~2000-5000 statements
+ * (good configs have a few hundred), so bigger ones are rejected. */
+#define MT__GEMM_MAX_UNROLLED_STMTS 4096
 /* Largest tile_red inner part that is always unrolled. */
 #define GEMM_MAX_RED_UNROLL 16
 
@@ -641,6 +647,28 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
     return MT_OK;
 }
 
+/* Statements in the kernel once unrolled loops are expanded (vector stores
+ * count one per lane when their index is not contiguous: the printer writes
+ * them lane by lane), saturating at `cap`. */
+static int64_t unrolled_size(const mt_stmt *s, int64_t cap) {
+    int64_t n = 0;
+    switch (s->kind) {
+    case MT_STMT_SEQ:
+        for (int i = 0; i < s->nitems && n < cap; i++) n += unrolled_size(s->items[i], cap);
+        return n;
+    case MT_STMT_FOR: {
+        int64_t body = unrolled_size(s->body, cap);
+        int expanded = s->loop == MT_LOOP_UNROLLED || s->loop == MT_LOOP_VECTORIZED || s->loop == MT_LOOP_VTHREAD;
+        return expanded ? (body > cap / s->extent ? cap : body * s->extent) : body + 1;
+    }
+    case MT_STMT_IF: return 1 + unrolled_size(s->body, cap) + (s->else_body ? unrolled_size(s->else_body, cap) : 0);
+    case MT_STMT_ALLOC:
+    case MT_STMT_LET: return 1 + unrolled_size(s->body, cap);
+    case MT_STMT_STORE: return s->value->lanes > 1 && !(s->index->kind == MT_EXPR_RAMP && s->index->stride == 1) ? s->value->lanes : 1;
+    default: return 1;
+    }
+}
+
 static mt_status get_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen) {
     const int *v = mt_config_get(sp, cfg, name);
     if (!v) return mt__fail(err, errlen, MT_INVALID_ARG, "gemm: config has no knob '%s'", name);
@@ -678,7 +706,17 @@ static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_
     if (priv > MT__GEMM_MAX_PRIVATE_FLOATS)
         return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: %lld private floats per work-item (%dx%dx%d accumulators) exceed %d",
                         (long long)priv, p.kr, p.yr, p.xr, MT__GEMM_MAX_PRIVATE_FLOATS);
-    return gemm_build_plan(&p, out, err, errlen);
+    mt_kernel *k = NULL;
+    st = gemm_build_plan(&p, &k, err, errlen);
+    if (st != MT_OK) return st;
+    int64_t size = unrolled_size(k->body, (int64_t)1 << 40);
+    if (size > MT__GEMM_MAX_UNROLLED_STMTS) {
+        mt_kernel_free(k);
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: %lld statements once unrolled exceed %d (compile time)", (long long)size,
+                        MT__GEMM_MAX_UNROLLED_STMTS);
+    }
+    *out = k;
+    return MT_OK;
 }
 
 const mt_template mt__template_gemm = {

@@ -224,6 +224,11 @@ mt_status mt_kernel_check_limits(const mt_kernel_resources *res, const mt_device
  * most max_step iterations as UNROLLED. max_step <= 0 leaves loops as they are. */
 void mt_ir_auto_unroll(mt_kernel *k, int64_t max_step);
 
+/* Statements the kernel has once its UNROLLED, VECTORIZED and VTHREAD loops
+ * are unrolled (other loops count their body once): a proxy for compile time,
+ * which grows with it (thousands of statements take PoCL minutes). */
+int64_t mt_kernel_unrolled_size(const mt_kernel *k);
+
 /* ---- printers (ir/print_c.c) ---- */
 typedef enum mt_lang { MT_LANG_OPENCL, MT_LANG_CUDA } mt_lang;
 /* Prints the kernel as OpenCL C or CUDA C. *out is malloc'd and owned by the caller. */

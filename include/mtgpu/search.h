@@ -4,14 +4,19 @@
  * Kinds:
  *   "random"  uniformly random configs, never one twice.
  *   "sa"      AutoTVM's model-guided search: parallel simulated-annealing
- *             chains walk the space (each move changes one knob to another
- *             option), scored by the cost model in batches; a heap keeps the
- *             best unmeasured configs seen. next_batch returns the best of
- *             them, filtered for diversity (a candidate that differs in fewer
- *             than `min_knob_diff` knobs from one already picked for the batch
- *             waits until the others are used up), plus a share `epsilon` of
- *             uniformly random configs for exploration. With no model, or a
- *             model not fitted yet, it returns random configs.
+ *             chains walk the space (each move changes one knob: to a random
+ *             other option, or for a split, by moving one prime factor
+ *             between two of its parts), scored by the cost model in batches;
+ *             a heap keeps the best unmeasured configs seen. next_batch
+ *             returns the best of them, filtered for diversity (a candidate
+ *             that differs in fewer than `min_knob_diff` knobs from one
+ *             already picked for the batch waits until the others are used
+ *             up), plus a share `epsilon` for exploration that does not
+ *             follow the model: half one- or two-knob mutations of the best
+ *             measured configs, half uniformly random configs. Exploration
+ *             skips configs the model scores as unbuildable
+ *             (MT_COSTMODEL_INVALID_SCORE). With no model, or a model not
+ *             fitted yet, the whole batch is exploration (uniform).
  *
  * A search never returns a config it has returned before or that was marked
  * measured: it keeps a hash set of config indices (mt_space_config_index).
