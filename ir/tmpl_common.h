@@ -7,8 +7,9 @@
  * keeps a private accumulator tile of (vf*fi) x (vy*yi) x (vx*xi) outputs, runs
  * the reduction rc_outer > ry_outer > rx_outer > rc_inner > ry_inner > rx_inner,
  * and stores its tile once at the end. Optionally the input patch and the
- * weights of each outer reduction step are staged in local memory by the whole
- * work-group (AutoTVM's shared-memory stages AA and WW).
+ * weights of each outer reduction step (rc_outer, ry_outer, rx_outer, where
+ * AutoTVM attaches them) are staged in local memory by the whole work-group
+ * (AutoTVM's shared-memory stages AA and WW).
  *
  * Other templates may include this header; it has no state. */
 #ifndef MTGPU_TMPL_COMMON_H
@@ -20,8 +21,8 @@
 #include "mtgpu/space.h"
 #include "mtgpu/workload.h"
 
-/* Work-item private floats (accumulators plus the per-step input and weight
- * registers) above which a tile is rejected as unrealisable. */
+/* Accumulators per work-item above which a register tile is rejected as
+ * unrealisable (MT_INVALID_CONFIG), whatever the device. */
 #define MT__TILE_MAX_PRIVATE_FLOATS 256
 
 typedef struct mt__tile_sched {

@@ -204,7 +204,7 @@ static void test_batch_ok(void **state) {
 
 static void test_hang(void **state) {
     (void)state;
-    const double timeout = 2.0;
+    const double timeout = 10.0; /* generous: a loaded machine may need seconds for a first launch */
     setenv("MTGPU_WORKER_HANG_ON", texts[1], 1);
     mt_measurer_params p = test_params(timeout);
     mt_measurer *m = start_or_skip(&p);
@@ -350,8 +350,9 @@ static int group_setup(void **state) {
         mt_space_random(&space, &rng, &c);
         mt_kernel *k = NULL;
         mt_kernel_resources kr;
+        /* Small kernels only: PoCL compiles large unrolled ones for minutes. */
         int ok = mt_template_build(tmpl, &wl, &space, &c, &k, err, sizeof err) == MT_OK && mt_kernel_analyze(k, &kr, err, sizeof err) == MT_OK &&
-                 mt_kernel_check_limits(&kr, &lim, err, sizeof err) == MT_OK;
+                 mt_kernel_check_limits(&kr, &lim, err, sizeof err) == MT_OK && mt_kernel_unrolled_size(k) <= 300;
         mt_kernel_free(k);
         if (!ok) continue;
         char t[1024];

@@ -747,15 +747,10 @@ static void compile_one(compile_job *j, int i) {
         st = MT_INVALID_CONFIG;
         goto done;
     }
-    st = mt_template_build(j->t, j->wl, j->sp, &j->cfgs[i], &k, r->message, sizeof r->message);
-    if (st != MT_OK) goto done;
-    mt_kernel_resources kr;
-    if (mt_kernel_analyze(k, &kr, r->message, sizeof r->message) != MT_OK) {
-        st = MT_INVALID_CONFIG;
-        goto done;
-    }
     mt_device_limits lim = mt_device_get_limits(j->dev);
-    st = mt_kernel_check_limits(&kr, &lim, r->message, sizeof r->message);
+    st = mt_template_check(j->t, j->wl, j->sp, &j->cfgs[i], &lim, r->message, sizeof r->message);
+    if (st != MT_OK) goto done;
+    st = mt_template_build(j->t, j->wl, j->sp, &j->cfgs[i], &k, r->message, sizeof r->message);
     if (st != MT_OK) goto done;
     st = mt_program_build(j->dev, k, &prog, r->message, sizeof r->message);
     if (st != MT_OK) {

@@ -191,6 +191,7 @@ mt_search_params mt_search_default_params(void) {
         .epsilon = 0.1,
         .min_knob_diff = 2,
         .pool_factor = 3,
+        .local_share = 0.25,
     };
 }
 
@@ -208,8 +209,9 @@ mt_status mt_search_create_ex(const char *kind, const mt_workload *wl, const mt_
     if (space->nknobs < 1) return mt__fail(err, errlen, MT_INVALID_ARG, "search: empty space");
     mt_search_params prm = p ? *p : mt_search_default_params();
     if (prm.chains < 1 || prm.iterations < 0 || prm.early_stop < 1 || prm.pool_factor < 1 || !(prm.epsilon >= 0 && prm.epsilon <= 1) ||
+        !(prm.local_share >= 0 && prm.local_share <= 1) ||
         !(prm.temp_start >= 0) || !(prm.temp_end >= 0))
-        return mt__fail(err, errlen, MT_INVALID_ARG, "search: chains, early_stop, pool_factor >= 1, iterations >= 0, epsilon in [0, 1]");
+        return mt__fail(err, errlen, MT_INVALID_ARG, "search: chains, early_stop, pool_factor >= 1, iterations >= 0, epsilon and local_share in [0, 1]");
     mt_search *s = calloc(1, sizeof *s);
     if (!s) return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
     s->kind = k;
@@ -624,6 +626,69 @@ done:
     return st;
 }
 
+/* Up to `need` configs from the one-knob neighbourhoods of the two best
+ * measured configs, best predicted first, appended to out[*got..] and marked
+ * visited. The model is most trustworthy next to what it was trained on;
+ * this is where a one-knob improvement of the incumbent (a flag, a vector
+ * width) is found without waiting for a chain to stumble on it. */
+static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got) {
+    if (need <= 0 || s->nmeas == 0) return MT_OK;
+    measured b[2] = {{0, INFINITY}, {0, INFINITY}};
+    for (int i = 0; i < s->nmeas; i++) {
+        if (s->meas[i].cost < b[0].cost) b[1] = b[0], b[0] = s->meas[i];
+        else if (s->meas[i].cost < b[1].cost && s->meas[i].idx != b[0].idx) b[1] = s->meas[i];
+    }
+    int total = 0;
+    mt_config base[2];
+    int nb = 0;
+    for (int i = 0; i < 2; i++)
+        if (isfinite(b[i].cost) && mt_space_config_from_index(s->sp, b[i].idx, &base[nb]) == MT_OK)
+            total += mt_space_neighbours(s->sp, &base[nb++], NULL, 0);
+    if (total == 0) return MT_OK;
+    mt_config *nbr = malloc(sizeof(mt_config) * (size_t)total);
+    cand *c = malloc(sizeof(cand) * (size_t)total);
+    double *sc = malloc(sizeof(double) * (size_t)total);
+    mt_status st = MT_OK;
+    if (!nbr || !c || !sc) {
+        st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        goto done;
+    }
+    int m = 0;
+    for (int i = 0; i < nb; i++) m += mt_space_neighbours(s->sp, &base[i], nbr + m, total - m);
+    /* unvisited, each once (the two neighbourhoods may overlap) */
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        uint64_t idx = mt_space_config_index(s->sp, &nbr[i]);
+        if (set_has(&s->visited, idx)) continue;
+        int dup = 0;
+        for (int j = 0; j < k && !dup; j++) dup = c[j].idx == idx;
+        if (dup) continue;
+        c[k] = (cand){0, idx, nbr[i]};
+        nbr[k++] = nbr[i];
+    }
+    if (k == 0) goto done;
+    mt_cm_query q = {s->wl, s->t, s->sp};
+    st = mt_costmodel_predict(s->model, &q, nbr, k, sc);
+    if (st != MT_OK) {
+        st = mt__fail(s->err, sizeof s->err, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+        goto done;
+    }
+    s->scored += k;
+    for (int i = 0; i < k; i++) c[i].score = sc[i];
+    qsort(c, (size_t)k, sizeof *c, by_score_desc);
+    for (int i = 0; i < k && need > 0; i++) {
+        if (isnan(c[i].score) || c[i].score <= MT_COSTMODEL_INVALID_SCORE / 2) break;
+        out[(*got)++] = c[i].cfg;
+        set_add(&s->visited, c[i].idx);
+        need--;
+    }
+done:
+    free(nbr);
+    free(c);
+    free(sc);
+    return st;
+}
+
 mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) {
     if (!s || !n || batch < 0 || (batch > 0 && !out)) return MT_INVALID_ARG;
     s->err[0] = '\0';
@@ -641,27 +706,40 @@ mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) 
     int got = 0;
     mt_status st = MT_OK;
     if (n_model > 0) {
+        int n_local = (int)(s->p.local_share * n_model + 0.5);
+        st = local_picks(s, n_local, out, &got);
+        if (st != MT_OK) {
+            for (int i = 0; i < got; i++) set_remove(&s->visited, mt_space_config_index(s->sp, &out[i]));
+            return st;
+        }
+        n_model -= got;
+    }
+    if (n_model > 0) {
+        int first = got;
+        int end = first + n_model;
         heap h = {malloc(sizeof(cand) * (size_t)n_model * (size_t)s->p.pool_factor), 0, n_model * s->p.pool_factor};
         unsigned char *used = NULL;
-        if (!h.items) return mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
-        st = anneal(s, &h);
+        if (!h.items) st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        if (st == MT_OK) st = anneal(s, &h);
         if (st == MT_OK && !(used = calloc((size_t)h.n + 1, 1))) st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
         if (st != MT_OK) {
             free(h.items);
+            for (int i = 0; i < got; i++) set_remove(&s->visited, mt_space_config_index(s->sp, &out[i]));
             return st;
         }
         qsort(h.items, (size_t)h.n, sizeof(cand), by_score_desc);
         /* Best first, skipping near-duplicates of what is already picked ... */
-        for (int i = 0; i < h.n && got < n_model; i++) {
+        for (int i = 0; i < h.n && got < end; i++) {
+            if (set_has(&s->visited, h.items[i].idx)) continue; /* a local pick */
             int ok = 1;
             for (int j = 0; j < got && ok && s->p.min_knob_diff > 1; j++)
                 ok = knob_diff(&h.items[i].cfg, &out[j], s->sp->nknobs) >= s->p.min_knob_diff;
             if (ok) out[got++] = h.items[i].cfg, used[i] = 1;
         }
         /* ... then the skipped ones if the pool ran short. */
-        for (int i = 0; i < h.n && got < n_model; i++)
-            if (!used[i]) out[got++] = h.items[i].cfg;
-        for (int i = 0; i < got; i++) set_add(&s->visited, mt_space_config_index(s->sp, &out[i]));
+        for (int i = 0; i < h.n && got < end; i++)
+            if (!used[i] && !set_has(&s->visited, h.items[i].idx)) out[got++] = h.items[i].cfg, used[i] = 1;
+        for (int i = first; i < got; i++) set_add(&s->visited, mt_space_config_index(s->sp, &out[i]));
         free(used);
         free(h.items);
     }

@@ -50,6 +50,9 @@ typedef struct mt_search_params {
     double epsilon;         /* share of each batch drawn uniformly at random (default 0.1) */
     int min_knob_diff;      /* diversity: picked configs differ pairwise in at least this many knobs (default 2; <= 1: off) */
     int pool_factor;        /* heap size = pool_factor * batch candidates (default 3) */
+    double local_share;     /* share of the model's picks taken from the one-knob
+                               neighbourhood of the best measured configs, ranked by
+                               the model, where it has data close by (default 0.25) */
 } mt_search_params;
 
 mt_search_params mt_search_default_params(void);
