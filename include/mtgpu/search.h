@@ -47,7 +47,7 @@ typedef struct mt_search_params {
     int early_stop;         /* stop after this many steps without a new heap entry (default 30) */
     double temp_start;      /* temperature, in units of the spread (standard deviation) */
     double temp_end;        /* of the chains' starting scores; linear schedule (defaults 1 and 0) */
-    double epsilon;         /* share of each batch drawn uniformly at random (default 0.1) */
+    double epsilon;         /* share of each batch for exploration (default 0.2) */
     int min_knob_diff;      /* diversity: picked configs differ pairwise in at least this many knobs (default 2; <= 1: off) */
     int pool_factor;        /* heap size = pool_factor * batch candidates (default 3) */
     double local_share;     /* share of the model's picks taken from the one-knob
