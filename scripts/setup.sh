@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs what mtgpu needs to build and test on Debian 12 (as root, or with sudo).
+# Installs what mtgpu needs to build and test on Debian 12 (as root, or with sudo),
+# plus any further Debian packages named as arguments (bench/setup.sh uses that).
 # Idempotent: packages already present are not fetched again.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang
       pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
-      libcmocka-dev libsqlite3-dev libxgboost-dev libopenblas-dev)
+      libcmocka-dev libsqlite3-dev libxgboost-dev libopenblas-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
