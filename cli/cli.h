@@ -25,6 +25,9 @@ int mt_cmd_tune(int argc, char **argv);
 int mt_cmd_best(int argc, char **argv);
 int mt_cmd_import_autotvm(int argc, char **argv);
 int mt_cmd_export_autotvm(int argc, char **argv);
+int mt_cmd_run(int argc, char **argv);
+int mt_cmd_train(int argc, char **argv);
+int mt_cmd_eval_model(int argc, char **argv);
 
 /* Options: each has a long name, an optional short letter, and whether it
  * takes a value. mt_opt_parse fills `value`/`given` and collects positionals. */

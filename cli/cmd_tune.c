@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mtgpu/costmodel.h"
 #include "mtgpu/tuner.h"
 #include "strbuf.h"
 
@@ -28,7 +29,7 @@ static void on_sigint(int sig) {
 }
 
 static void help(void) {
-    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model xgb|random] [--device D] [--db PATH]\n"
+    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--device D] [--db PATH]\n"
            "                  [--seed S] [--time-limit SEC] [--batch N] [--early-stop N] [--timeout SEC]\n"
            "                  [--batch-size N] [--json]\n"
            "\n"
@@ -38,7 +39,11 @@ static void help(void) {
            "Rerunning with the same database resumes: measured configs count towards --trials.\n"
            "\n"
            "  --trials N        total measurements over all tasks (default %d per task)\n"
-           "  --cost-model M    xgb: simulated annealing guided by XGBoost (default); random: random search\n"
+           "  --cost-model M    the model guiding simulated annealing: xgb (XGBoost on loop features,\n"
+           "                    the default), gnn (graph network on the kernel's loop nest), gnn-shared,\n"
+           "                    mlp; or random (random search)\n"
+           "  --model FILE      start the gnn models from this meta-trained file (mtgpu train) and\n"
+           "                    adapt it to each task's records\n"
            "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
            "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db)\n"
            "  --seed S          search seed (default 1)\n"
@@ -155,10 +160,11 @@ static void print_summary(const mt_tune_summary *s, const char *target, int json
 }
 
 int mt_cmd_tune(int argc, char **argv) {
-    enum { O_TRIALS, O_MODEL, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_JSON, O_COUNT };
+    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
         [O_MODEL] = {.name = "cost-model", .takes_value = 1},
+        [O_MODEL_FILE] = {.name = "model", .takes_value = 1},
         [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
         [O_DB] = {.name = "db", .takes_value = 1},
         [O_SEED] = {.name = "seed", .takes_value = 1},
@@ -208,11 +214,21 @@ int mt_cmd_tune(int argc, char **argv) {
     }
     if (opts[O_MODEL].given) {
         const char *m = opts[O_MODEL].value;
-        if (strcmp(m, "random") != 0 && strcmp(m, "xgb") != 0) {
-            fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, random)\n", m);
+        int known = strcmp(m, "random") == 0;
+        for (int i = 0; i < mt_costmodel_kind_count(); i++)
+            if (strcmp(m, mt_costmodel_kind_at(i)) == 0 && strcmp(m, "random") != 0) known = 1;
+        if (!known) {
+            fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, gnn, gnn-shared, mlp, random)\n", m);
             return MT_EXIT_USAGE;
         }
         tp.cost_model = m;
+    }
+    if (opts[O_MODEL_FILE].given) {
+        if (strncmp(tp.cost_model, "gnn", 3) != 0 && strcmp(tp.cost_model, "mlp") != 0) {
+            fprintf(stderr, "mtgpu tune: --model needs --cost-model gnn, gnn-shared or mlp\n");
+            return MT_EXIT_USAGE;
+        }
+        tp.cost_model_file = opts[O_MODEL_FILE].value;
     }
     tp.db_path = opts[O_DB].value;
     tp.measurer.device = opts[O_DEVICE].value;

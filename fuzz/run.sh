@@ -7,6 +7,7 @@
 # BUILD_DIR  where to configure the clang build (default: build-fuzz at the
 #            repository root; any path works, e.g. /tmp/mtgpu-fuzz).
 # CC         the clang to use (default: clang).
+# HARNESSES  the harnesses to run (default: all of them).
 #
 # The seed corpus (fuzz/corpus/<harness>) is copied to a temporary directory
 # first, so the fuzzer never writes into the repository. Exits non-zero if a
@@ -30,7 +31,7 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=RelWith
   cat "$BUILD.configure.log" >&2; echo "fuzz: configure failed" >&2; exit 1; }
 rm -f "$BUILD.configure.log"
 
-HARNESSES="fuzz_workload fuzz_config fuzz_autotvm"
+HARNESSES=${HARNESSES:-"fuzz_workload fuzz_config fuzz_autotvm fuzz_gnn_model fuzz_weights"}
 # Only the harness targets: they compile the library sources they need
 # themselves, so an unrelated part of libmtgpu cannot break the fuzz build.
 cmake --build "$BUILD" -j "$JOBS" --target $HARNESSES

@@ -27,7 +27,10 @@
 #define CL_PLATFORM_NOT_FOUND_KHR -1001
 #endif
 
-#define CL_BUILD_OPTIONS "-cl-std=CL1.2 -cl-mad-enable"
+/* -w: PoCL's clang prints "N warnings generated." to the process's stderr for
+ * generated kernels (unused lets, etc.), which buries the tuner's progress;
+ * errors still come back in the build log. */
+#define CL_BUILD_OPTIONS "-cl-std=CL1.2 -cl-mad-enable -w"
 
 /* ------------------------------------------------------------------ errors */
 

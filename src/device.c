@@ -340,6 +340,8 @@ void mt_dbuf_free(mt_dbuf *b) {
     free(b);
 }
 
+size_t mt_dbuf_size(const mt_dbuf *b) { return b ? b->size : 0; }
+
 mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
                          int warmup, int repeats, double *times_ms, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';

@@ -7,6 +7,8 @@
 #include "device-info-json.h"
 #include "mtgpu/device.h"
 
+#define MT__CPU_MAX_WORK_GROUP 256
+
 const char *mt_backend_name(mt_backend_kind b) {
     switch (b) {
     case MT_BACKEND_OPENCL: return "opencl";
@@ -21,6 +23,12 @@ mt_device_limits mt_device_info_limits(const mt_device_info *in) {
     memset(&lim, 0, sizeof lim);
     if (!in) return lim;
     lim.max_threads_per_block = in->max_work_group_size;
+    /* A CPU runs a work-group on one core, looping over its work-items, so
+     * big groups buy no parallelism; past a few hundred work-items PoCL's
+     * compile time of the work-item loops grows to minutes (tuning records:
+     * 896-item groups took 220 s to build) without a faster kernel. */
+    if (in->is_cpu && (lim.max_threads_per_block <= 0 || lim.max_threads_per_block > MT__CPU_MAX_WORK_GROUP))
+        lim.max_threads_per_block = MT__CPU_MAX_WORK_GROUP;
     for (int i = 0; i < 3; i++) {
         lim.max_block_dim[i] = in->max_work_item_sizes[i];
         lim.max_grid_dim[i] = 0;

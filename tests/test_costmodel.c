@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -353,7 +354,7 @@ static void test_create_errors(void **state) {
         assert_int_equal(mt_costmodel_update(m, &s, 1), MT_INVALID_ARG);
         assert_int_equal(mt_costmodel_trained(m), 0);
         double sc = 5;
-        mt_cm_query q = {&tk.wl, tk.t, &tk.sp};
+        mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
         /* not fitted: xgb scores 0 */
         assert_int_equal(mt_costmodel_predict(m, &q, &c, 1, &sc), MT_OK);
         if (strcmp(mt_costmodel_kind(m), "xgb") == 0) assert_true(sc == 0); /* c builds */
@@ -385,7 +386,7 @@ static void test_random_model(void **state) {
     char err[256];
     assert_int_equal(mt_costmodel_create("random", &p, &a, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_create("random", &p, &b, err, sizeof err), MT_OK);
-    mt_cm_query q = {&tk.wl, tk.t, &tk.sp};
+    mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
     assert_int_equal(mt_costmodel_predict(a, &q, cfgs, N, s1), MT_OK);
     assert_int_equal(mt_costmodel_predict(b, &q, cfgs, N, s2), MT_OK);
     int distinct = 0;
@@ -406,11 +407,9 @@ static void test_random_model(void **state) {
     mt_space_free(&tk.sp);
 }
 
-/* xgb learns the synthetic ranking from 200 samples; shuffled labels do not. */
-static void xgb_ranking(mt_xgb_loss loss) {
-    const char *lname = loss == MT_XGB_LOSS_RANK ? "rank" : "reg";
-    mt_costmodel_params params = mt_costmodel_default_params();
-    params.xgb_loss = loss;
+/* A learning model (kind) learns the synthetic ranking from 200 samples to
+ * at least min_acc pairwise accuracy; shuffled labels do not. */
+static void model_ranking(const char *kind, mt_costmodel_params params, const char *lname, double min_acc) {
     task tk;
     tk.wl = wl_conv();
     tk.t = mt_template_find("direct");
@@ -428,24 +427,24 @@ static void xgb_ranking(mt_xgb_loss loss) {
 
     mt_costmodel *m;
     char err[256];
-    assert_int_equal(mt_costmodel_create("xgb", &params, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create(kind, &params, &m, err, sizeof err), MT_OK);
     double t0 = now_s();
     mt_status fst = mt_costmodel_fit(m, smp, NTRAIN);
     if (fst != MT_OK) printf("# fit: %s\n", mt_costmodel_last_error(m));
     assert_int_equal(fst, MT_OK);
     double t_fit = now_s() - t0;
     assert_int_equal(mt_costmodel_trained(m), NTRAIN);
-    mt_cm_query q = {&tk.wl, tk.t, &tk.sp};
+    mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
     t0 = now_s();
     mt_status pst = mt_costmodel_predict(m, &q, test, NPRED, score);
     if (pst != MT_OK) fprintf(stderr, "# predict: %s\n", mt_costmodel_last_error(m));
     assert_int_equal(pst, MT_OK);
     double t_pred = now_s() - t0;
     double acc = pairwise_accuracy(ctest, score, NTEST);
-    printf("# xgb/%s: fit on %d samples %.2f s; pairwise accuracy on %d held-out configs %.3f; "
+    printf("# %s: fit on %d samples %.2f s; pairwise accuracy on %d held-out configs %.3f; "
            "predict %d candidates %.3f s (%.0f/s)\n",
            lname, NTRAIN, t_fit, NTEST, acc, NPRED, t_pred, NPRED / t_pred);
-    assert_true(acc > 0.75);
+    assert_true(acc > min_acc);
     assert_true(t_pred < 10.0);
 
     /* Failed configs score lowest-ish: an unbuildable candidate gets the invalid score. */
@@ -469,8 +468,8 @@ static void xgb_ranking(mt_xgb_loss loss) {
     assert_int_equal(mt_costmodel_trained(m), NTRAIN + 100);
     assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score), MT_OK);
     double acc2 = pairwise_accuracy(ctest, score, NTEST);
-    printf("# xgb/%s: after update to %d samples: accuracy %.3f\n", lname, NTRAIN + 100, acc2);
-    assert_true(acc2 > 0.75);
+    printf("# %s: after update to %d samples: accuracy %.3f\n", lname, NTRAIN + 100, acc2);
+    assert_true(acc2 > min_acc);
     mt_costmodel_free(m);
 
     /* The same samples with the costs shuffled carry no signal. */
@@ -482,16 +481,22 @@ static void xgb_ranking(mt_xgb_loss loss) {
         ctrain[j] = t;
     }
     to_samples(&tk, train, ctrain, NTRAIN, smp);
-    assert_int_equal(mt_costmodel_create("xgb", &params, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create(kind, &params, &m, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_fit(m, smp, NTRAIN), MT_OK);
     assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score), MT_OK);
     double acc_shuf = pairwise_accuracy(ctest, score, NTEST);
-    printf("# xgb/%s: shuffled labels: accuracy %.3f\n", lname, acc_shuf);
+    printf("# %s: shuffled labels: accuracy %.3f\n", lname, acc_shuf);
     assert_true(acc_shuf < 0.65);
     mt_costmodel_free(m);
 
     free(train), free(test), free(ctrain), free(ctest), free(score), free(smp);
     mt_space_free(&tk.sp);
+}
+
+static void xgb_ranking(mt_xgb_loss loss) {
+    mt_costmodel_params params = mt_costmodel_default_params();
+    params.xgb_loss = loss;
+    model_ranking("xgb", params, loss == MT_XGB_LOSS_RANK ? "xgb/rank" : "xgb/reg", 0.75);
 }
 
 static void test_xgb_ranking_reg(void **state) {
@@ -530,7 +535,7 @@ static void xgb_mixed(mt_xgb_loss loss) {
     char err[256];
     assert_int_equal(mt_costmodel_create("xgb", &params, &m, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_fit(m, s, 2 * N), MT_OK);
-    mt_cm_query qa = {&a.wl, a.t, &a.sp}, qb = {&b.wl, b.t, &b.sp};
+    mt_cm_query qa = {&a.wl, a.t, &a.sp, NULL}, qb = {&b.wl, b.t, &b.sp, NULL};
     assert_int_equal(mt_costmodel_predict(m, &qa, ca + N, T, sc), MT_OK);
     double acc_a = pairwise_accuracy(ka + N, sc, T);
     assert_int_equal(mt_costmodel_predict(m, &qb, cb + N, T, sc), MT_OK);
@@ -553,6 +558,73 @@ static void test_xgb_mixed(void **state) {
     xgb_mixed(MT_XGB_LOSS_RANK);
 }
 
+/* The GNN cost model learns the same synthetic ranking from graphs. */
+static void test_gnn_ranking(void **state) {
+    (void)state;
+    model_ranking("gnn", mt_costmodel_default_params(), "gnn", 0.7);
+}
+
+/* A trained gnn model saved to a file and loaded as gnn_model scores like
+ * the original; adapting it to new samples keeps it working; a corrupt file
+ * is refused when the model is created. */
+static void test_gnn_model_file(void **state) {
+    (void)state;
+    task tk;
+    tk.wl = wl_conv();
+    tk.t = mt_template_find("direct");
+    assert_int_equal(mt_template_space(tk.t, &tk.wl, &tk.sp), MT_OK);
+    enum { N = 120, NT = 200 };
+    mt_config cfgs[N], test[NT];
+    double cost[N], ctest[NT], s1[NT], s2[NT];
+    mt_cm_sample smp[N];
+    uint64_t rng = 77;
+    draw(&tk, &rng, N, 1, cfgs, cost);
+    draw(&tk, &rng, NT, 1, test, ctest);
+    to_samples(&tk, cfgs, cost, N, smp);
+    mt_costmodel_params p = mt_costmodel_default_params();
+    p.gnn_epochs = 10;
+    mt_costmodel *a = NULL, *b = NULL, *x = NULL;
+    char err[512], path[] = "/tmp/mtgpu-test-gnn-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(mt_costmodel_create("gnn", &p, &a, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_save(a, path, err, sizeof err), MT_INVALID_ARG); /* not trained yet */
+    assert_int_equal(mt_costmodel_create("xgb", &p, &x, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_save(x, path, err, sizeof err), MT_UNSUPPORTED);
+    assert_int_equal(mt_costmodel_param_count(x), -1);
+    mt_costmodel_free(x);
+    assert_int_equal(mt_costmodel_fit(a, smp, N), MT_OK);
+    assert_true(mt_costmodel_param_count(a) > 1000);
+    assert_int_equal(mt_costmodel_save(a, path, err, sizeof err), MT_OK);
+    p.gnn_model = path;
+    assert_int_equal(mt_costmodel_create("gnn", &p, &b, err, sizeof err), MT_OK);
+    mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
+    assert_int_equal(mt_costmodel_predict(a, &q, test, NT, s1), MT_OK);
+    assert_int_equal(mt_costmodel_predict(b, &q, test, NT, s2), MT_OK);
+    for (int i = 0; i < NT; i++) assert_true(fabs(s1[i] - s2[i]) <= 1e-4 * (1 + fabs(s1[i])));
+    double acc0 = pairwise_accuracy(ctest, s2, NT);
+    /* Adaptation: a few steps on the same kind of data keep the ranking. */
+    assert_int_equal(mt_costmodel_update(b, smp, 40), MT_OK);
+    assert_int_equal(mt_costmodel_predict(b, &q, test, NT, s2), MT_OK);
+    double acc1 = pairwise_accuracy(ctest, s2, NT);
+    printf("# gnn model file: loaded accuracy %.3f, after adaptation %.3f\n", acc0, acc1);
+    assert_true(acc0 > 0.65 && acc1 > 0.65);
+    mt_costmodel_free(b);
+    /* A truncated file is refused at creation, with the reason. */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 100), 0);
+    fclose(f);
+    b = NULL;
+    assert_int_equal(mt_costmodel_create("gnn", &p, &b, err, sizeof err), MT_CORRUPT);
+    assert_null(b);
+    assert_true(strlen(err) > 0);
+    unlink(path);
+    mt_costmodel_free(a);
+    mt_space_free(&tk.sp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_features_shape),
@@ -563,6 +635,8 @@ int main(void) {
         cmocka_unit_test(test_xgb_ranking_reg),
         cmocka_unit_test(test_xgb_ranking_rank),
         cmocka_unit_test(test_xgb_mixed),
+        cmocka_unit_test(test_gnn_ranking),
+        cmocka_unit_test(test_gnn_model_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

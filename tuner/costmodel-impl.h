@@ -30,5 +30,8 @@ struct mt_costmodel {
 
 extern const struct mt_costmodel_i mt__costmodel_random;
 extern const struct mt_costmodel_i mt__costmodel_xgb;
+extern const struct mt_costmodel_i mt__costmodel_gnn;
+extern const struct mt_costmodel_i mt__costmodel_gnn_shared;
+extern const struct mt_costmodel_i mt__costmodel_mlp;
 
 #endif

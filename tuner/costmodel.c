@@ -7,7 +7,8 @@
 
 #include "costmodel-impl.h"
 
-static const struct mt_costmodel_i *const kinds[] = {&mt__costmodel_random, &mt__costmodel_xgb};
+static const struct mt_costmodel_i *const kinds[] = {&mt__costmodel_random, &mt__costmodel_xgb, &mt__costmodel_gnn,
+                                                     &mt__costmodel_gnn_shared, &mt__costmodel_mlp};
 
 #define NKINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
@@ -25,6 +26,11 @@ mt_costmodel_params mt_costmodel_default_params(void) {
         .xgb_max_depth = 3,
         .xgb_eta = 0.3,
         .plan_size = 64,
+        .gnn_model = NULL,
+        .gnn_epochs = 30,
+        .gnn_adapt_steps = 60,
+        .gnn_hidden = 32,
+        .gnn_layers = 3,
     };
 }
 
@@ -47,6 +53,8 @@ mt_status mt_costmodel_create(const char *kind, const mt_costmodel_params *p, mt
         return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: unknown xgb_loss %d", (int)params.xgb_loss);
     if (params.xgb_rounds < 1 || params.xgb_max_depth < 1 || !(params.xgb_eta > 0) || params.xgb_early_stop < 0 || params.plan_size < 1)
         return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: rounds, depth, eta and plan_size must be positive");
+    if (params.gnn_epochs < 1 || params.gnn_adapt_steps < 1 || params.gnn_hidden < 1 || params.gnn_layers < 1)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: gnn epochs, adapt steps, hidden and layers must be positive");
     mt_costmodel *m = calloc(1, sizeof *m);
     if (!m) return mt__fail(err, errlen, MT_NOMEM, "costmodel: out of memory");
     m->iface = iface;

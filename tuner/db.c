@@ -988,29 +988,85 @@ static int try_record(const mt_record *rec, void *user) {
     return 0;
 }
 
-/* |log2(threads) - 7|, in a form that needs no libm. */
-static int64_t wg_distance(int64_t threads) {
+/* |floor(log2(x)) - target|, in a form that needs no libm. */
+static int64_t log2_distance(int64_t x, int target) {
     int l = 0;
-    while (l < 62 && ((int64_t)1 << (l + 1)) <= threads) l++;
-    return l > 7 ? l - 7 : 7 - l;
+    while (l < 62 && ((int64_t)1 << (l + 1)) <= x) l++;
+    return l > target ? l - target : target - l;
 }
 
-/* The default config (see mt_best_config in db.h). */
-static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, const mt_template **tout, mt_space *sp, mt_config *cfg,
-                                char *err, size_t errlen) {
-    const mt_template *t = NULL;
-    if (mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
-    if (!t || !mt_template_accepts(t, wl)) t = mt_template_find("gemm");
-    if (!t || !mt_template_accepts(t, wl)) t = mt_template_find("direct");
-    if (!t || !mt_template_accepts(t, wl)) {
-        t = NULL;
-        for (int i = 0; i < mt_template_count() && !t; i++)
-            if (mt_template_accepts(mt_template_at(i), wl)) t = mt_template_at(i);
+/* Knob values that make fast kernels on CPUs (PoCL), from the best configs
+ * directed searches found there (bench/known_configs.txt): one work-item per
+ * group, a register tile of about 12 AVX2 registers, 8-wide vectors, no
+ * local-memory staging. A split knob gives a value per part (0: any). The
+ * generic rule below suits GPUs and picks 128-work-item groups, which on
+ * PoCL run 100x slower than these. */
+typedef struct cpu_pref {
+    const char *tmpl, *knob;
+    int part[MT_MAX_SPLIT_PARTS];
+} cpu_pref;
+
+static const cpu_pref cpu_prefs[] = {
+    {"gemm", "thread_k", {1}}, {"gemm", "reg_k", {4}}, {"gemm", "thread_y", {1}}, {"gemm", "reg_y", {1}},
+    {"gemm", "thread_x", {1}}, {"gemm", "reg_x", {24}}, {"gemm", "tile_red", {0, 1}}, {"gemm", "vec", {8}},
+    {"gemm", "stage_local", {0}}, {"gemm", "auto_unroll_max_step", {512}}, {"gemm", "unroll_explicit", {1}},
+    {"direct", "tile_f", {0, 1, 1, 8}}, {"direct", "tile_y", {0, 1, 0, 1}}, {"direct", "tile_x", {0, 1, 1, 8}},
+    {"direct", "tile_rc", {0, 1}}, {"direct", "auto_unroll_max_step", {512}}, {"direct", "unroll_explicit", {0}},
+    {"direct", "vec", {8}}, {"direct", "stage_local", {0}},
+    {"depthwise", "tile_f", {0, 1, 1, 1}}, {"depthwise", "tile_y", {0, 1, 1, 2}}, {"depthwise", "tile_x", {0, 1, 1, 8}},
+    {"depthwise", "auto_unroll_max_step", {512}}, {"depthwise", "unroll_explicit", {1}}, {"depthwise", "vec", {8}},
+    {"depthwise", "stage_local", {0}},
+};
+
+/* The config of sp closest to the CPU preferences of template t: per knob,
+ * the option with the smallest sum of |log2(value / preferred)| over the
+ * parts that have a preference (ties: the earlier option); knobs without a
+ * preference take option 0. Returns 0 when t has no preferences. */
+static int cpu_preferred_config(const mt_template *t, const mt_space *sp, mt_config *cfg) {
+    int any = 0;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->nknobs = sp->nknobs;
+    for (int k = 0; k < sp->nknobs; k++) {
+        const mt_knob *kn = &sp->knobs[k];
+        const cpu_pref *pref = NULL;
+        for (size_t i = 0; i < sizeof cpu_prefs / sizeof cpu_prefs[0]; i++)
+            if (strcmp(cpu_prefs[i].tmpl, mt_template_name(t)) == 0 && strcmp(cpu_prefs[i].knob, kn->name) == 0) pref = &cpu_prefs[i];
+        if (!pref) continue;
+        any = 1;
+        int64_t best = -1;
+        for (int o = 0; o < kn->noptions; o++) {
+            int64_t d = 0;
+            for (int j = 0; j < kn->nparts && j < MT_MAX_SPLIT_PARTS; j++) {
+                int want = pref->part[j], v = kn->values[o * kn->nparts + j];
+                if (want <= 0) continue;
+                /* values 0 and 1 (off, none) both count as 2^0 */
+                d += log2_distance(v > 0 ? v : 1, (int)log2_distance(want, 0));
+                if (v != want) d++; /* the exact value beats a neighbour of the same log2 */
+            }
+            if (best < 0 || d < best) {
+                best = d;
+                cfg->choice[k] = o;
+            }
+        }
     }
-    if (!t) return mt__fail(err, errlen, MT_NOT_FOUND, "no template accepts this workload");
-    mt_status st = mt_template_space(t, wl, sp);
-    if (st != MT_OK) return mt__fail(err, errlen, st, "template '%s': cannot build its space for this workload", mt_template_name(t));
+    return any;
+}
+
+mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg,
+                            char *err, size_t errlen) {
+    if (!t || !wl || !dev || !sp || !cfg) return mt__fail(err, errlen, MT_INVALID_ARG, "default config: NULL argument");
     mt_device_limits lim = mt_device_info_limits(dev);
+    if (dev->is_cpu && cpu_preferred_config(t, sp, cfg)) {
+        mt_kernel *k = NULL;
+        mt_kernel_resources res;
+        mt_status st = mt_template_build(t, wl, sp, cfg, &k, NULL, 0);
+        if (st == MT_OK) st = mt_kernel_analyze(k, &res, NULL, 0);
+        if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, NULL, 0);
+        mt_kernel_free(k);
+        if (st == MT_OK) return MT_OK;
+    }
+    /* GPUs (and CPU preferences the workload cannot take): ~128 work-items. */
+    int wg_target = dev->is_cpu ? 0 : 7;
     uint64_t size = mt_space_size(sp);
     int enumerate = size <= MT__DEFAULT_SCAN;
     uint64_t rng = MT__DEFAULT_SEED;
@@ -1029,12 +1085,12 @@ static mt_status default_config(const mt_workload *wl, const mt_device_info *dev
         mt_kernel *k = NULL;
         if (mt_template_build(t, wl, sp, &c, &k, why, sizeof why) != MT_OK) continue;
         mt_kernel_resources res;
-        st = mt_kernel_analyze(k, &res, why, sizeof why);
+        mt_status st = mt_kernel_analyze(k, &res, why, sizeof why);
         if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, why, sizeof why);
         mt_kernel_free(k);
         if (st != MT_OK) continue;
         kept++;
-        int64_t d = wg_distance(res.threads_per_block);
+        int64_t d = log2_distance(res.threads_per_block, wg_target);
         int64_t p = res.private_floats > 64 ? res.private_floats - 64 : 0;
         if (!have || d < best_d || (d == best_d && p < best_p)) {
             best = c;
@@ -1043,13 +1099,33 @@ static mt_status default_config(const mt_workload *wl, const mt_device_info *dev
             have = 1;
         }
     }
-    if (!have) {
-        mt_space_free(sp);
+    if (!have)
         return mt__fail(err, errlen, MT_NOT_FOUND, "template '%s': no config fits the device's limits (last reason: %s)", mt_template_name(t),
                         why[0] ? why : "none tried");
+    *cfg = best;
+    return MT_OK;
+}
+
+/* The default template and config (see mt_best_config in db.h). */
+static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, const mt_template **tout, mt_space *sp, mt_config *cfg,
+                                char *err, size_t errlen) {
+    const mt_template *t = NULL;
+    if (mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
+    if (!t || !mt_template_accepts(t, wl)) t = mt_template_find("gemm");
+    if (!t || !mt_template_accepts(t, wl)) t = mt_template_find("direct");
+    if (!t || !mt_template_accepts(t, wl)) {
+        t = NULL;
+        for (int i = 0; i < mt_template_count() && !t; i++)
+            if (mt_template_accepts(mt_template_at(i), wl)) t = mt_template_at(i);
+    }
+    if (!t) return mt__fail(err, errlen, MT_NOT_FOUND, "no template accepts this workload");
+    mt_status st = mt_template_space(t, wl, sp);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "template '%s': cannot build its space for this workload", mt_template_name(t));
+    if ((st = mt_default_config(t, wl, dev, sp, cfg, err, errlen)) != MT_OK) {
+        mt_space_free(sp);
+        return st;
     }
     *tout = t;
-    *cfg = best;
     return MT_OK;
 }
 

@@ -22,20 +22,15 @@
 #include <string.h>
 
 #include "mtgpu/ir.h"
+#include "linear.h"
 
-#define MAXD 32     /* loop depths the linear analysis tracks */
+#define MAXD MT__LIN_MAXD /* loop depths the linear analysis tracks */
 #define MAXCHAIN 64 /* deepest nest walked; deeper statements are skipped */
 
 #define L_ MT_FEATURES_LOOPS
 #define R_ MT_FEATURES_ROLES
 
-typedef struct lin {
-    int64_t c[MAXD]; /* coefficient per loop depth; meaningful where `uses` has the bit */
-    int64_t k;       /* the value when constant */
-    uint32_t uses;   /* loop depths the value depends on */
-    uint32_t nl;     /* ... of which non-linearly */
-    int opaque;      /* depends on something unknown (a load, a deep loop, an unbound variable) */
-} lin;
+typedef mt__lin lin; /* ir/linear.h */
 
 enum { VAR_NONE = 0, VAR_LOOP, VAR_LET };
 
@@ -79,100 +74,19 @@ typedef struct fx {
     int failed;
 } fx;
 
-/* ---- linear forms ---- */
-
-static void lin_const(lin *o, int64_t v) {
-    o->k = v;
-    o->uses = o->nl = 0;
-    o->opaque = 0;
-}
-
-static void lin_opaque(lin *o) {
-    lin_const(o, 0);
-    o->opaque = 1;
-}
-
-static int lin_is_const(const lin *a) { return !a->opaque && a->uses == 0; }
-
-/* Saturating arithmetic: coefficients of real indices are small; garbage
- * expressions must not be undefined behaviour. */
-static int64_t sat_add(int64_t a, int64_t b) {
-    int64_t r;
-    if (!__builtin_add_overflow(a, b, &r)) return r;
-    return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
-static int64_t sat_mul(int64_t a, int64_t b) {
-    int64_t r;
-    if (!__builtin_mul_overflow(a, b, &r)) return r;
-    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
-}
-
-static void lin_addsub(lin *o, const lin *a, const lin *b, int64_t sign) {
-    uint32_t u = a->uses | b->uses;
-    for (uint32_t m = u; m; m &= m - 1) {
-        int d = __builtin_ctz(m);
-        int64_t ca = (a->uses >> d & 1) ? a->c[d] : 0;
-        int64_t cb = (b->uses >> d & 1) ? b->c[d] : 0;
-        o->c[d] = sat_add(ca, sat_mul(sign, cb));
-    }
-    o->k = sat_add(a->k, sat_mul(sign, b->k));
-    o->uses = u;
-    o->nl = a->nl | b->nl;
-    o->opaque = a->opaque | b->opaque;
-}
-
-static void lin_scale(lin *o, const lin *a, int64_t s) {
-    for (uint32_t m = a->uses; m; m &= m - 1) {
-        int d = __builtin_ctz(m);
-        o->c[d] = sat_mul(a->c[d], s);
-    }
-    o->k = sat_mul(a->k, s);
-    o->uses = a->uses;
-    o->nl = a->nl;
-    o->opaque = a->opaque;
-}
-
-/* Both operands used non-linearly. */
-static void lin_mix(lin *o, const lin *a, const lin *b) {
-    o->uses = a->uses | b->uses;
-    for (uint32_t m = o->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = 0;
-    o->nl = o->uses;
-    o->k = 0;
-    o->opaque = a->opaque | b->opaque;
-}
-
-static int64_t fold(mt_binop op, int64_t a, int64_t b) {
-    switch (op) {
-    case MT_OP_DIV: return b && !(a == INT64_MIN && b == -1) ? a / b : 0;
-    case MT_OP_MOD: return b && !(a == INT64_MIN && b == -1) ? a % b : 0;
-    case MT_OP_MIN: return a < b ? a : b;
-    case MT_OP_MAX: return a > b ? a : b;
-    case MT_OP_LT: return a < b;
-    case MT_OP_LE: return a <= b;
-    case MT_OP_GT: return a > b;
-    case MT_OP_GE: return a >= b;
-    case MT_OP_EQ: return a == b;
-    case MT_OP_NE: return a != b;
-    case MT_OP_AND: return a && b;
-    case MT_OP_OR: return a || b;
-    default: return 0;
-    }
-}
-
 static void lin_eval(const fx *x, const mt_expr *e, lin *o) {
     if (!e) {
-        lin_opaque(o);
+        mt__lin_opaque(o);
         return;
     }
     switch (e->kind) {
-    case MT_EXPR_INT: lin_const(o, e->ival); return;
+    case MT_EXPR_INT: mt__lin_const(o, e->ival); return;
     case MT_EXPR_VAR: {
         int id = e->var ? e->var->id : -1;
         if (id < 0 || id >= x->capvars) break;
         const varinfo *v = &x->vars[id];
         if (v->kind == VAR_LOOP && v->idx < MAXD) {
-            lin_const(o, 0);
+            mt__lin_const(o, 0);
             o->uses = 1u << v->idx;
             o->c[v->idx] = 1;
             return;
@@ -192,16 +106,16 @@ static void lin_eval(const fx *x, const mt_expr *e, lin *o) {
         lin_eval(x, e->a, &a);
         lin_eval(x, e->b, &b);
         switch (e->op) {
-        case MT_OP_ADD: lin_addsub(o, &a, &b, 1); return;
-        case MT_OP_SUB: lin_addsub(o, &a, &b, -1); return;
+        case MT_OP_ADD: mt__lin_addsub(o, &a, &b, 1); return;
+        case MT_OP_SUB: mt__lin_addsub(o, &a, &b, -1); return;
         case MT_OP_MUL:
-            if (lin_is_const(&a)) lin_scale(o, &b, a.k);
-            else if (lin_is_const(&b)) lin_scale(o, &a, b.k);
-            else lin_mix(o, &a, &b);
+            if (mt__lin_is_const(&a)) mt__lin_scale(o, &b, a.k);
+            else if (mt__lin_is_const(&b)) mt__lin_scale(o, &a, b.k);
+            else mt__lin_mix(o, &a, &b);
             return;
         default:
-            if (lin_is_const(&a) && lin_is_const(&b)) lin_const(o, fold(e->op, a.k, b.k));
-            else lin_mix(o, &a, &b);
+            if (mt__lin_is_const(&a) && mt__lin_is_const(&b)) mt__lin_const(o, mt__lin_fold(e->op, a.k, b.k));
+            else mt__lin_mix(o, &a, &b);
             return;
         }
     }
@@ -210,13 +124,13 @@ static void lin_eval(const fx *x, const mt_expr *e, lin *o) {
         lin_eval(x, e->a, &a);
         lin_eval(x, e->b, &b);
         lin_eval(x, e->c, &c);
-        lin_mix(&t, &a, &b);
-        lin_mix(o, &t, &c);
+        mt__lin_mix(&t, &a, &b);
+        mt__lin_mix(o, &t, &c);
         return;
     }
     default: break;
     }
-    lin_opaque(o);
+    mt__lin_opaque(o);
 }
 
 /* ---- walks ---- */

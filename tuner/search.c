@@ -399,7 +399,7 @@ static mt_status score(mt_search *s, const mt_config *cfgs, const uint64_t *idx,
         mcfg[nq++] = cfgs[i];
     }
     if (nq > 0) {
-        mt_cm_query q = {s->wl, s->t, s->sp};
+        mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
         mt_status st = mt_costmodel_predict(s->model, &q, mcfg, nq, mscore);
         if (st != MT_OK) {
             memo_clear(&s->mm); /* drop the pending entries */
@@ -613,7 +613,7 @@ static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int
         }
         if (m == 0) break;
         if (filter && round < 7) {
-            mt_cm_query q = {s->wl, s->t, s->sp};
+            mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
             st = mt_costmodel_predict(s->model, &q, pool, m, psc);
             if (st != MT_OK) {
                 st = mt__fail(s->err, sizeof s->err, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
@@ -679,7 +679,7 @@ static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got) {
         nbr[k++] = nbr[i];
     }
     if (k == 0) goto done;
-    mt_cm_query q = {s->wl, s->t, s->sp};
+    mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
     st = mt_costmodel_predict(s->model, &q, nbr, k, sc);
     if (st != MT_OK) {
         st = mt__fail(s->err, sizeof s->err, st, "search: cost model: %s", mt_costmodel_last_error(s->model));

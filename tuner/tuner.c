@@ -16,6 +16,7 @@
 /* Rounds of history the scheduler's backward gradient looks at. */
 #define MT__WINDOW 3
 /* A round gives up on a unit after this many invalid draws per wanted config. */
+#define MT__FIRST_ROUND 2
 #define MT__MAX_DRAWS_PER_CONFIG 64
 /* Weights of the backward (observed) and forward (optimistic) gradients, as in Ansor. */
 #define MT__ALPHA 0.2
@@ -94,6 +95,7 @@ static double unit_gain(const unit *u, double weight) {
 typedef struct {
     unit *u;
     const mt_workload *wl;
+    const mt_device_info *dev;
     mt_cm_sample *samples;
     int nsamples, cap;
     int errors;
@@ -120,7 +122,8 @@ static int resume_cb(const mt_record *rec, void *user) {
         rs->samples = s;
         rs->cap = cap;
     }
-    rs->samples[rs->nsamples++] = (mt_cm_sample){.wl = rs->wl, .tmpl = u->t, .space = &u->space, .cfg = cfg, .cost_ms = cost, .failed = rec->status != MT_OK};
+    rs->samples[rs->nsamples++] = (mt_cm_sample){.wl = rs->wl, .tmpl = u->t, .space = &u->space, .cfg = cfg, .cost_ms = cost, .failed = rec->status != MT_OK,
+                                                    .dev = rs->dev};
     return 0;
 }
 
@@ -209,6 +212,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     mt_costmodel_params cmp = mt_costmodel_default_params();
     cmp.seed = p.seed;
     cmp.plan_size = p.batch;
+    cmp.gnn_model = p.cost_model_file;
     for (int i = 0; i < ntasks; i++) {
         for (int ti = 0; ti < mt_template_count() && ti < MT__MAX_TEMPLATES; ti++) {
             const mt_template *t = mt_template_at(ti);
@@ -232,8 +236,11 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
                 }
                 u->model = models[m].model;
             }
-            if ((st = mt_search_create(use_model ? "sa" : "random", &tasks[i].wl, t, &u->space, u->model, p.seed + (uint64_t)nunits * 7919,
-                                       &u->search, err, errlen)) != MT_OK)
+            mt_search_params sp = mt_search_default_params();
+            sp.seed = p.seed + (uint64_t)nunits * 7919;
+            sp.dev = &dev;
+            if ((st = mt_search_create_ex(use_model ? "sa" : "random", &tasks[i].wl, t, &u->space, u->model, &sp, &u->search, err, errlen)) !=
+                MT_OK)
                 goto done;
         }
         if (nunits == 0 || units[nunits - 1].task != i) {
@@ -245,7 +252,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     /* Resume: what the database already has for these units on this device. */
     for (int j = 0; j < nunits; j++) {
         unit *u = &units[j];
-        resume_state rs = {.u = u, .wl = &tasks[u->task].wl};
+        resume_state rs = {.u = u, .wl = &tasks[u->task].wl, .dev = &dev};
         mt_db_filter f = {.wl = &tasks[u->task].wl, .device = dev.fingerprint, .template_name = mt_template_name(u->t)};
         st = mt_db_for_each(db, &f, resume_cb, &rs);
         if (st == MT_OK && rs.failed_alloc) st = MT_NOMEM;
@@ -322,6 +329,17 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         /* Configs the template cannot realise on this device are never measured
          * nor counted: the search and the model learn them as failures. */
         int n = 0, draws = 0, ninvalid = 0, exhausted = 0;
+        /* A unit's first round starts from the template's default config:
+         * a sound kernel to compare against, and a data point the model
+         * would rarely get from random configs. */
+        if (u->trials == 0 && u->rounds == 0 && want > 0 && mt_default_config(u->t, wl, &dev, &u->space, &cfgs[0], NULL, 0) == MT_OK) {
+            n = 1;
+            /* ...and is short (the default and one random config), so that
+             * every task has a valid config, and the network an estimate,
+             * after a fraction of the budget; the gain rule then spends the
+             * rest where it matters. */
+            if (want > MT__FIRST_ROUND) want = MT__FIRST_ROUND;
+        }
         while (n < want && draws < MT__MAX_DRAWS_PER_CONFIG * want) {
             int got = 0;
             if ((st = mt_search_next_batch(u->search, want - n, cfgs + n, &got)) != MT_OK) {
@@ -340,7 +358,8 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
                     continue;
                 }
                 mt_search_mark_measured(u->search, &cfgs[k], -1);
-                samples[p.batch + ninvalid++] = (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .failed = 1};
+                samples[p.batch + ninvalid++] =
+                    (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .failed = 1, .dev = &dev};
             }
         }
         u->rounds++;
@@ -380,7 +399,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
             }
             mt_search_mark_measured(u->search, &cfgs[k], r->m.status == MT_OK ? r->m.median_ms : -1);
             samples[nsamp++] = (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .cost_ms = r->m.median_ms,
-                                              .failed = r->m.status != MT_OK};
+                                              .failed = r->m.status != MT_OK, .dev = &dev};
             u->trials++;
             tr[u->task].trials++;
             if (r->m.status != MT_OK) tr[u->task].errors++;

@@ -16,6 +16,18 @@
  *             be mixed: it trains one model on all of them; throughputs are
  *             normalised per (workload, template), which is also the ranking
  *             group.
+ *   "gnn"     the structured model of ../shared/DESIGN.md: each config's
+ *             kernel IR becomes a typed graph (mtgpu/graph_enc.h) scored by a
+ *             relational GNN with one module per node and edge type
+ *             (mtgpu/gnn.h), trained with pairwise ranking plus regression on
+ *             per-(workload, template) normalised log throughput. Without
+ *             gnn_model it learns from the task's own records (refitted from
+ *             scratch on every update, like "xgb"); with gnn_model it starts
+ *             from that meta-trained file (`mtgpu train`) and adapts to the
+ *             task's records with gnn_adapt_steps Adam steps per update.
+ *   "gnn-shared"  the same GNN with one module for all node and edge types.
+ *   "mlp"     an MLP over the mean and max of the same node features: the
+ *             "flat features" baseline for the GNN.
  *
  * Samples are copied (as features) when given: the model keeps no pointer to
  * a caller's workload, template, space or config. A model is not thread-safe;
@@ -26,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mtgpu/device.h"
 #include "mtgpu/space.h"
 #include "mtgpu/status.h"
 #include "mtgpu/template.h"
@@ -59,6 +72,14 @@ typedef struct mt_costmodel_params {
     double xgb_eta;     /* learning rate (default 0.3) */
     int plan_size;      /* the recall@k that early stopping watches, like AutoTVM's
                            plan size: the tuner's batch (default 64) */
+    /* gnn, gnn-shared, mlp */
+    const char *gnn_model; /* meta-trained model file to start from (NULL: learn from
+                           the task's records only); borrowed: must outlive the model.
+                           Its architecture wins over the kind's. */
+    int gnn_epochs;     /* passes over the samples per fit from scratch (default 30) */
+    int gnn_adapt_steps; /* Adam steps per update when starting from gnn_model (default 60) */
+    int gnn_hidden;     /* width (default 32) */
+    int gnn_layers;     /* message-passing rounds, or the MLP's hidden layers (default 3) */
 } mt_costmodel_params;
 
 mt_costmodel_params mt_costmodel_default_params(void);
@@ -73,6 +94,8 @@ typedef struct mt_cm_sample {
     mt_config cfg;
     double cost_ms;          /* ignored when failed */
     int failed;
+    const mt_device_info *dev; /* the device it was measured on (NULL: unknown);
+                                  models that read the device ("gnn") use it */
 } mt_cm_sample;
 
 /* What the candidates of one predict call belong to. */
@@ -80,6 +103,7 @@ typedef struct mt_cm_query {
     const mt_workload *wl;
     const mt_template *tmpl;
     const mt_space *space;
+    const mt_device_info *dev; /* the device to predict for (NULL: unknown) */
 } mt_cm_query;
 
 /* Creates a model of the given kind. MT_INVALID_ARG, with the known kinds
@@ -113,6 +137,14 @@ int64_t mt_costmodel_trained(const mt_costmodel *m);
 /* The message of the last failed call on m ("" if none); owned by m, valid
  * until the next call on m. */
 const char *mt_costmodel_last_error(const mt_costmodel *m);
+
+/* Writes a trained gnn, gnn-shared or mlp model to a model file (mtgpu/gnn.h)
+ * that params.gnn_model can load; MT_UNSUPPORTED for other kinds,
+ * MT_INVALID_ARG when it was never trained, MT_IO. */
+mt_status mt_costmodel_save(const mt_costmodel *m, const char *path, char *err, size_t errlen);
+
+/* Trainable parameters of a gnn, gnn-shared or mlp model; -1 for other kinds. */
+int64_t mt_costmodel_param_count(const mt_costmodel *m);
 
 /* The score given to configs that cannot be built. */
 #define MT_COSTMODEL_INVALID_SCORE (-1e9)

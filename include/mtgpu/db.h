@@ -201,6 +201,13 @@ mt_status mt_db_best(mt_db *db, const mt_workload *wl, const char *device_fp, mt
 mt_status mt_best_config(mt_db *db, const mt_workload *wl, const mt_device_info *dev, const mt_template **t, mt_space *space, mt_config *cfg,
                          mt_record *rec, int *from_db, char *err, size_t errlen);
 
+/* The default config of template t for wl (sp: t's space for wl) on dev: the
+ * rule mt_best_config uses for its default, applied to one template. The
+ * tuner measures it first for each template, so every task starts from a
+ * sound config. MT_NOT_FOUND when no config qualifies. */
+mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg,
+                            char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

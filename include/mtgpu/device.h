@@ -85,6 +85,8 @@ mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out);
 mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
 mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, size_t bytes);
 void mt_dbuf_free(mt_dbuf *b);
+/* The size in bytes the buffer was allocated with (0 for NULL). */
+size_t mt_dbuf_size(const mt_dbuf *b);
 
 /* Launches p with args (global buffers, in parameter order) over grid x block
  * work-groups, `warmup` times untimed then `repeats` times, each timed on the

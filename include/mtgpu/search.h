@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "mtgpu/costmodel.h"
+#include "mtgpu/device.h"
 #include "mtgpu/space.h"
 #include "mtgpu/status.h"
 #include "mtgpu/template.h"
@@ -53,6 +54,8 @@ typedef struct mt_search_params {
     double local_share;     /* share of the model's picks taken from the one-knob
                                neighbourhood of the best measured configs, ranked by
                                the model, where it has data close by (default 0.25) */
+    const mt_device_info *dev; /* the device measured on, passed to the cost model
+                               (borrowed; NULL: unknown, the default) */
 } mt_search_params;
 
 mt_search_params mt_search_default_params(void);

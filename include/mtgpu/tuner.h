@@ -49,7 +49,9 @@ typedef struct mt_tune_progress {
 
 typedef struct mt_tune_params {
     int trials;                /* total measurements across all tasks, records already in the database included */
-    const char *cost_model;    /* "xgb" (simulated annealing guided by XGBoost, the default) or "random" (random search) */
+    const char *cost_model;    /* a kind of mtgpu/costmodel.h guiding simulated annealing ("xgb", the default;
+                                  "gnn", "gnn-shared", "mlp"), or "random" (random search) */
+    const char *cost_model_file; /* a meta-trained GNN model (`mtgpu train`) for the gnn kinds to adapt; NULL: none */
     int batch;                 /* configs per round (default 8) */
     int early_stop;            /* a unit stops after this many trials without improving its best (default 64; <= 0: never) */
     double time_limit_s;       /* stop starting rounds after this many seconds (<= 0: none) */

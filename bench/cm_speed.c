@@ -1,0 +1,188 @@
+/* bench_cm_speed: how fast each cost model scores candidates, and the memory
+ * it needs, on the machine's cores (issue 4's speed figures).
+ *
+ * For a ResNet-50 layer (3x3 64->64 at 56x56) and each template that accepts
+ * it, every model kind is fitted on 200 random configs (with costs from a
+ * fixed pseudo-random function of the config: the scoring speed does not
+ * depend on what the weights learned), then asked to score batches of 1,000
+ * and 100,000 random configs in one predict call each, as the search does.
+ * Reported: candidates per second (encoding or feature extraction included),
+ * the fit time, and the peak resident memory while scoring the large batch
+ * (VmHWM after resetting it through /proc/self/clear_refs; on kernels
+ * without that it is the process's peak so far, said in the output).
+ *
+ *   bench_cm_speed [--out DIR] [--threads N] [--models a,b,...] [--big N]
+ *
+ * Writes DIR/cm_speed.json and DIR/cm_speed.md (default bench/results). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mtgpu/costmodel.h"
+#include "mtgpu/template.h"
+#include "mtgpu/workload.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* kB of the named /proc/self/status field, or -1. */
+static long status_kb(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':') v = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static int reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return 0;
+    int ok = fputs("5", f) >= 0;
+    return (fclose(f) == 0) && ok;
+}
+
+typedef struct row {
+    char model[16], tmpl[16];
+    double fit_s, small_per_s, big_per_s;
+    long rss_before_kb, peak_kb;
+    int big;
+    long long params;
+} row;
+
+int main(int argc, char **argv) {
+    const char *out = "bench/results", *models = "xgb,gnn,gnn-shared,mlp";
+    int threads = 2, big = 100000;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc) models = argv[++i];
+        else if (strcmp(argv[i], "--big") == 0 && i + 1 < argc) big = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: bench_cm_speed [--out DIR] [--threads N] [--models a,b,...] [--big N]\n");
+            return 2;
+        }
+    }
+    if (threads < 1 || big < 1000) {
+        fprintf(stderr, "bench_cm_speed: --threads must be >= 1 and --big >= 1000\n");
+        return 2;
+    }
+    const char *wtext = "n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1";
+    mt_workload wl;
+    char err[1024];
+    if (mt_workload_parse(wtext, &wl, err, sizeof err) != MT_OK) return 1;
+    int can_reset = reset_peak_rss();
+    row rows[32];
+    int nrows = 0;
+    mt_config *cfgs = malloc(sizeof *cfgs * (size_t)big);
+    double *scores = malloc(sizeof *scores * (size_t)big);
+    if (!cfgs || !scores) return 1;
+    char mlist[256];
+    snprintf(mlist, sizeof mlist, "%s", models);
+    for (int ti = 0; ti < mt_template_count(); ti++) {
+        const mt_template *t = mt_template_at(ti);
+        if (!mt_template_accepts(t, &wl)) continue;
+        mt_space sp;
+        if (mt_template_space(t, &wl, &sp) != MT_OK) return 1;
+        enum { NTRAIN = 200 };
+        mt_cm_sample train[NTRAIN];
+        uint64_t rng = 7;
+        for (int i = 0; i < NTRAIN; i++) {
+            mt_config c;
+            mt_space_random(&sp, &rng, &c);
+            uint64_t h = mt_space_config_index(&sp, &c) * 0x9e3779b97f4a7c15ULL;
+            train[i] = (mt_cm_sample){.wl = &wl, .tmpl = t, .space = &sp, .cfg = c, .cost_ms = 1.0 + (double)(mt_rng_next(&h) % 1000) / 100.0};
+        }
+        rng = 99;
+        for (int i = 0; i < big; i++) mt_space_random(&sp, &rng, &cfgs[i]);
+        char copy[256], *save = NULL;
+        snprintf(copy, sizeof copy, "%s", mlist);
+        for (char *kind = strtok_r(copy, ",", &save); kind && nrows < 32; kind = strtok_r(NULL, ",", &save)) {
+            mt_costmodel_params p = mt_costmodel_default_params();
+            p.threads = threads;
+            mt_costmodel *m = NULL;
+            if (mt_costmodel_create(kind, &p, &m, err, sizeof err) != MT_OK) {
+                fprintf(stderr, "bench_cm_speed: %s\n", err);
+                return 1;
+            }
+            row *r = &rows[nrows++];
+            memset(r, 0, sizeof *r);
+            snprintf(r->model, sizeof r->model, "%s", kind);
+            snprintf(r->tmpl, sizeof r->tmpl, "%s", mt_template_name(t));
+            r->big = big;
+            double t0 = now_s();
+            if (mt_costmodel_fit(m, train, NTRAIN) != MT_OK) {
+                fprintf(stderr, "bench_cm_speed: fit %s: %s\n", kind, mt_costmodel_last_error(m));
+                return 1;
+            }
+            r->fit_s = now_s() - t0;
+            r->params = (long long)mt_costmodel_param_count(m);
+            mt_cm_query q = {&wl, t, &sp, NULL};
+            /* warm-up: first-call plans and workspaces */
+            if (mt_costmodel_predict(m, &q, cfgs, 100, scores) != MT_OK) return 1;
+            t0 = now_s();
+            if (mt_costmodel_predict(m, &q, cfgs, 1000, scores) != MT_OK) return 1;
+            r->small_per_s = 1000 / (now_s() - t0);
+            r->rss_before_kb = status_kb("VmRSS");
+            if (can_reset) reset_peak_rss();
+            t0 = now_s();
+            if (mt_costmodel_predict(m, &q, cfgs, big, scores) != MT_OK) {
+                fprintf(stderr, "bench_cm_speed: predict %s: %s\n", kind, mt_costmodel_last_error(m));
+                return 1;
+            }
+            r->big_per_s = big / (now_s() - t0);
+            r->peak_kb = status_kb("VmHWM");
+            fprintf(stderr, "%-10s %-9s fit %.2f s, %8.0f/s (1k), %8.0f/s (%dk), peak RSS %.0f MiB\n", r->model, r->tmpl, r->fit_s, r->small_per_s,
+                    r->big_per_s, big / 1000, r->peak_kb / 1024.0);
+            mt_costmodel_free(m);
+        }
+        mt_space_free(&sp);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cm_speed.json", out);
+    FILE *j = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/cm_speed.md", out);
+    FILE *md = fopen(path, "w");
+    if (!j || !md) {
+        fprintf(stderr, "bench_cm_speed: cannot write to %s\n", out);
+        return 1;
+    }
+    time_t now = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    fprintf(j, "{\"date\": \"%s\", \"workload\": \"%s\", \"threads\": %d, \"peak_rss_reset\": %s, \"rows\": [", date, wtext, threads,
+            can_reset ? "true" : "false");
+    fprintf(md, "# Cost-model scoring speed\n\nGenerated %s by `bench/run_cm_speed.sh` (`bench_cm_speed --threads %d --big %d`). Workload `%s`; "
+                "each model fitted on 200 random configs, then one predict call per batch of random configs (graph encoding or "
+                "feature extraction included), %d threads. Peak memory: the process's resident high-water mark while scoring the "
+                "large batch%s.\n\n",
+            date, threads, big, wtext, threads, can_reset ? " (reset just before it)" : " (not resettable here: the process's peak so far)");
+    fprintf(md, "| model | template | parameters | fit 200 (s) | scored/s, 1k batch | scored/s, %dk batch | peak RSS (MiB) |\n|---|---|---|---|---|---|---|\n",
+            big / 1000);
+    for (int i = 0; i < nrows; i++) {
+        row *r = &rows[i];
+        fprintf(j, "%s{\"model\": \"%s\", \"template\": \"%s\", \"params\": %lld, \"fit_s\": %.4f, \"per_s_1k\": %.1f, \"per_s_big\": %.1f, "
+                   "\"big\": %d, \"rss_before_kb\": %ld, \"peak_rss_kb\": %ld}",
+                i ? ", " : "", r->model, r->tmpl, r->params, r->fit_s, r->small_per_s, r->big_per_s, r->big, r->rss_before_kb, r->peak_kb);
+        char params[32];
+        if (r->params >= 0) snprintf(params, sizeof params, "%lld", r->params);
+        else snprintf(params, sizeof params, "-");
+        fprintf(md, "| %s | %s | %s | %.2f | %.0f | %.0f | %.0f |\n", r->model, r->tmpl, params, r->fit_s, r->small_per_s, r->big_per_s,
+                r->peak_kb / 1024.0);
+    }
+    fprintf(j, "]}\n");
+    fprintf(md, "\nGoal (issue 4): at least 20,000 candidates a second on 2 cores for 1k and 100k batches; under 2 GiB while scoring 100k.\n");
+    fclose(j);
+    fclose(md);
+    free(cfgs);
+    free(scores);
+    printf("wrote %s/cm_speed.md and %s/cm_speed.json\n", out, out);
+    return 0;
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Regenerates bench/results/cm_speed.{md,json}: candidates scored per second
+# and peak memory of each cost model (a few minutes on the 2-core machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${BUILD_DIR:-build-bench}"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target bench_cm_speed >/dev/null
+mkdir -p "${OUT:-bench/results}"
+"$BUILD"/bench_cm_speed --out "${OUT:-bench/results}" --threads "$(nproc)" "$@"

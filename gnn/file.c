@@ -1,0 +1,209 @@
+/* GNN model files: the versioned binary format documented in
+ * include/mtgpu/gnn.h, to and from files and memory.
+ *
+ * The reader trusts nothing: it checks the length against the header's
+ * shapes before it reads a weight, and every read goes through rd_*() with
+ * an explicit bound. It never allocates more than the file's own length
+ * implies. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gnn-impl.h"
+
+#define MAGIC "MTGNNMDL"
+#define VERSION 1u
+#define HEADER 48u
+
+uint64_t mt__gnn_fnv64(const unsigned char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void put32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get32(const unsigned char *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+static uint64_t get64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+static void putf(unsigned char *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put32(p, u);
+}
+static float getf(const unsigned char *p) {
+    uint32_t u = get32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static size_t file_size(size_t F, size_t P) { return HEADER + 8 * F + 4 * P + 8; }
+
+mt_status mt_gnn_save_mem(const mt_gnn *m, unsigned char **buf, size_t *len, char *err, size_t errlen) {
+    if (!m || !buf || !len) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: save: NULL argument");
+    size_t F = (size_t)m->lay.F, P = m->lay.total, n = file_size(F, P);
+    unsigned char *b = malloc(n);
+    if (!b) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for a %zu-byte model file", n);
+    memcpy(b, MAGIC, 8);
+    put32(b + 8, VERSION);
+    put32(b + 12, (uint32_t)m->p.arch);
+    put32(b + 16, (uint32_t)m->lay.H);
+    put32(b + 20, (uint32_t)m->lay.L);
+    put32(b + 24, (uint32_t)F);
+    put32(b + 28, MT_GRAPH_NODE_TYPES);
+    put32(b + 32, MT_GRAPH_EDGE_TYPES);
+    put32(b + 36, (uint32_t)P);
+    put64(b + 40, (uint64_t)m->trained);
+    unsigned char *q = b + HEADER;
+    for (size_t f = 0; f < F; f++, q += 4) putf(q, m->mean[f]);
+    for (size_t f = 0; f < F; f++, q += 4) putf(q, m->std[f]);
+    for (size_t i = 0; i < P; i++, q += 4) putf(q, m->w[i]);
+    put64(q, mt__gnn_fnv64(b, n - 8));
+    *buf = b;
+    *len = n;
+    return MT_OK;
+}
+
+mt_status mt_gnn_load_mem(const void *data, size_t len, mt_gnn **out, char *err, size_t errlen) {
+    if (!out || (!data && len > 0)) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: load: NULL argument");
+    *out = NULL;
+    const unsigned char *b = data;
+    if (len < HEADER + 8) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: %zu bytes, shorter than the %u-byte header", len, HEADER + 8);
+    if (memcmp(b, MAGIC, 8) != 0) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: bad magic (not an mtgpu GNN model file)");
+    uint32_t version = get32(b + 8);
+    if (version != VERSION)
+        return mt__fail(err, errlen, MT_CORRUPT, "gnn model: format version %u, this build reads version %u", version, VERSION);
+    uint32_t arch = get32(b + 12), H = get32(b + 16), L = get32(b + 20), F = get32(b + 24), nt = get32(b + 28), et = get32(b + 32);
+    uint32_t P = get32(b + 36);
+    if (arch > MT_GNN_MLP) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: unknown architecture %u", arch);
+    if (F != MT_GRAPH_FEATS || nt != MT_GRAPH_NODE_TYPES || et != MT_GRAPH_EDGE_TYPES)
+        return mt__fail(err, errlen, MT_CORRUPT, "gnn model: made for %u features, %u node types, %u edge types; this build has %d, %d, %d", F, nt,
+                        et, MT_GRAPH_FEATS, MT_GRAPH_NODE_TYPES, MT_GRAPH_EDGE_TYPES);
+    if (H < 1 || H > MT__GNN_MAX_HIDDEN || L > MT__GNN_MAX_LAYERS || (arch == MT_GNN_MLP && L < 1))
+        return mt__fail(err, errlen, MT_CORRUPT, "gnn model: hidden %u / layers %u out of range", H, L);
+    mt__gnn_layout lay;
+    if (mt__gnn_layout_make((mt_gnn_arch)arch, (int)F, (int)H, (int)L, &lay, NULL, 0) != MT_OK)
+        return mt__fail(err, errlen, MT_CORRUPT, "gnn model: bad shapes");
+    if ((size_t)P != lay.total)
+        return mt__fail(err, errlen, MT_CORRUPT, "gnn model: %u parameters, but its shapes need %zu", P, lay.total);
+    size_t want = file_size(F, P);
+    if (len != want)
+        return mt__fail(err, errlen, MT_CORRUPT, "gnn model: %zu bytes, its header implies %zu (%s)", len, want, len < want ? "truncated" : "trailing data");
+    if (get64(b + len - 8) != mt__gnn_fnv64(b, len - 8)) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: checksum mismatch");
+    const unsigned char *q = b + HEADER;
+    for (size_t i = 0; i < 2 * (size_t)F + P; i++) {
+        float v = getf(q + 4 * i);
+        if (!isfinite(v)) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: non-finite value at byte %zu", HEADER + 4 * i);
+        if (i >= F && i < 2 * (size_t)F && !(v > 0))
+            return mt__fail(err, errlen, MT_CORRUPT, "gnn model: feature %zu has standard deviation %g", i - F, (double)v);
+    }
+    if (get64(b + 40) > (uint64_t)INT64_MAX) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: trained-sample count out of range");
+    mt_gnn_params p = mt_gnn_default_params();
+    p.arch = (mt_gnn_arch)arch, p.hidden = (int)H, p.layers = (int)L;
+    mt_gnn *m;
+    mt_status st = mt__gnn_alloc(&p, &m, err, errlen);
+    if (st != MT_OK) return st;
+    for (size_t f = 0; f < F; f++, q += 4) m->mean[f] = getf(q);
+    for (size_t f = 0; f < F; f++, q += 4) {
+        m->std[f] = getf(q);
+        m->istd[f] = 1.0f / m->std[f];
+    }
+    for (size_t i = 0; i < P; i++, q += 4) m->w[i] = getf(q);
+    m->trained = (int64_t)get64(b + 40);
+    *out = m;
+    return MT_OK;
+}
+
+mt_status mt_gnn_save(const mt_gnn *m, const char *path, char *err, size_t errlen) {
+    if (!m || !path) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: save: NULL argument");
+    unsigned char *buf;
+    size_t len;
+    mt_status st = mt_gnn_save_mem(m, &buf, &len, err, errlen);
+    if (st != MT_OK) return st;
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 16);
+    if (!tmp) {
+        free(buf);
+        return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    }
+    memcpy(tmp, path, pl);
+    memcpy(tmp + pl, ".tmp.XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        st = mt__fail(err, errlen, MT_IO, "gnn: cannot create %s: %s", tmp, strerror(errno));
+        free(tmp);
+        free(buf);
+        return st;
+    }
+    (void)fchmod(fd, 0644); /* mkstemp makes it 0600; a model file is not secret */
+    FILE *f = fdopen(fd, "wb");
+    int ok = f != NULL;
+    if (!f) close(fd);
+    if (ok) ok = fwrite(buf, 1, len, f) == len;
+    if (ok) ok = fflush(f) == 0;
+    if (ok) ok = fsync(fileno(f)) == 0;
+    int saved = errno;
+    if (f && fclose(f) != 0 && ok) ok = 0, saved = errno;
+    if (ok && rename(tmp, path) != 0) ok = 0, saved = errno;
+    if (!ok) {
+        unlink(tmp);
+        st = mt__fail(err, errlen, MT_IO, "gnn: cannot write %s: %s", path, strerror(saved));
+    }
+    free(tmp);
+    free(buf);
+    return st;
+}
+
+mt_status mt_gnn_load(const char *path, mt_gnn **out, char *err, size_t errlen) {
+    if (!path || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: load: NULL argument");
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return mt__fail(err, errlen, errno == ENOENT ? MT_NOT_FOUND : MT_IO, "gnn: cannot open %s: %s", path, strerror(errno));
+    /* read to the end in pieces: a file that grows or lies about its size
+     * costs at most a bounded read beyond the largest valid model */
+    size_t cap = 1 << 16, len = 0;
+    const size_t most = file_size(MT_GRAPH_FEATS, (size_t)1 << 31) + 1;
+    unsigned char *buf = malloc(cap);
+    mt_status st = MT_OK;
+    if (!buf) st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    while (st == MT_OK) {
+        if (len == cap) {
+            if (cap >= most) {
+                st = mt__fail(err, errlen, MT_CORRUPT, "gnn model: %s is larger than any model file", path);
+                break;
+            }
+            unsigned char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory reading %s", path);
+                break;
+            }
+            buf = nb, cap *= 2;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) {
+            if (ferror(f)) st = mt__fail(err, errlen, MT_IO, "gnn: cannot read %s", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (st == MT_OK) st = mt_gnn_load_mem(buf, len, out, err, errlen);
+    free(buf);
+    return st;
+}

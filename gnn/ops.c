@@ -1,0 +1,270 @@
+/* The GNN's tensor operations: forward and backward (see tensor.h). */
+#include <math.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "tensor.h"
+
+/* OpenBLAS runs a GEMM on one thread when m*n*k is at most 65536 times
+ * OPENBLAS_GEMM_MULTITHREAD_THRESHOLD (4 in Debian's build). Staying under
+ * it keeps OpenBLAS from starting threads of its own next to the scorer's
+ * (on 2 cores that oversubscription costs more than it gains), and blocks
+ * whose edges depend only on the shapes keep results reproducible. */
+#define MT__MM_BLOCK_FLOPS 262144L
+
+/* The elementwise loops are written 8 wide by hand: at -O2 GCC vectorises
+ * straight-line code (SLP) but not loops of unknown length, and these loops
+ * are most of the scorer's time outside the GEMMs. */
+static inline void add_row(float *restrict y, const float *restrict x, int n) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        y[j] += x[j], y[j + 1] += x[j + 1], y[j + 2] += x[j + 2], y[j + 3] += x[j + 3];
+        y[j + 4] += x[j + 4], y[j + 5] += x[j + 5], y[j + 6] += x[j + 6], y[j + 7] += x[j + 7];
+    }
+    for (; j < n; j++) y[j] += x[j];
+}
+
+/* Branch-free, as a*v + b*|v| (a + b = 1, a - b = slope): random signs
+ * would mispredict half the time, and GCC keeps a branch for `v > 0 ? ...`.
+ * The backward's factor a + copysign(b, y) is 1 or the slope. */
+#define LRELU_A (0.5f * (1.0f + MT__LRELU_SLOPE))
+#define LRELU_B (0.5f * (1.0f - MT__LRELU_SLOPE))
+static inline float lrelu1(float v) { return LRELU_A * v + LRELU_B * fabsf(v); }
+static inline float lrelu_grad1(float y, float d) { return d * (LRELU_A + copysignf(LRELU_B, y)); }
+
+static int block_rows(int per_row) {
+    long r = MT__MM_BLOCK_FLOPS / (per_row > 0 ? per_row : 1);
+    return r < 1 ? 1 : (r > 1 << 30 ? 1 << 30 : (int)r);
+}
+
+void mt__mm(int m, int n, int k, const float *A, const float *B, float beta, float *C) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        for (size_t i = 0; i < (size_t)m * n; i++) C[i] = beta == 0 ? 0 : beta * C[i];
+        return;
+    }
+    int rb = block_rows(n * k);
+    for (int r = 0; r < m; r += rb) {
+        int mm = m - r < rb ? m - r : rb;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mm, n, k, 1.0f, A + (size_t)r * k, k, B, n, beta, C + (size_t)r * n, n);
+    }
+}
+
+void mt__mm_backward(int m, int n, int k, const float *A, const float *B, const float *dC, float *dA, float *dB) {
+    if (m <= 0 || n <= 0 || k <= 0) return;
+    if (dA) { /* dA[m,k] += dC[m,n] B^T */
+        int rb = block_rows(n * k);
+        for (int r = 0; r < m; r += rb) {
+            int mm = m - r < rb ? m - r : rb;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mm, k, n, 1.0f, dC + (size_t)r * n, n, B, n, 1.0f, dA + (size_t)r * k, k);
+        }
+    }
+    if (dB) { /* dB[k,n] += A^T dC, summed over blocks of the m rows in a fixed order */
+        int rb = block_rows(n * k);
+        for (int r = 0; r < m; r += rb) {
+            int mm = m - r < rb ? m - r : rb;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, mm, 1.0f, A + (size_t)r * k, k, dC + (size_t)r * n, n, 1.0f, dB, n);
+        }
+    }
+}
+
+void mt__bias_add(int m, int n, float *Y, const float *b) {
+    for (int i = 0; i < m; i++) add_row(Y + (size_t)i * n, b, n);
+}
+
+void mt__bias_backward(int m, int n, const float *dY, float *db) {
+    for (int i = 0; i < m; i++) add_row(db, dY + (size_t)i * n, n);
+}
+
+void mt__lrelu(size_t n, const float *x, float *y) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float a[8];
+        for (int k = 0; k < 8; k++) a[k] = lrelu1(x[i + k]);
+        for (int k = 0; k < 8; k++) y[i + k] = a[k];
+    }
+    for (; i < n; i++) y[i] = lrelu1(x[i]);
+}
+
+void mt__lrelu_backward(size_t n, const float *y, const float *dy, float *dx) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float a[8];
+        for (int k = 0; k < 8; k++) a[k] = lrelu_grad1(y[i + k], dy[i + k]);
+        for (int k = 0; k < 8; k++) dx[i + k] += a[k];
+    }
+    for (; i < n; i++) dx[i] += lrelu_grad1(y[i], dy[i]);
+}
+
+void mt__gather(int n_idx, int cols, const float *X, const int *idx, float *Y) {
+    for (int i = 0; i < n_idx; i++) memcpy(Y + (size_t)i * cols, X + (size_t)idx[i] * cols, sizeof(float) * (size_t)cols);
+}
+
+void mt__scatter_add(int n_idx, int cols, const float *X, const int *idx, float *Y) {
+    for (int i = 0; i < n_idx; i++) add_row(Y + (size_t)idx[i] * cols, X + (size_t)i * cols, cols);
+}
+
+void mt__gather_backward(int n_idx, int cols, const float *dY, const int *idx, float *dX) { mt__scatter_add(n_idx, cols, dY, idx, dX); }
+
+void mt__scatter_add_backward(int n_idx, int cols, const float *dY, const int *idx, float *dX) {
+    for (int i = 0; i < n_idx; i++) add_row(dX + (size_t)i * cols, dY + (size_t)idx[i] * cols, cols);
+}
+
+void mt__typed_linear(const mt__typed_index *ti, int in, int out, const float *X, const float *W, const float *b, float *Y, float *ws_in,
+                      float *ws_out) {
+    int rows = ti->start[ti->ntypes];
+    int blocks = !ti->src && !ti->dst;
+    if (!blocks) mt__gather(rows, in, X, ti->src, ws_in);
+    for (int t = 0; t < ti->ntypes; t++) {
+        int a = ti->start[t], r = ti->start[t + 1] - a;
+        if (r <= 0) continue;
+        const float *x = (blocks ? X : ws_in) + (size_t)a * in;
+        float *o = (blocks ? Y : ws_out) + (size_t)a * out;
+        mt__mm(r, out, in, x, W + (size_t)t * in * out, blocks ? 1.0f : 0.0f, o);
+        if (b) mt__bias_add(r, out, o, b + (size_t)t * out);
+    }
+    if (!blocks) mt__scatter_add(rows, out, ws_out, ti->dst, Y);
+}
+
+void mt__typed_linear_backward(const mt__typed_index *ti, int in, int out, const float *X, const float *W, const float *dY, float *dX, float *dW,
+                               float *db, float *ws_in, float *ws_out) {
+    int rows = ti->start[ti->ntypes];
+    if (rows <= 0) return;
+    int blocks = !ti->src && !ti->dst;
+    /* g = dY[dst]; x = X[src] (re-gathered: cheaper than keeping it) */
+    const float *g = dY, *x = X;
+    if (!blocks) {
+        mt__gather(rows, out, dY, ti->dst, ws_out);
+        if (dW) mt__gather(rows, in, X, ti->src, ws_in);
+        g = ws_out, x = ws_in;
+    }
+    for (int t = 0; t < ti->ntypes; t++) {
+        int a = ti->start[t], r = ti->start[t + 1] - a;
+        if (r <= 0) continue;
+        if (db) mt__bias_backward(r, out, g + (size_t)a * out, db + (size_t)t * out);
+        if (dW) mt__mm_backward(r, out, in, x + (size_t)a * in, W + (size_t)t * in * out, g + (size_t)a * out, NULL, dW + (size_t)t * in * out);
+    }
+    if (!dX) return;
+    /* dX[src] += dY[dst] W_t^T: straight into dX for blocks, else through ws_in */
+    float *dx = blocks ? dX : ws_in;
+    if (!blocks) memset(ws_in, 0, sizeof(float) * (size_t)rows * in);
+    for (int t = 0; t < ti->ntypes; t++) {
+        int a = ti->start[t], r = ti->start[t + 1] - a;
+        if (r <= 0) continue;
+        mt__mm_backward(r, out, in, NULL, W + (size_t)t * in * out, g + (size_t)a * out, dx + (size_t)a * in, NULL);
+    }
+    if (!blocks) mt__scatter_add(rows, in, ws_in, ti->src, dX);
+}
+
+void mt__readout(int B, int n, int c, const float *X, const int *rows, float scale, float *sum, int ld_sum, float *max, int ld_max, int *argmax) {
+    for (int b = 0; b < B; b++) {
+        const int *rw = rows ? rows + (size_t)b * n : NULL;
+#define ROW(v) (X + (size_t)(rw ? rw[v] : b * n + (v)) * c)
+        if (sum) {
+            float *s = sum + (size_t)b * ld_sum;
+            for (int j = 0; j < c; j++) s[j] = 0;
+            for (int v = 0; v < n; v++) add_row(s, ROW(v), c);
+            for (int j = 0; j < c; j++) s[j] *= scale;
+        }
+        if (max) {
+            float *mx = max + (size_t)b * ld_max;
+            int *am = argmax ? argmax + (size_t)b * c : NULL;
+            const float *x0 = ROW(0);
+            for (int j = 0; j < c; j++) {
+                mx[j] = n > 0 ? x0[j] : 0;
+                if (am) am[j] = 0;
+            }
+            for (int v = 1; v < n; v++) {
+                const float *x = ROW(v);
+                for (int j = 0; j < c; j++)
+                    if (x[j] > mx[j]) {
+                        mx[j] = x[j];
+                        if (am) am[j] = v;
+                    }
+            }
+        }
+#undef ROW
+    }
+}
+
+void mt__readout_backward(int B, int n, int c, const int *rows, float scale, const float *dsum, int ld_sum, const float *dmax, int ld_max,
+                          const int *argmax, float *dX) {
+    for (int b = 0; b < B; b++) {
+        const int *rw = rows ? rows + (size_t)b * n : NULL;
+#define ROW(v) (dX + (size_t)(rw ? rw[v] : b * n + (v)) * c)
+        if (dsum) {
+            const float *ds = dsum + (size_t)b * ld_sum;
+            for (int v = 0; v < n; v++) {
+                float *dx = ROW(v);
+                for (int j = 0; j < c; j++) dx[j] += scale * ds[j];
+            }
+        }
+        if (dmax && n > 0) {
+            const float *dm = dmax + (size_t)b * ld_max;
+            const int *am = argmax + (size_t)b * c;
+            for (int j = 0; j < c; j++) ROW(am[j])[j] += dm[j];
+        }
+#undef ROW
+    }
+}
+
+void mt__concat(int rows, int ca, const float *A, int cb, const float *B, float *Y) {
+    for (int r = 0; r < rows; r++) {
+        memcpy(Y + (size_t)r * (ca + cb), A + (size_t)r * ca, sizeof(float) * (size_t)ca);
+        memcpy(Y + (size_t)r * (ca + cb) + ca, B + (size_t)r * cb, sizeof(float) * (size_t)cb);
+    }
+}
+
+void mt__concat_backward(int rows, int ca, int cb, const float *dY, float *dA, float *dB) {
+    for (int r = 0; r < rows; r++) {
+        const float *d = dY + (size_t)r * (ca + cb);
+        if (dA)
+            for (int j = 0; j < ca; j++) dA[(size_t)r * ca + j] += d[j];
+        if (dB)
+            for (int j = 0; j < cb; j++) dB[(size_t)r * cb + j] += d[ca + j];
+    }
+}
+
+double mt__mse(int n, const float *y, const float *t, float w, float *dy) {
+    if (n <= 0) return 0;
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        double d = (double)y[i] - (double)t[i];
+        s += d * d;
+        if (dy) dy[i] += (float)(w * 2.0 * d / n);
+    }
+    return s / n;
+}
+
+/* log(1 + exp(-x)) without overflow, and its derivative -1 / (1 + exp(x)). */
+static double softplus_neg(double x) { return x > 0 ? log1p(exp(-x)) : -x + log1p(exp(x)); }
+static double softplus_neg_grad(double x) { return x > 0 ? -exp(-x) / (1 + exp(-x)) : -1 / (1 + exp(x)); }
+
+static int better(int i, int j, const float *target, const int *failed) {
+    int fi = failed && failed[i], fj = failed && failed[j];
+    if (fi || fj) return !fi && fj;
+    return target[i] > target[j];
+}
+
+double mt__rank_loss(int n, const float *s, const float *target, const int *group, const int *failed, float w, float *ds, long *pairs) {
+    long np = 0;
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (group[i] == group[j] && better(i, j, target, failed)) {
+                np++;
+                total += softplus_neg((double)s[i] - (double)s[j]);
+            }
+    if (pairs) *pairs = np;
+    if (np == 0) return 0;
+    if (ds)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                if (group[i] == group[j] && better(i, j, target, failed)) {
+                    double g = w * softplus_neg_grad((double)s[i] - (double)s[j]) / (double)np;
+                    ds[i] += (float)g;
+                    ds[j] -= (float)g;
+                }
+    return total / (double)np;
+}

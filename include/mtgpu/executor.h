@@ -1,0 +1,118 @@
+/* The inference executor: a network run forward on a device with the tuned
+ * (or default) kernel of each convolution, and the CPU reference of the same
+ * network.
+ *
+ * mt_executor_build does all the expensive work once: it picks each
+ * convolution's config (mt_best_config: the database's best, else the
+ * default), builds every distinct kernel once (through the binary cache),
+ * folds batch norm into the convolution weights and biases on the host,
+ * uploads the weights and allocates every device buffer. A forward pass then
+ * only uploads the input and launches kernels; it allocates nothing.
+ *
+ * Activations share buffers: a layer's output lives from the layer to its last
+ * consumer, and a buffer whose tensor is dead is reused by later layers (best
+ * fit, grown to the largest tensor it ever holds). Flatten aliases its input.
+ * Convolution kernels write the raw convolution (mtgpu/template.h); bias,
+ * folded batch norm, the residual add and the activation follow in one small
+ * elementwise kernel, in place.
+ *
+ * Threads: an executor runs one forward pass at a time (its buffers are
+ * shared by every pass); use one executor per thread, or serialise. The
+ * network and device must outlive the executor. */
+#ifndef MTGPU_EXECUTOR_H
+#define MTGPU_EXECUTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtgpu/db.h"
+#include "mtgpu/device.h"
+#include "mtgpu/net.h"
+#include "mtgpu/status.h"
+#include "mtgpu/weights.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_executor mt_executor;
+
+typedef struct mt_executor_params {
+    mt_db *db;                 /* best configs; NULL: the default config for every convolution */
+    const mt_weights *weights; /* NULL: mt_weights_random(net, seed); else must match the network */
+    uint64_t seed;             /* seed of the random weights (default 1) */
+} mt_executor_params;
+
+mt_executor_params mt_executor_default_params(void);
+
+typedef struct mt_executor_stats {
+    int nlayers;
+    int nconvs;
+    int convs_from_db;         /* convolutions running a database record; the rest run defaults */
+    int conv_programs;         /* distinct convolution kernels built */
+    int programs_from_cache;   /* of all programs, those the binary cache served */
+    int launches;              /* kernel launches per forward pass */
+    double build_s;            /* wall time of mt_executor_build */
+    int64_t weight_bytes;      /* device bytes of weights and biases (batch norm folded) */
+    int64_t activation_bytes;  /* device bytes of the shared activation buffers */
+    int activation_buffers;    /* how many */
+    int64_t workspace_bytes;   /* parameter blocks of the op kernels */
+    int64_t device_bytes;      /* peak device memory: everything the executor allocated, the sum of the three above */
+    int64_t largest_live_bytes; /* largest total size of activations live at one time (a lower bound for activation_bytes) */
+    int64_t two_largest_bytes; /* the two largest activations of the network added: the yardstick */
+} mt_executor_stats;
+
+/* Builds net on dev. Errors: the network's sticky error; MT_NOT_FOUND when
+ * no template accepts a convolution; MT_BUILD when a kernel fails to compile
+ * (log in err); MT_CORRUPT/MT_NOT_FOUND for weights that do not match;
+ * MT_UNSUPPORTED on a non-OpenCL device (the op kernels are OpenCL C for
+ * now); MT_NOMEM, MT_DEVICE. err names the layer. A database error does not fail the build
+ * (the default config is used). On success *out is freed with
+ * mt_executor_free; on failure nothing is left allocated. */
+mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_executor_params *params, mt_executor **out, char *err,
+                            size_t errlen);
+void mt_executor_free(mt_executor *ex);
+
+/* Sets the input batch (NCHW, count = n*c*h*w of layer 0); kept on the host
+ * and uploaded at the start of every forward pass. Until it is first set the
+ * input is mt_fill_random(.., seed) of the executor's seed. MT_RANGE for a
+ * wrong count. */
+mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t count, char *err, size_t errlen);
+
+/* Device time of one layer's kernels in one pass. */
+typedef struct mt_layer_time {
+    double kernel_ms;   /* the layer's main kernel(s): the convolution, the pool, ... (0 for flatten) */
+    double epilogue_ms; /* convolutions: the bias / batch-norm / residual / activation kernel */
+} mt_layer_time;
+
+/* One forward pass: uploads the input and runs every layer, waiting for each
+ * kernel. times (NULL, or mt_network_num_layers entries) receives each
+ * layer's device time. MT_LAUNCH/MT_DEVICE with the layer named in err. */
+mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen);
+
+/* Copies the last layer's output of the latest pass (count = its elements). */
+mt_status mt_executor_output(mt_executor *ex, float *out, int64_t count, char *err, size_t errlen);
+mt_shape mt_executor_output_shape(const mt_executor *ex);
+
+void mt_executor_get_stats(const mt_executor *ex, mt_executor_stats *stats);
+
+/* The kernel chosen for conv layer `layer`: template name, config text and
+ * whether it came from the database. MT_INVALID_ARG for a layer that is not a
+ * convolution. The strings are owned by the executor. */
+mt_status mt_executor_conv_choice(const mt_executor *ex, int layer, const char **template_name, const char **config, int *from_db);
+
+/* ---- the CPU reference (net/reference_net.c) ---- */
+
+/* Runs net forward on the CPU with the same weights: convolutions through
+ * mt_conv_reference_mt (double accumulation, `threads` threads), batch norm
+ * applied as such (not folded), the other operations in plain C with double
+ * sums. input holds layer 0's elements; output receives the last layer's
+ * (mt_network_layer(net, last)->out). MT_INVALID_ARG, MT_NOMEM, or the
+ * weights' mismatch (MT_NOT_FOUND naming the tensor). */
+mt_status mt_network_reference(const mt_network *net, const mt_weights *w, const float *input, float *output, int threads, char *err,
+                               size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

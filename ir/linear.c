@@ -1,0 +1,78 @@
+/* Linear forms of index expressions (ir/linear.h). */
+#include "linear.h"
+
+void mt__lin_const(mt__lin *o, int64_t v) {
+    o->k = v;
+    o->uses = o->nl = 0;
+    o->opaque = 0;
+}
+
+void mt__lin_opaque(mt__lin *o) {
+    mt__lin_const(o, 0);
+    o->opaque = 1;
+}
+
+int mt__lin_is_const(const mt__lin *a) { return !a->opaque && a->uses == 0; }
+
+int64_t mt__sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+int64_t mt__sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_mul_overflow(a, b, &r)) return r;
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
+void mt__lin_addsub(mt__lin *o, const mt__lin *a, const mt__lin *b, int64_t sign) {
+    uint32_t u = a->uses | b->uses;
+    for (uint32_t m = u; m; m &= m - 1) {
+        int d = __builtin_ctz(m);
+        int64_t ca = (a->uses >> d & 1) ? a->c[d] : 0;
+        int64_t cb = (b->uses >> d & 1) ? b->c[d] : 0;
+        o->c[d] = mt__sat_add(ca, mt__sat_mul(sign, cb));
+    }
+    o->k = mt__sat_add(a->k, mt__sat_mul(sign, b->k));
+    o->uses = u;
+    o->nl = a->nl | b->nl;
+    o->opaque = a->opaque | b->opaque;
+}
+
+void mt__lin_scale(mt__lin *o, const mt__lin *a, int64_t s) {
+    for (uint32_t m = a->uses; m; m &= m - 1) {
+        int d = __builtin_ctz(m);
+        o->c[d] = mt__sat_mul(a->c[d], s);
+    }
+    o->k = mt__sat_mul(a->k, s);
+    o->uses = a->uses;
+    o->nl = a->nl;
+    o->opaque = a->opaque;
+}
+
+void mt__lin_mix(mt__lin *o, const mt__lin *a, const mt__lin *b) {
+    o->uses = a->uses | b->uses;
+    for (uint32_t m = o->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = 0;
+    o->nl = o->uses;
+    o->k = 0;
+    o->opaque = a->opaque | b->opaque;
+}
+
+int64_t mt__lin_fold(mt_binop op, int64_t a, int64_t b) {
+    switch (op) {
+    case MT_OP_DIV: return b && !(a == INT64_MIN && b == -1) ? a / b : 0;
+    case MT_OP_MOD: return b && !(a == INT64_MIN && b == -1) ? a % b : 0;
+    case MT_OP_MIN: return a < b ? a : b;
+    case MT_OP_MAX: return a > b ? a : b;
+    case MT_OP_LT: return a < b;
+    case MT_OP_LE: return a <= b;
+    case MT_OP_GT: return a > b;
+    case MT_OP_GE: return a >= b;
+    case MT_OP_EQ: return a == b;
+    case MT_OP_NE: return a != b;
+    case MT_OP_AND: return a && b;
+    case MT_OP_OR: return a || b;
+    default: return 0;
+    }
+}

@@ -1,0 +1,39 @@
+/* Private: linear forms of integer index expressions over loop depths, the
+ * algebra that both the flat features (tuner/features.c) and the graph
+ * encoder (graph_enc/walk.c) use to find an access's stride along each
+ * enclosing loop. Each walker evaluates expressions itself (it knows its
+ * variables); these are the operations on the forms. */
+#ifndef MTGPU_IR_LINEAR_H
+#define MTGPU_IR_LINEAR_H
+
+#include <stdint.h>
+
+#include "mtgpu/ir.h"
+
+#define MT__LIN_MAXD 32 /* loop depths a form tracks (bits of `uses`) */
+
+typedef struct mt__lin {
+    int64_t c[MT__LIN_MAXD]; /* coefficient per loop depth; meaningful where `uses` has the bit */
+    int64_t k;               /* the value when constant */
+    uint32_t uses;           /* loop depths the value depends on */
+    uint32_t nl;             /* ... of which non-linearly */
+    int opaque;              /* depends on something unknown (a load, a deep loop, an unbound variable) */
+} mt__lin;
+
+void mt__lin_const(mt__lin *o, int64_t v);
+void mt__lin_opaque(mt__lin *o);
+int mt__lin_is_const(const mt__lin *a);
+/* Saturating arithmetic: coefficients of real indices are small; garbage
+ * expressions must not be undefined behaviour. */
+int64_t mt__sat_add(int64_t a, int64_t b);
+int64_t mt__sat_mul(int64_t a, int64_t b);
+/* o = a + sign * b */
+void mt__lin_addsub(mt__lin *o, const mt__lin *a, const mt__lin *b, int64_t sign);
+/* o = s * a */
+void mt__lin_scale(mt__lin *o, const mt__lin *a, int64_t s);
+/* o = a op b where op is not linear: both operands' variables become non-linear. */
+void mt__lin_mix(mt__lin *o, const mt__lin *a, const mt__lin *b);
+/* Integer op on constants (division by zero and overflow give 0). */
+int64_t mt__lin_fold(mt_binop op, int64_t a, int64_t b);
+
+#endif

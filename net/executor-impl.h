@@ -1,0 +1,44 @@
+/* Private: pieces of the executor shared between its files. */
+#ifndef MTGPU_EXECUTOR_IMPL_H
+#define MTGPU_EXECUTOR_IMPL_H
+
+#include <stdint.h>
+
+#include "mtgpu/net.h"
+#include "mtgpu/status.h"
+#include "mtgpu/weights.h"
+
+/* Where each layer's output lives (net/executor_plan.c). */
+typedef struct mt__act_plan {
+    int nlayers;
+    int *slot;            /* per layer: index of its buffer; a flatten shares its input's */
+    int nslots;
+    int64_t *slot_bytes;  /* size of each buffer: the largest tensor it holds */
+    int64_t largest_live; /* most bytes of activations live at one time */
+    int64_t two_largest;  /* the two largest activations added */
+} mt__act_plan;
+
+/* Plans the activation buffers of net: a layer's output is live from the
+ * layer to its last consumer (the last layer's to the end); a dead tensor's
+ * buffer goes back to a free list, and each new tensor takes the smallest
+ * free buffer that holds it, else grows the largest free one, else a new one.
+ * MT_NOMEM; on success free with mt__act_plan_free. */
+mt_status mt__act_plan_make(const mt_network *net, mt__act_plan *plan);
+void mt__act_plan_free(mt__act_plan *plan);
+
+/* Elements of a shape. */
+static inline int64_t mt__shape_elems(mt_shape s) { return (int64_t)s.n * s.c * s.h * s.w; }
+
+/* The tensor called name from w, checked to hold `count` elements:
+ * MT_NOT_FOUND (missing) or MT_CORRUPT (wrong size) with the name in err. */
+mt_status mt__weights_need(const mt_weights *w, const char *prefix, const char *suffix, int64_t count, const float **out, char *err,
+                           size_t errlen);
+
+/* Batch norm of conv layer l folded into a per-output-channel scale and
+ * shift (scale[k] = gamma / sqrt(var + eps), shift[k] = beta - mean * scale)
+ * and the conv's own bias: the layer computes conv * scale + shift. Without
+ * batch norm scale is 1 and shift the bias (or 0). scale and shift hold k
+ * doubles. */
+mt_status mt__conv_affine(const mt_layer *l, const mt_weights *w, double *scale, double *shift, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,529 @@
+/* The inference executor: build (configs, kernels, weights, buffers) and
+ * forward passes. The buffer plan is in executor_plan.c, the op kernels in
+ * op_kernels.c. */
+#include "mtgpu/executor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "executor-impl.h"
+#include "mtgpu/reference.h"
+#include "mtgpu/template.h"
+#include "op_kernels.h"
+
+#define EX_MAX_ARGS 5
+#define EX_KEY_LEN 2048
+
+/* One compiled program, shared by every launch that needs it. */
+typedef struct ex_prog {
+    char *key; /* "op:<kernel>" or "conv:<template>|<workload>|<config>" */
+    mt_program *prog;
+} ex_prog;
+
+typedef struct ex_launch {
+    mt_program *prog;
+    mt_dbuf *args[EX_MAX_ARGS];
+    int nargs;
+    int64_t grid[3], block[3];
+    int layer;
+    int epilogue;
+} ex_launch;
+
+typedef struct ex_conv_choice {
+    char template_name[MT_RECORD_TEMPLATE_LEN];
+    char *config;
+    int from_db;
+} ex_conv_choice;
+
+struct mt_executor {
+    mt_device *dev;
+    const mt_network *net;
+    int nlayers;
+    uint64_t seed;
+    ex_prog *progs;
+    int nprogs, capprogs;
+    ex_launch *launches;
+    int nlaunches, caplaunches;
+    mt_dbuf **owned; /* every device buffer, freed at the end */
+    int nowned, capowned;
+    mt_dbuf **slots; /* activation buffers */
+    mt__act_plan plan;
+    ex_conv_choice *choice; /* per layer */
+    float *input;
+    int64_t input_count;
+    mt_executor_stats stats;
+};
+
+mt_executor_params mt_executor_default_params(void) { return (mt_executor_params){.db = NULL, .weights = NULL, .seed = 1}; }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void mt_executor_free(mt_executor *ex) {
+    if (!ex) return;
+    for (int i = 0; i < ex->nprogs; i++) {
+        mt_program_free(ex->progs[i].prog);
+        free(ex->progs[i].key);
+    }
+    free(ex->progs);
+    free(ex->launches);
+    for (int i = 0; i < ex->nowned; i++) mt_dbuf_free(ex->owned[i]);
+    free(ex->owned);
+    free(ex->slots);
+    mt__act_plan_free(&ex->plan);
+    if (ex->choice)
+        for (int i = 0; i < ex->nlayers; i++) free(ex->choice[i].config);
+    free(ex->choice);
+    free(ex->input);
+    free(ex);
+}
+
+/* Grows an array of `size`-byte items to hold one more; -1 when out of memory. */
+static int grow(void **arr, int n, int *cap, size_t size) {
+    if (n < *cap) return 0;
+    int nc = *cap ? 2 * *cap : 32;
+    void *p = realloc(*arr, size * (size_t)nc);
+    if (!p) return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+/* Allocates a device buffer the executor owns and fills it from data (may be NULL). */
+static mt_status ex_alloc(mt_executor *ex, size_t bytes, const void *data, mt_dbuf **out, int64_t *account, char *err, size_t errlen) {
+    if (grow((void **)&ex->owned, ex->nowned, &ex->capowned, sizeof *ex->owned)) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    mt_dbuf *b = NULL;
+    mt_status st = mt_dbuf_alloc(ex->dev, bytes, &b);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: cannot allocate %zu device bytes: %s", bytes, mt_status_str(st));
+    ex->owned[ex->nowned++] = b;
+    if (data && (st = mt_dbuf_write(ex->dev, b, 0, data, bytes)) != MT_OK)
+        return mt__fail(err, errlen, st, "executor: upload of %zu bytes failed: %s", bytes, mt_status_str(st));
+    *account += (int64_t)bytes;
+    *out = b;
+    return MT_OK;
+}
+
+/* A parameter block for an op kernel (counted as workspace). */
+static mt_status ex_params(mt_executor *ex, const int32_t *p, int n, mt_dbuf **out, char *err, size_t errlen) {
+    return ex_alloc(ex, sizeof(int32_t) * (size_t)n, p, out, &ex->stats.workspace_bytes, err, errlen);
+}
+
+/* The program of key, or NULL. */
+static mt_program *ex_find_prog(mt_executor *ex, const char *key) {
+    for (int i = 0; i < ex->nprogs; i++)
+        if (strcmp(ex->progs[i].key, key) == 0) return ex->progs[i].prog;
+    return NULL;
+}
+
+static mt_status ex_add_prog(mt_executor *ex, const char *key, mt_program *p, char *err, size_t errlen) {
+    char *k = strdup(key);
+    if (!k || grow((void **)&ex->progs, ex->nprogs, &ex->capprogs, sizeof *ex->progs)) {
+        free(k);
+        mt_program_free(p);
+        return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    }
+    ex->progs[ex->nprogs++] = (ex_prog){.key = k, .prog = p};
+    if (mt_program_from_cache(p)) ex->stats.programs_from_cache++;
+    return MT_OK;
+}
+
+/* The op kernel `name`, built on first use. */
+static mt_status ex_op_prog(mt_executor *ex, const char *name, mt_program **out, char *err, size_t errlen) {
+    char key[128];
+    snprintf(key, sizeof key, "op:%s", name);
+    if ((*out = ex_find_prog(ex, key))) return MT_OK;
+    mt_program *p = NULL;
+    mt_status st = mt_program_build_source(ex->dev, mt__op_kernels_source(), name, &p, err, errlen);
+    if (st != MT_OK) return st;
+    if ((st = ex_add_prog(ex, key, p, err, errlen)) != MT_OK) return st;
+    *out = p;
+    return MT_OK;
+}
+
+static mt_status ex_push(mt_executor *ex, const ex_launch *l, char *err, size_t errlen) {
+    if (grow((void **)&ex->launches, ex->nlaunches, &ex->caplaunches, sizeof *ex->launches))
+        return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    ex->launches[ex->nlaunches++] = *l;
+    return MT_OK;
+}
+
+/* Queues an elementwise op kernel over `total` work-items. */
+static mt_status ex_op(mt_executor *ex, int layer, int epilogue, const char *kernel, const int32_t *p, int np, mt_dbuf **bufs, int nbufs,
+                       int64_t groups, char *err, size_t errlen) {
+    ex_launch l = {.layer = layer, .epilogue = epilogue, .nargs = 1 + nbufs, .grid = {groups, 1, 1}, .block = {MT_OP_GROUP, 1, 1}};
+    mt_status st = ex_op_prog(ex, kernel, &l.prog, err, errlen);
+    if (st == MT_OK) st = ex_params(ex, p, np, &l.args[0], err, errlen);
+    if (st != MT_OK) return st;
+    for (int i = 0; i < nbufs; i++) l.args[1 + i] = bufs[i];
+    return ex_push(ex, &l, err, errlen);
+}
+
+static int64_t groups_for(int64_t total) { return (total + MT_OP_GROUP - 1) / MT_OP_GROUP; }
+
+mt_status mt__weights_need(const mt_weights *w, const char *prefix, const char *suffix, int64_t count, const float **out, char *err,
+                           size_t errlen) {
+    char name[MT_WEIGHT_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s%s", prefix, suffix);
+    int64_t have = 0;
+    const float *d = mt_weights_find(w, name, &have);
+    if (!d) return mt__fail(err, errlen, MT_NOT_FOUND, "weights: tensor '%s' is missing", name);
+    if (have != count)
+        return mt__fail(err, errlen, MT_CORRUPT, "weights: tensor '%s' has %lld elements, the layer needs %lld", name, (long long)have,
+                        (long long)count);
+    *out = d;
+    return MT_OK;
+}
+
+mt_status mt__conv_affine(const mt_layer *l, const mt_weights *w, double *scale, double *shift, char *err, size_t errlen) {
+    int k = l->conv.wl.k;
+    const float *bias = NULL;
+    mt_status st;
+    if (l->conv.bias && (st = mt__weights_need(w, l->name, ".bias", k, &bias, err, errlen)) != MT_OK) return st;
+    for (int i = 0; i < k; i++) {
+        scale[i] = 1.0;
+        shift[i] = bias ? bias[i] : 0.0;
+    }
+    if (!l->conv.batch_norm) return MT_OK;
+    char bn[MT_WEIGHT_NAME_MAX];
+    mt_weights_bn_prefix(l, bn, sizeof bn);
+    const float *g, *b, *m, *v;
+    if ((st = mt__weights_need(w, bn, ".weight", k, &g, err, errlen)) != MT_OK ||
+        (st = mt__weights_need(w, bn, ".bias", k, &b, err, errlen)) != MT_OK ||
+        (st = mt__weights_need(w, bn, ".running_mean", k, &m, err, errlen)) != MT_OK ||
+        (st = mt__weights_need(w, bn, ".running_var", k, &v, err, errlen)) != MT_OK)
+        return st;
+    for (int i = 0; i < k; i++) {
+        double s = (double)g[i] / sqrt((double)v[i] + MT_BN_EPS);
+        scale[i] = s;
+        shift[i] = (shift[i] - (double)m[i]) * s + (double)b[i];
+    }
+    return MT_OK;
+}
+
+/* The convolution of layer i: config, kernel, folded weights, launch and epilogue. */
+static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i, char *err, size_t errlen) {
+    const mt_layer *l = mt_network_layer(ex->net, i);
+    const mt_workload *wl = &l->conv.wl;
+    const mt_device_info *di = mt_device_get_info(ex->dev);
+    const mt_template *t = NULL;
+    mt_space space;
+    mt_config cfg;
+    mt_record rec;
+    int from_db = 0;
+    char dberr[512] = "";
+    mt_status st = mt_best_config(db, wl, di, &t, &space, &cfg, &rec, &from_db, dberr, sizeof dberr);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "layer '%s': no config: %s", l->name, dberr);
+    char cfgtext[MT_RECORD_CONFIG_LEN];
+    mt_config_format(&space, &cfg, cfgtext, sizeof cfgtext);
+    ex_conv_choice *c = &ex->choice[i];
+    snprintf(c->template_name, sizeof c->template_name, "%s", mt_template_name(t));
+    c->config = strdup(cfgtext);
+    c->from_db = from_db;
+    ex->stats.convs_from_db += from_db;
+    char *key = malloc(EX_KEY_LEN);
+    if (!c->config || !key) {
+        mt_space_free(&space);
+        free(key);
+        return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    }
+    char wtext[256];
+    mt_workload_format(wl, wtext, sizeof wtext);
+    snprintf(key, EX_KEY_LEN, "conv:%s|%s|%s", c->template_name, wtext, cfgtext);
+
+    mt_kernel *k = NULL;
+    mt_kernel_resources kr;
+    ex_launch launch = {.layer = i, .nargs = 3};
+    st = mt_template_build(t, wl, &space, &cfg, &k, err, errlen);
+    mt_space_free(&space);
+    if (st == MT_OK) st = mt_kernel_analyze(k, &kr, err, errlen);
+    if (st != MT_OK) {
+        mt_kernel_free(k);
+        free(key);
+        return st;
+    }
+    memcpy(launch.grid, kr.grid, sizeof kr.grid);
+    memcpy(launch.block, kr.block, sizeof kr.block);
+    launch.prog = ex_find_prog(ex, key);
+    if (!launch.prog) {
+        mt_program *p = NULL;
+        char log[2048];
+        st = mt_program_build(ex->dev, k, &p, log, sizeof log);
+        if (st != MT_OK) {
+            mt_kernel_free(k);
+            free(key);
+            return mt__fail(err, errlen, st, "layer '%s': building %s %s failed: %s", l->name, c->template_name, cfgtext, log);
+        }
+        st = ex_add_prog(ex, key, p, err, errlen);
+        if (st == MT_OK) ex->stats.conv_programs++;
+        launch.prog = p;
+    }
+    mt_kernel_free(k);
+    free(key);
+    if (st != MT_OK) return st;
+
+    /* Weights with batch norm folded: w' = w * scale[k], bias' = shift[k]. */
+    int64_t nw = mt_workload_weight_elems(wl), per_k = nw / wl->k;
+    const float *wsrc;
+    if ((st = mt__weights_need(w, l->name, ".weight", nw, &wsrc, err, errlen)) != MT_OK) return st;
+    double *scale = malloc(sizeof(double) * (size_t)wl->k), *shift = malloc(sizeof(double) * (size_t)wl->k);
+    float *wf = malloc(sizeof(float) * (size_t)nw), *bf = malloc(sizeof(float) * (size_t)wl->k);
+    if (!scale || !shift || !wf || !bf) {
+        st = mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+        goto done;
+    }
+    if ((st = mt__conv_affine(l, w, scale, shift, err, errlen)) != MT_OK) goto done;
+    for (int64_t o = 0; o < wl->k; o++) {
+        for (int64_t j = 0; j < per_k; j++) wf[o * per_k + j] = (float)((double)wsrc[o * per_k + j] * scale[o]);
+        bf[o] = (float)shift[o];
+    }
+    mt_dbuf *dw = NULL;
+    if ((st = ex_alloc(ex, sizeof(float) * (size_t)nw, wf, &dw, &ex->stats.weight_bytes, err, errlen)) != MT_OK) goto done;
+    mt_dbuf *y = ex->slots[ex->plan.slot[i]];
+    launch.args[0] = ex->slots[ex->plan.slot[l->inputs[0]]];
+    launch.args[1] = dw;
+    launch.args[2] = y;
+    if ((st = ex_push(ex, &launch, err, errlen)) != MT_OK) goto done;
+
+    /* The epilogue, skipped when there is nothing to add. */
+    int need_bias = l->conv.bias || l->conv.batch_norm;
+    if (need_bias || l->conv.residual >= 0 || l->act != MT_ACT_NONE) {
+        mt_dbuf *db_bias = NULL;
+        if ((st = ex_alloc(ex, sizeof(float) * (size_t)wl->k, bf, &db_bias, &ex->stats.weight_bytes, err, errlen)) != MT_OK) goto done;
+        int64_t total = mt__shape_elems(l->out);
+        int32_t p[4] = {(int32_t)total, l->out.c, l->out.h * l->out.w, (int32_t)l->act};
+        if (l->conv.residual >= 0) {
+            mt_dbuf *bufs[3] = {db_bias, ex->slots[ex->plan.slot[l->conv.residual]], y};
+            st = ex_op(ex, i, 1, MT_OPK_BIAS_RES_ACT, p, 4, bufs, 3, groups_for(total), err, errlen);
+        } else {
+            mt_dbuf *bufs[2] = {db_bias, y};
+            st = ex_op(ex, i, 1, MT_OPK_BIAS_ACT, p, 4, bufs, 2, groups_for(total), err, errlen);
+        }
+    }
+done:
+    free(scale);
+    free(shift);
+    free(wf);
+    free(bf);
+    return st;
+}
+
+static mt_status ex_dense(mt_executor *ex, const mt_weights *w, int i, char *err, size_t errlen) {
+    const mt_layer *l = mt_network_layer(ex->net, i);
+    int I = l->dense.in_features, O = l->dense.out_features;
+    const float *wd, *bd = NULL;
+    mt_status st;
+    if ((st = mt__weights_need(w, l->name, ".weight", (int64_t)I * O, &wd, err, errlen)) != MT_OK) return st;
+    if (l->dense.bias && (st = mt__weights_need(w, l->name, ".bias", O, &bd, err, errlen)) != MT_OK) return st;
+    float *zeros = bd ? NULL : calloc((size_t)O, sizeof(float));
+    if (!bd && !zeros) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    mt_dbuf *dw = NULL, *dbias = NULL;
+    st = ex_alloc(ex, sizeof(float) * (size_t)I * (size_t)O, wd, &dw, &ex->stats.weight_bytes, err, errlen);
+    if (st == MT_OK) st = ex_alloc(ex, sizeof(float) * (size_t)O, bd ? bd : zeros, &dbias, &ex->stats.weight_bytes, err, errlen);
+    free(zeros);
+    if (st != MT_OK) return st;
+    int64_t total = (int64_t)l->out.n * O;
+    int32_t p[4] = {(int32_t)total, I, O, (int32_t)l->act};
+    mt_dbuf *bufs[4] = {ex->slots[ex->plan.slot[l->inputs[0]]], dw, dbias, ex->slots[ex->plan.slot[i]]};
+    return ex_op(ex, i, 0, MT_OPK_DENSE, p, 4, bufs, 4, total, err, errlen);
+}
+
+/* The launches of layer i (none for the input and flatten). */
+static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i, char *err, size_t errlen) {
+    const mt_layer *l = mt_network_layer(ex->net, i);
+    mt_dbuf *y = ex->slots[ex->plan.slot[i]];
+    mt_dbuf *x = l->ninputs > 0 ? ex->slots[ex->plan.slot[l->inputs[0]]] : NULL;
+    mt_shape in = l->ninputs > 0 ? mt_network_layer(ex->net, l->inputs[0])->out : l->out;
+    int64_t total = mt__shape_elems(l->out);
+    switch (l->kind) {
+    case MT_LAYER_INPUT:
+    case MT_LAYER_FLATTEN:
+        return MT_OK;
+    case MT_LAYER_CONV2D:
+        return ex_conv(ex, db, w, i, err, errlen);
+    case MT_LAYER_DENSE:
+        return ex_dense(ex, w, i, err, errlen);
+    case MT_LAYER_MAXPOOL:
+    case MT_LAYER_AVGPOOL: {
+        int32_t p[12] = {(int32_t)total, in.h, in.w, l->out.h, l->out.w, l->pool.kernel_h, l->pool.kernel_w,
+                         l->pool.stride_h, l->pool.stride_w, l->pool.pad_h, l->pool.pad_w, l->pool.count_include_pad};
+        mt_dbuf *bufs[2] = {x, y};
+        return ex_op(ex, i, 0, l->kind == MT_LAYER_MAXPOOL ? MT_OPK_MAXPOOL : MT_OPK_AVGPOOL, p, 12, bufs, 2, groups_for(total), err, errlen);
+    }
+    case MT_LAYER_GLOBAL_AVGPOOL: {
+        int32_t p[2] = {(int32_t)total, in.h * in.w};
+        mt_dbuf *bufs[2] = {x, y};
+        return ex_op(ex, i, 0, MT_OPK_GLOBAL_AVGPOOL, p, 2, bufs, 2, groups_for(total), err, errlen);
+    }
+    case MT_LAYER_ADAPTIVE_AVGPOOL: {
+        int32_t p[5] = {(int32_t)total, in.h, in.w, l->out.h, l->out.w};
+        mt_dbuf *bufs[2] = {x, y};
+        return ex_op(ex, i, 0, MT_OPK_ADAPTIVE_AVGPOOL, p, 5, bufs, 2, groups_for(total), err, errlen);
+    }
+    case MT_LAYER_CONCAT: {
+        int off = 0;
+        for (int j = 0; j < l->ninputs; j++) {
+            mt_shape s = mt_network_layer(ex->net, l->inputs[j])->out;
+            int64_t hw = (int64_t)s.h * s.w, n = mt__shape_elems(s);
+            int32_t p[4] = {(int32_t)n, (int32_t)(s.c * hw), (int32_t)(l->out.c * hw), (int32_t)(off * hw)};
+            mt_dbuf *bufs[2] = {ex->slots[ex->plan.slot[l->inputs[j]]], y};
+            mt_status st = ex_op(ex, i, 0, MT_OPK_CONCAT, p, 4, bufs, 2, groups_for(n), err, errlen);
+            if (st != MT_OK) return st;
+            off += s.c;
+        }
+        return MT_OK;
+    }
+    case MT_LAYER_ADD: {
+        int32_t p[2] = {(int32_t)total, (int32_t)l->act};
+        mt_dbuf *bufs[3] = {x, ex->slots[ex->plan.slot[l->inputs[1]]], y};
+        return ex_op(ex, i, 0, MT_OPK_ADD, p, 2, bufs, 3, groups_for(total), err, errlen);
+    }
+    case MT_LAYER_SOFTMAX: {
+        int64_t rows = (int64_t)l->out.n * l->out.h * l->out.w;
+        int32_t p[3] = {(int32_t)rows, l->out.c, l->out.h * l->out.w};
+        mt_dbuf *bufs[2] = {x, y};
+        return ex_op(ex, i, 0, MT_OPK_SOFTMAX, p, 3, bufs, 2, groups_for(rows), err, errlen);
+    }
+    default:
+        return mt__fail(err, errlen, MT_UNSUPPORTED, "layer '%s': kind %s is not supported by the executor", l->name, mt_layer_kind_name(l->kind));
+    }
+}
+
+mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_executor_params *params, mt_executor **out, char *err,
+                            size_t errlen) {
+    if (!dev || !net || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
+    mt_status st = mt_network_status(net, err, errlen);
+    if (st != MT_OK) return st;
+    if (mt_network_num_layers(net) < 2 || mt_network_layer(net, 0)->kind != MT_LAYER_INPUT)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "executor: network %s has no layers after its input", mt_network_name(net));
+    /* The op kernels (op_kernels.c) are OpenCL C; CUDA versions come with the CUDA executor. */
+    if (mt_device_get_info(dev)->backend != MT_BACKEND_OPENCL)
+        return mt__fail(err, errlen, MT_UNSUPPORTED, "executor: only OpenCL devices are supported so far (the op kernels are OpenCL C)");
+    double t0 = now_s();
+    mt_executor_params p = params ? *params : mt_executor_default_params();
+    mt_executor *ex = calloc(1, sizeof *ex);
+    if (!ex) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    ex->dev = dev;
+    ex->net = net;
+    ex->seed = p.seed;
+    ex->nlayers = mt_network_num_layers(net);
+    ex->stats.nlayers = ex->nlayers;
+    mt_weights *own = NULL;
+    const mt_weights *w = p.weights;
+    if (!w) {
+        if ((st = mt_weights_random(net, p.seed, &own, err, errlen)) != MT_OK) goto fail;
+        w = own;
+    }
+    ex->choice = calloc((size_t)ex->nlayers, sizeof *ex->choice);
+    ex->input_count = mt__shape_elems(mt_network_layer(net, 0)->out);
+    ex->input = malloc(sizeof(float) * (size_t)ex->input_count);
+    if (!ex->choice || !ex->input) {
+        st = mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+        goto fail;
+    }
+    mt_fill_random(ex->input, ex->input_count, p.seed);
+    if ((st = mt__act_plan_make(net, &ex->plan)) != MT_OK) {
+        st = mt__fail(err, errlen, st, "executor: cannot plan the activation buffers: %s", mt_status_str(st));
+        goto fail;
+    }
+    ex->slots = calloc((size_t)ex->plan.nslots, sizeof *ex->slots);
+    if (!ex->slots) {
+        st = mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+        goto fail;
+    }
+    for (int s = 0; s < ex->plan.nslots; s++)
+        if ((st = ex_alloc(ex, (size_t)ex->plan.slot_bytes[s], NULL, &ex->slots[s], &ex->stats.activation_bytes, err, errlen)) != MT_OK)
+            goto fail;
+    ex->stats.activation_buffers = ex->plan.nslots;
+    for (int i = 0; i < ex->nlayers; i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        if (l->kind == MT_LAYER_CONV2D) ex->stats.nconvs++;
+        char lerr[2048];
+        if ((st = ex_layer(ex, p.db, w, i, lerr, sizeof lerr)) != MT_OK) {
+            if (strncmp(lerr, "layer '", 7) == 0)
+                mt__fail(err, errlen, st, "%s", lerr);
+            else
+                mt__fail(err, errlen, st, "layer '%s': %s", l->name, lerr);
+            goto fail;
+        }
+    }
+    mt_weights_free(own);
+    ex->stats.launches = ex->nlaunches;
+    ex->stats.largest_live_bytes = ex->plan.largest_live;
+    ex->stats.two_largest_bytes = ex->plan.two_largest;
+    ex->stats.device_bytes = ex->stats.weight_bytes + ex->stats.activation_bytes + ex->stats.workspace_bytes;
+    ex->stats.build_s = now_s() - t0;
+    *out = ex;
+    return MT_OK;
+fail:
+    mt_weights_free(own);
+    mt_executor_free(ex);
+    return st;
+}
+
+mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t count, char *err, size_t errlen) {
+    if (!ex || !data) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
+    if (count != ex->input_count)
+        return mt__fail(err, errlen, MT_RANGE, "executor: input has %lld elements, the network takes %lld", (long long)count,
+                        (long long)ex->input_count);
+    memcpy(ex->input, data, sizeof(float) * (size_t)count);
+    return MT_OK;
+}
+
+mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen) {
+    if (!ex) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
+    if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
+    mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
+    for (int i = 0; i < ex->nlaunches; i++) {
+        ex_launch *l = &ex->launches[i];
+        double ms = 0;
+        char lerr[1024];
+        st = mt_program_run(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, 0, 1, &ms, lerr, sizeof lerr);
+        if (st != MT_OK)
+            return mt__fail(err, errlen, st, "layer '%s'%s: %s", mt_network_layer(ex->net, l->layer)->name, l->epilogue ? " (epilogue)" : "", lerr);
+        if (times) {
+            if (l->epilogue)
+                times[l->layer].epilogue_ms += ms;
+            else
+                times[l->layer].kernel_ms += ms;
+        }
+    }
+    return MT_OK;
+}
+
+mt_shape mt_executor_output_shape(const mt_executor *ex) {
+    mt_shape none = {0, 0, 0, 0};
+    return ex ? mt_network_layer(ex->net, ex->nlayers - 1)->out : none;
+}
+
+mt_status mt_executor_output(mt_executor *ex, float *out, int64_t count, char *err, size_t errlen) {
+    if (!ex || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
+    int64_t n = mt__shape_elems(mt_executor_output_shape(ex));
+    if (count != n) return mt__fail(err, errlen, MT_RANGE, "executor: output has %lld elements, not %lld", (long long)n, (long long)count);
+    mt_status st = mt_dbuf_read(ex->dev, ex->slots[ex->plan.slot[ex->nlayers - 1]], 0, out, sizeof(float) * (size_t)n);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: output read-back failed: %s", mt_status_str(st));
+    return MT_OK;
+}
+
+void mt_executor_get_stats(const mt_executor *ex, mt_executor_stats *stats) {
+    if (!stats) return;
+    if (!ex) {
+        memset(stats, 0, sizeof *stats);
+        return;
+    }
+    *stats = ex->stats;
+}
+
+mt_status mt_executor_conv_choice(const mt_executor *ex, int layer, const char **template_name, const char **config, int *from_db) {
+    if (!ex || layer < 0 || layer >= ex->nlayers || !ex->choice[layer].config) return MT_INVALID_ARG;
+    if (template_name) *template_name = ex->choice[layer].template_name;
+    if (config) *config = ex->choice[layer].config;
+    if (from_db) *from_db = ex->choice[layer].from_db;
+    return MT_OK;
+}

@@ -1,0 +1,31 @@
+/* Private: the fixed OpenCL C kernels of the executor's non-convolution
+ * operations (net/op_kernels.c).
+ *
+ * All of them live in one source, so the driver compiles it once and the
+ * binary cache serves every other kernel name. Kernels take global buffers
+ * only (mt_program_run passes no scalars): the first is an int32 parameter
+ * block whose layout each kernel's comment gives, element 0 always being the
+ * number of work-items that do work (the launch rounds up to a multiple of
+ * the work-group size). Activations are coded as mt_activation. */
+#ifndef MTGPU_OP_KERNELS_H
+#define MTGPU_OP_KERNELS_H
+
+/* Work-items per work-group of every op kernel. */
+#define MT_OP_GROUP 64
+
+/* The OpenCL C source holding every kernel below. */
+const char *mt__op_kernels_source(void);
+
+/* Kernel names. */
+#define MT_OPK_BIAS_ACT "mt_op_bias_act"         /* (p, bias, y): y = act(y + bias[k]); p = total, K, HW, act */
+#define MT_OPK_BIAS_RES_ACT "mt_op_bias_res_act" /* (p, bias, res, y): y = act(y + bias[k] + res); p as above */
+#define MT_OPK_MAXPOOL "mt_op_maxpool"           /* (p, x, y): p = total, H, W, OH, OW, kh, kw, sh, sw, ph, pw */
+#define MT_OPK_AVGPOOL "mt_op_avgpool"           /* (p, x, y): p as maxpool, then count_include_pad */
+#define MT_OPK_GLOBAL_AVGPOOL "mt_op_global_avgpool" /* (p, x, y): p = total (n*c), HW */
+#define MT_OPK_ADAPTIVE_AVGPOOL "mt_op_adaptive_avgpool" /* (p, x, y): p = total, H, W, OH, OW */
+#define MT_OPK_CONCAT "mt_op_concat_copy"        /* (p, x, y): p = total, Cin*HW, Cout*HW, c_offset*HW */
+#define MT_OPK_ADD "mt_op_add"                   /* (p, a, b, y): y = act(a + b); p = total, act */
+#define MT_OPK_DENSE "mt_op_dense"               /* (p, x, w, b, y): one work-group per output; p = total (n*O), I, O, act */
+#define MT_OPK_SOFTMAX "mt_op_softmax"           /* (p, x, y): over channels; p = total (n*HW), C, HW */
+
+#endif

@@ -1,0 +1,448 @@
+/* The inference executor against the CPU reference, the weights file, and
+ * the embedding API from several threads. Tests that need a device skip when
+ * there is none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mtgpu/db.h"
+#include "mtgpu/embed.h"
+#include "mtgpu/executor.h"
+#include "mtgpu/reference.h"
+
+/* fp32 on the device against double sums: a whole network stays well under this. */
+#define NET_TOL 1e-4
+
+static mt_device *g_dev;
+static char g_dev_err[1024];
+static char g_dir[256];
+
+#define NEED_DEVICE()                                                  \
+    do {                                                               \
+        if (!g_dev) {                                                  \
+            print_message("skipped: no device: %s\n", g_dev_err);     \
+            skip();                                                    \
+        }                                                              \
+    } while (0)
+
+/* Runs net through the executor (db may be NULL) and the reference with the
+ * same random weights and input; returns the normalised max error. */
+static double run_against_reference(const mt_network *net, mt_db *db, mt_executor_stats *stats_out) {
+    char err[4096];
+    mt_weights *w = NULL;
+    assert_int_equal(mt_weights_random(net, 7, &w, err, sizeof err), MT_OK);
+    mt_executor_params p = mt_executor_default_params();
+    p.db = db;
+    p.weights = w;
+    mt_executor *ex = NULL;
+    mt_status st = mt_executor_build(g_dev, net, &p, &ex, err, sizeof err);
+    if (st != MT_OK) print_message("build failed: %s\n", err);
+    assert_int_equal(st, MT_OK);
+    const mt_layer *in = mt_network_layer(net, 0);
+    int64_t nin = (int64_t)in->out.n * in->out.c * in->out.h * in->out.w;
+    mt_shape os = mt_executor_output_shape(ex);
+    int64_t nout = (int64_t)os.n * os.c * os.h * os.w;
+    float *x = malloc(sizeof(float) * (size_t)nin), *y = malloc(sizeof(float) * (size_t)nout), *ref = malloc(sizeof(float) * (size_t)nout);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_non_null(ref);
+    mt_fill_random(x, nin, 3);
+    assert_int_equal(mt_executor_set_input(ex, x, nin, err, sizeof err), MT_OK);
+    assert_int_equal(mt_executor_set_input(ex, x, nin + 1, err, sizeof err), MT_RANGE);
+    /* Two passes: the second must not depend on what the first left in the shared buffers. */
+    for (int pass = 0; pass < 2; pass++) {
+        st = mt_executor_run(ex, NULL, err, sizeof err);
+        if (st != MT_OK) print_message("run failed: %s\n", err);
+        assert_int_equal(st, MT_OK);
+    }
+    assert_int_equal(mt_executor_output(ex, y, nout, err, sizeof err), MT_OK);
+    st = mt_network_reference(net, w, x, ref, 2, err, sizeof err);
+    if (st != MT_OK) print_message("reference failed: %s\n", err);
+    assert_int_equal(st, MT_OK);
+    double e = 0;
+    int64_t bad = -1;
+    assert_int_equal(mt_compare(y, ref, nout, &e, &bad), MT_OK);
+    mt_executor_stats s;
+    mt_executor_get_stats(ex, &s);
+    print_message("%s: max rel err %.3g, %d convs (%d kernels, %d tuned), %d launches, device %.1f MiB = weights %.1f + activations %.2f "
+                  "in %d buffers (largest live %.2f, two largest %.2f) + workspace %.3f, build %.1f s\n",
+                  mt_network_name(net), e, s.nconvs, s.conv_programs, s.convs_from_db, s.launches, s.device_bytes / 1048576.0,
+                  s.weight_bytes / 1048576.0, s.activation_bytes / 1048576.0, s.activation_buffers, s.largest_live_bytes / 1048576.0,
+                  s.two_largest_bytes / 1048576.0, s.workspace_bytes / 1048576.0, s.build_s);
+    /* Every byte the executor holds is accounted for, and buffers are reused. */
+    assert_int_equal(s.device_bytes, s.weight_bytes + s.activation_bytes + s.workspace_bytes);
+    assert_true(s.activation_bytes >= s.largest_live_bytes);
+    assert_true(s.activation_buffers < mt_network_num_layers(net) / 2 || mt_network_num_layers(net) < 8);
+    if (stats_out) *stats_out = s;
+    free(x);
+    free(y);
+    free(ref);
+    mt_executor_free(ex);
+    mt_weights_free(w);
+    return e;
+}
+
+static void zoo_case(const char *name, int image_size) {
+    NEED_DEVICE();
+    char err[1024];
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_create(name, 1, image_size, &net, err, sizeof err), MT_OK);
+    double e = run_against_reference(net, NULL, NULL);
+    assert_true(e < NET_TOL);
+    mt_network_free(net);
+}
+
+static void test_resnet18(void **state) {
+    (void)state;
+    zoo_case("resnet18", 32);
+}
+static void test_resnet50(void **state) {
+    (void)state;
+    zoo_case("resnet50", 32);
+}
+static void test_vgg16(void **state) {
+    (void)state;
+    zoo_case("vgg16", 32);
+}
+static void test_mobilenet_v2(void **state) {
+    (void)state;
+    zoo_case("mobilenet_v2", 32);
+}
+static void test_squeezenet1_1(void **state) {
+    (void)state;
+    zoo_case("squeezenet1_1", 64);
+}
+
+/* Every operation the zoo does not use: average pooling with padding and
+ * ceil_mode, adaptive pooling, a separate add with ReLU, a conv with bias and
+ * ReLU6, a grouped conv, concat of three, dense with ReLU and without bias,
+ * and a batch of 2. */
+static mt_network *ops_network(void) {
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_new("ops", &net), MT_OK);
+    int x = mt_network_add_input(net, "input", 2, 4, 13, 11);
+    mt_conv_spec a = mt_conv_spec_default(8, 3, 1, 1);
+    a.bias = 1;
+    a.act = MT_ACT_RELU6;
+    int c1 = mt_network_add_conv(net, "c1", x, &a);
+    mt_conv_spec g = mt_conv_spec_default(8, 3, 2, 1);
+    g.groups = 2;
+    g.batch_norm = 1;
+    int c2 = mt_network_add_conv(net, "c2", c1, &g);
+    int ap = mt_network_add_pool(net, "ap", MT_LAYER_AVGPOOL, c1, 3, 2, 1, 1);
+    int ad = mt_network_add_add(net, "add", c2, ap, MT_ACT_RELU);
+    mt_conv_spec d = mt_conv_spec_default(8, 3, 1, 1);
+    d.groups = 8;
+    d.batch_norm = 1;
+    d.bn_name = "dw.norm";
+    d.act = MT_ACT_RELU;
+    int dw = mt_network_add_conv(net, "dw", ad, &d);
+    int ins[3] = {ad, dw, c2};
+    int cat = mt_network_add_concat(net, "cat", ins, 3);
+    int mp = mt_network_add_pool(net, "mp", MT_LAYER_MAXPOOL, cat, 2, 2, 0, 1);
+    int aa = mt_network_add_adaptive_avgpool(net, "aap", mp, 3, 2);
+    int fl = mt_network_add_flatten(net, "flatten", aa);
+    int d1 = mt_network_add_dense(net, "fc1", fl, 10, 0, MT_ACT_RELU);
+    int d2 = mt_network_add_dense(net, "fc2", d1, 5, 1, MT_ACT_NONE);
+    mt_network_add_softmax(net, "softmax", d2);
+    char err[512];
+    mt_status st = mt_network_status(net, err, sizeof err);
+    if (st != MT_OK) print_message("ops network: %s\n", err);
+    assert_int_equal(st, MT_OK);
+    return net;
+}
+
+static void test_every_op(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    mt_network *net = ops_network();
+    double e = run_against_reference(net, NULL, NULL);
+    assert_true(e < NET_TOL);
+    mt_network_free(net);
+}
+
+/* A database with no records: every conv runs its default config. */
+static void test_empty_database(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char path[512], err[1024];
+    snprintf(path, sizeof path, "%s/empty.db", g_dir);
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    mt_db_close(db);
+    mt_db_params p = mt_db_default_params();
+    p.readonly = 1;
+    assert_int_equal(mt_db_open(path, &p, &db, err, sizeof err), MT_OK);
+    mt_network *net = ops_network();
+    mt_executor_stats s;
+    double e = run_against_reference(net, db, &s);
+    assert_true(e < NET_TOL);
+    assert_int_equal(s.convs_from_db, 0);
+    assert_int_equal(s.nconvs, 3);
+    mt_network_free(net);
+    mt_db_close(db);
+}
+
+/* ---- weights files (no device needed) ---- */
+
+static mt_network *tiny_net(int k, int extra) {
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_new("tiny", &net), MT_OK);
+    int x = mt_network_add_input(net, "input", 1, 3, 8, 8);
+    mt_conv_spec s = mt_conv_spec_default(k, 3, 1, 1);
+    s.batch_norm = 1;
+    s.bn_name = "bn1";
+    x = mt_network_add_conv(net, "conv1", x, &s);
+    if (extra) x = mt_network_add_conv(net, "conv2", x, &s);
+    x = mt_network_add_global_avgpool(net, "pool", x);
+    x = mt_network_add_flatten(net, "flatten", x);
+    mt_network_add_dense(net, "fc", x, 4, 1, MT_ACT_NONE);
+    assert_int_equal(mt_network_status(net, NULL, 0), MT_OK);
+    return net;
+}
+
+static unsigned char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static void write_file(const char *path, const unsigned char *b, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+}
+
+static void expect_refused(const char *path, const mt_network *net, mt_status want, const char *needle) {
+    char err[1024] = "";
+    mt_weights *w = (mt_weights *)0x1;
+    mt_status st = mt_weights_load(path, net, &w, err, sizeof err);
+    print_message("  refused (%s): %s\n", mt_status_name(st), err);
+    assert_int_equal(st, want);
+    assert_ptr_equal(w, (mt_weights *)0x1); /* untouched */
+    assert_non_null(strstr(err, needle));
+}
+
+static void test_weights_file(void **state) {
+    (void)state;
+    char err[1024], path[512], bad[512];
+    snprintf(path, sizeof path, "%s/tiny.mtw", g_dir);
+    snprintf(bad, sizeof bad, "%s/bad.mtw", g_dir);
+    mt_network *net = tiny_net(8, 0);
+    mt_weights *w = NULL, *r = NULL;
+    assert_int_equal(mt_weights_random(net, 5, &w, err, sizeof err), MT_OK);
+    assert_int_equal(mt_weights_count(w), 7); /* conv1.weight, bn1 x4, fc.weight, fc.bias */
+    assert_int_equal(mt_weights_save(w, path, err, sizeof err), MT_OK);
+    assert_int_equal(mt_weights_load(path, net, &r, err, sizeof err), MT_OK);
+    assert_int_equal(mt_weights_count(r), mt_weights_count(w));
+    for (int i = 0; i < mt_weights_count(w); i++) {
+        const char *name;
+        const float *a, *b;
+        int64_t n = 0;
+        assert_int_equal(mt_weights_tensor(w, i, &name, NULL, NULL, &a), MT_OK);
+        b = mt_weights_find(r, name, &n);
+        assert_non_null(b);
+        assert_memory_equal(a, b, sizeof(float) * (size_t)n);
+    }
+    mt_weights_free(r);
+
+    size_t len;
+    unsigned char *good = read_file(path, &len);
+    /* truncated, at several places */
+    size_t cuts[3] = {len - 1, len / 2, 10};
+    for (int i = 0; i < 3; i++) {
+        write_file(bad, good, cuts[i]);
+        expect_refused(bad, net, MT_CORRUPT, i == 2 ? "not an mtgpu weights file" : "truncated");
+    }
+    /* one flipped bit in the data */
+    unsigned char *copy = malloc(len);
+    memcpy(copy, good, len);
+    copy[len - 20] ^= 0x10;
+    write_file(bad, copy, len);
+    expect_refused(bad, net, MT_CORRUPT, "checksum mismatch");
+    /* bad magic, future version */
+    memcpy(copy, good, len);
+    copy[0] = 'X';
+    write_file(bad, copy, len);
+    expect_refused(bad, net, MT_CORRUPT, "not an mtgpu weights file");
+    memcpy(copy, good, len);
+    copy[8] = 99;
+    write_file(bad, copy, len);
+    expect_refused(bad, net, MT_CORRUPT, "version 99");
+    free(copy);
+    free(good);
+    /* wrong shape: the same names with 16 channels */
+    mt_network *wide = tiny_net(16, 0);
+    expect_refused(path, wide, MT_CORRUPT, "has shape 8x3x3x3, the network needs 16x3x3x3");
+    /* missing: a network with one more conv */
+    mt_network *deeper = tiny_net(8, 1);
+    expect_refused(path, deeper, MT_NOT_FOUND, "conv2.weight");
+    /* missing file */
+    snprintf(bad, sizeof bad, "%s/none.mtw", g_dir);
+    expect_refused(bad, net, MT_IO, "cannot open");
+    /* the executor refuses weights of another network */
+    if (g_dev) {
+        mt_executor *ex = NULL;
+        mt_executor_params p = mt_executor_default_params();
+        p.weights = w;
+        assert_int_not_equal(mt_executor_build(g_dev, wide, &p, &ex, err, sizeof err), MT_OK);
+        print_message("  executor refused: %s\n", err);
+        assert_null(ex);
+        assert_non_null(strstr(err, "conv1"));
+    }
+    mt_network_free(wide);
+    mt_network_free(deeper);
+    mt_weights_free(w);
+    mt_network_free(net);
+}
+
+/* ---- the embedding API from several threads ---- */
+
+#define EMBED_THREADS 4
+#define EMBED_WORKLOADS 3
+static const char *const g_embed_wl[EMBED_WORKLOADS] = {
+    "n=1,c=16,h=12,w=12,k=16,r=3,s=3,pad=1",
+    "n=1,c=8,h=10,w=10,k=24,r=1,s=1",
+    "n=1,c=16,h=9,w=9,k=16,r=3,s=3,pad=1,stride=2,groups=16",
+};
+
+typedef struct {
+    mt_embed *e;
+    int id;
+    const mt_conv_kernel *got[EMBED_WORKLOADS];
+    double err[EMBED_WORKLOADS];
+    mt_status st;
+    char msg[1024];
+} embed_job;
+
+static void *embed_worker(void *arg) {
+    embed_job *j = arg;
+    j->st = MT_OK;
+    for (int r = 0; r < EMBED_WORKLOADS && j->st == MT_OK; r++) {
+        int i = (r + j->id) % EMBED_WORKLOADS; /* threads ask in different orders */
+        mt_workload wl;
+        if ((j->st = mt_workload_parse(g_embed_wl[i], &wl, j->msg, sizeof j->msg)) != MT_OK) break;
+        if ((j->st = mt_embed_get_conv(j->e, &wl, &j->got[i], j->msg, sizeof j->msg)) != MT_OK) break;
+        int64_t ni = mt_workload_input_elems(&wl), nw = mt_workload_weight_elems(&wl), no = mt_workload_output_elems(&wl);
+        float *x = malloc(sizeof(float) * (size_t)ni), *w = malloc(sizeof(float) * (size_t)nw);
+        float *y = malloc(sizeof(float) * (size_t)no), *ref = malloc(sizeof(float) * (size_t)no);
+        mt_dbuf *dx = NULL, *dw = NULL, *dy = NULL;
+        mt_device *dev = mt_embed_device(j->e);
+        if (!x || !w || !y || !ref) j->st = MT_NOMEM;
+        if (j->st == MT_OK) {
+            mt_fill_random(x, ni, 100 + (uint64_t)j->id);
+            mt_fill_random(w, nw, 200 + (uint64_t)j->id);
+            mt_conv_reference(&wl, x, w, ref);
+            if ((j->st = mt_dbuf_alloc(dev, sizeof(float) * (size_t)ni, &dx)) == MT_OK &&
+                (j->st = mt_dbuf_alloc(dev, sizeof(float) * (size_t)nw, &dw)) == MT_OK &&
+                (j->st = mt_dbuf_alloc(dev, sizeof(float) * (size_t)no, &dy)) == MT_OK &&
+                (j->st = mt_dbuf_write(dev, dx, 0, x, sizeof(float) * (size_t)ni)) == MT_OK &&
+                (j->st = mt_dbuf_write(dev, dw, 0, w, sizeof(float) * (size_t)nw)) == MT_OK)
+                j->st = mt_conv_kernel_launch(j->e, j->got[i], dx, dw, dy, NULL, j->msg, sizeof j->msg);
+            /* A too-small output buffer is refused before launching. */
+            if (j->st == MT_OK && mt_conv_kernel_launch(j->e, j->got[i], dx, dw, dx, NULL, NULL, 0) != MT_INVALID_ARG &&
+                ni < no)
+                j->st = MT_WRONG_RESULT;
+            if (j->st == MT_OK) j->st = mt_dbuf_read(dev, dy, 0, y, sizeof(float) * (size_t)no);
+            if (j->st == MT_OK) j->st = mt_compare(y, ref, no, &j->err[i], NULL);
+        }
+        mt_dbuf_free(dx);
+        mt_dbuf_free(dw);
+        mt_dbuf_free(dy);
+        free(x);
+        free(w);
+        free(y);
+        free(ref);
+    }
+    return NULL;
+}
+
+static void test_embed_threads(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[1024], path[512];
+    snprintf(path, sizeof path, "%s/embed.db", g_dir);
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK); /* create it */
+    mt_db_close(db);
+    mt_embed_params p = mt_embed_default_params();
+    p.db_path = path;
+    p.device = g_dev;
+    mt_embed *e = NULL;
+    assert_int_equal(mt_embed_open(&p, &e, err, sizeof err), MT_OK);
+    embed_job jobs[EMBED_THREADS];
+    pthread_t th[EMBED_THREADS];
+    memset(jobs, 0, sizeof jobs);
+    for (int t = 0; t < EMBED_THREADS; t++) {
+        jobs[t].e = e;
+        jobs[t].id = t;
+        assert_int_equal(pthread_create(&th[t], NULL, embed_worker, &jobs[t]), 0);
+    }
+    for (int t = 0; t < EMBED_THREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < EMBED_THREADS; t++) {
+        if (jobs[t].st != MT_OK) print_message("thread %d: %s: %s\n", t, mt_status_name(jobs[t].st), jobs[t].msg);
+        assert_int_equal(jobs[t].st, MT_OK);
+        for (int i = 0; i < EMBED_WORKLOADS; i++) {
+            assert_ptr_equal(jobs[t].got[i], jobs[0].got[i]); /* the same prepared kernel */
+            assert_true(jobs[t].err[i] < 1e-5);
+        }
+    }
+    for (int i = 0; i < EMBED_WORKLOADS; i++) {
+        mt_conv_kernel_info info;
+        mt_conv_kernel_get_info(jobs[0].got[i], &info);
+        print_message("%s: %s %s (%s) grid %lldx%lldx%lld block %lldx%lldx%lld\n", g_embed_wl[i], info.template_name, info.config,
+                      info.from_db ? "tuned" : "default", (long long)info.grid[0], (long long)info.grid[1], (long long)info.grid[2],
+                      (long long)info.block[0], (long long)info.block[1], (long long)info.block[2]);
+        assert_int_equal(info.from_db, 0);
+        assert_non_null(mt_conv_kernel_source(jobs[0].got[i]));
+        assert_non_null(strstr(mt_conv_kernel_source(jobs[0].got[i]), info.kernel_name));
+    }
+    /* Distinct workloads give distinct kernels. */
+    assert_ptr_not_equal(jobs[0].got[0], jobs[0].got[1]);
+    mt_embed_close(e);
+    /* A missing database is an error, not an empty one. */
+    snprintf(path, sizeof path, "%s/missing.db", g_dir);
+    p.db_path = path;
+    e = NULL;
+    assert_int_equal(mt_embed_open(&p, &e, err, sizeof err), MT_IO);
+    assert_null(e);
+}
+
+int main(void) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/mtgpu-test-exec-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(g_dir)) {
+        fprintf(stderr, "cannot create a temporary directory\n");
+        return 1;
+    }
+    mt_device_params dp = mt_device_default_params();
+    if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op),     cmocka_unit_test(test_empty_database),
+        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    mt_device_close(g_dev);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    return rc;
+}

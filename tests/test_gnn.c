@@ -1,0 +1,886 @@
+/* The GNN library (gnn/): every tensor op's backward against finite
+ * differences on odd shapes, the whole model's gradient in each
+ * architecture, determinism, model files (round trip and every kind of
+ * corruption), and learning a synthetic target (and not learning shuffled
+ * labels). Synthetic graph shapes only: no dependence on the graph encoder. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gnn-impl.h"
+#include "mtgpu/gnn.h"
+#include "tensor.h"
+
+#define F MT_GRAPH_FEATS
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rs = 12345;
+static double urand(void) { return (double)(mt__gnn_rand(&rs) >> 11) * (1.0 / 9007199254740992.0); }
+static float frand(float a) { return (float)(a * (2 * urand() - 1)); }
+static void fill(float *x, int n, float a) {
+    for (int i = 0; i < n; i++) x[i] = frand(a);
+}
+/* values in [-1, -0.1] U [0.1, 1]: away from the activation's kink */
+static void fill_away(float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = 0.1f + 0.9f * (float)urand();
+        x[i] = urand() < 0.5 ? -v : v;
+    }
+}
+
+/* ---- finite differences ---- */
+
+typedef double (*loss_fn)(void *ctx);
+
+/* Checks grad[0..n) (the analytic dL/dx) against central differences of
+ * f() in x[0..n). Tolerance: 1e-2 relative plus an absolute floor scaled by
+ * the largest gradient (float rounding in the forward). */
+static void gradcheck(const char *what, float *x, const float *grad, int n, loss_fn f, void *ctx, float eps, int allowed_bad) {
+    double gmax = 0;
+    for (int i = 0; i < n; i++) gmax = fmax(gmax, fabs(grad[i]));
+    int bad = 0;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        float keep = x[i];
+        x[i] = keep + eps;
+        double lp = f(ctx);
+        x[i] = keep - eps;
+        double lm = f(ctx);
+        x[i] = keep;
+        double fd = (lp - lm) / (2.0 * eps);
+        double diff = fabs(fd - grad[i]);
+        double tol = 1e-2 * fmax(fabs(fd), fabs(grad[i])) + 2e-3 * fmax(gmax, 1e-3);
+        if (diff > tol) {
+            if (bad < 5) printf("# %s: [%d] analytic %.6g, numeric %.6g\n", what, i, grad[i], fd);
+            bad++;
+        }
+        worst = fmax(worst, diff / (fmax(fabs(fd), fabs(grad[i])) + 1e-12));
+    }
+    if (bad > allowed_bad) fail_msg("%s: %d of %d gradients differ from finite differences", what, bad, n);
+    assert_true(gmax > 0); /* a check of all-zero gradients checks nothing */
+}
+
+static double dot(const float *a, const float *r, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)a[i] * r[i];
+    return s;
+}
+
+/* ---- op gradient checks: L = sum(r * out) for a fixed random r ---- */
+
+typedef struct opctx {
+    int kind;
+    float A[64], B[64], b[16], r[128], out[128], t[16];
+    int idx[16], grp[16], fail[16], argmax[64], rows[16];
+    float ws1[256], ws2[256];
+    mt__typed_index ti;
+    int start[4];
+    int src[16], dst[16];
+} opctx;
+
+enum { OP_MM, OP_TYPED_BLOCKS, OP_BIAS, OP_LRELU, OP_GATHER, OP_SCATTER, OP_TYPED, OP_READOUT, OP_CONCAT, OP_MSE, OP_RANK };
+
+static double op_loss(void *vc) {
+    opctx *c = vc;
+    memset(c->out, 0, sizeof c->out);
+    switch (c->kind) {
+    case OP_MM: mt__mm(3, 7, 5, c->A, c->B, 0.0f, c->out); return dot(c->out, c->r, 21);
+    case OP_BIAS:
+        memcpy(c->out, c->A, sizeof(float) * 15);
+        mt__bias_add(3, 5, c->out, c->b);
+        return dot(c->out, c->r, 15);
+    case OP_LRELU: mt__lrelu(15, c->A, c->out); return dot(c->out, c->r, 15);
+    case OP_GATHER: mt__gather(9, 3, c->A, c->idx, c->out); return dot(c->out, c->r, 27);
+    case OP_SCATTER: mt__scatter_add(9, 3, c->A, c->idx, c->out); return dot(c->out, c->r, 21);
+    case OP_TYPED_BLOCKS: mt__typed_linear(&c->ti, 5, 3, c->A, c->B, c->b, c->out, NULL, NULL); return dot(c->out, c->r, 21);
+    case OP_TYPED: mt__typed_linear(&c->ti, 5, 3, c->A, c->B, c->b, c->out, c->ws1, c->ws2); return dot(c->out, c->r, 21);
+    case OP_READOUT:
+        mt__readout(2, 7, 3, c->A, c->rows, 0.5f, c->out, 6, c->out + 3, 6, c->argmax);
+        return dot(c->out, c->r, 12);
+    case OP_CONCAT: mt__concat(3, 2, c->A, 5, c->B, c->out); return dot(c->out, c->r, 21);
+    case OP_MSE: return mt__mse(5, c->A, c->t, 1.0f, NULL);
+    case OP_RANK: return mt__rank_loss(7, c->A, c->t, c->grp, c->fail, 1.0f, NULL, NULL);
+    }
+    return 0;
+}
+
+static void test_op_gradients(void **state) {
+    (void)state;
+    opctx c;
+    float gA[64], gB[64], gb[16];
+    memset(&c, 0, sizeof c);
+    fill(c.r, 128, 1);
+
+    /* matmul 3x5 by 5x7 */
+    c.kind = OP_MM;
+    fill(c.A, 15, 1), fill(c.B, 35, 1);
+    memset(gA, 0, sizeof gA), memset(gB, 0, sizeof gB);
+    mt__mm_backward(3, 7, 5, c.A, c.B, c.r, gA, gB);
+    gradcheck("mm dA", c.A, gA, 15, op_loss, &c, 1e-2f, 0);
+    gradcheck("mm dB", c.B, gB, 35, op_loss, &c, 1e-2f, 0);
+    /* a product big enough to be cut into blocks gives the same as one GEMM */
+    {
+        enum { M = 1500, K = 33, N = 31 };
+        float *a = malloc(sizeof(float) * M * K), *bb = malloc(sizeof(float) * K * N), *cc = malloc(sizeof(float) * M * N);
+        float *da = calloc(M * K, sizeof(float)), *db = calloc(K * N, sizeof(float));
+        assert_non_null(a), assert_non_null(bb), assert_non_null(cc), assert_non_null(da), assert_non_null(db);
+        fill(a, M * K, 1), fill(bb, K * N, 1);
+        mt__mm(M, N, K, a, bb, 0.0f, cc);
+        for (int i = 0; i < M; i += 97)
+            for (int j = 0; j < N; j += 5) {
+                double s = 0;
+                for (int k = 0; k < K; k++) s += (double)a[i * K + k] * bb[k * N + j];
+                assert_true(fabs(s - cc[i * N + j]) < 1e-4 * (1 + fabs(s)));
+            }
+        mt__mm_backward(M, N, K, a, bb, cc, da, db);
+        for (int k = 0; k < K; k += 7)
+            for (int j = 0; j < N; j += 6) {
+                double s = 0;
+                for (int i = 0; i < M; i++) s += (double)a[i * K + k] * cc[i * N + j];
+                assert_true(fabs(s - db[k * N + j]) < 1e-3 * (1 + fabs(s)));
+            }
+        free(a), free(bb), free(cc), free(da), free(db);
+    }
+
+    /* bias add 3x5 */
+    c.kind = OP_BIAS;
+    fill(c.A, 15, 1), fill(c.b, 5, 1);
+    memset(gb, 0, sizeof gb);
+    mt__bias_backward(3, 5, c.r, gb);
+    gradcheck("bias db", c.b, gb, 5, op_loss, &c, 1e-2f, 0);
+
+    /* leaky ReLU 3x5, inputs away from 0 (both sides) */
+    c.kind = OP_LRELU;
+    fill_away(c.A, 15);
+    float y[15];
+    mt__lrelu(15, c.A, y);
+    memset(gA, 0, sizeof gA);
+    mt__lrelu_backward(15, y, c.r, gA);
+    gradcheck("lrelu", c.A, gA, 15, op_loss, &c, 1e-3f, 0);
+
+    /* gather 9 of 7 rows (with repeats), 3 columns */
+    int idx[9] = {6, 0, 3, 3, 1, 6, 2, 5, 3};
+    memcpy(c.idx, idx, sizeof idx);
+    c.kind = OP_GATHER;
+    fill(c.A, 21, 1);
+    memset(gA, 0, sizeof gA);
+    mt__gather_backward(9, 3, c.r, c.idx, gA);
+    gradcheck("gather", c.A, gA, 21, op_loss, &c, 1e-2f, 0);
+
+    /* scatter-add 9 rows onto 7 (with repeats) */
+    c.kind = OP_SCATTER;
+    fill(c.A, 27, 1);
+    memset(gA, 0, sizeof gA);
+    mt__scatter_add_backward(9, 3, c.r, c.idx, gA);
+    gradcheck("scatter_add", c.A, gA, 27, op_loss, &c, 1e-2f, 0);
+
+    /* typed linear: 7 nodes, 3 types, 9 (src, dst) pairs, 5 -> 3 */
+    int start[4] = {0, 4, 5, 9}, src[9] = {0, 1, 2, 3, 4, 5, 6, 0, 2}, dst[9] = {1, 2, 3, 4, 5, 6, 0, 6, 6};
+    memcpy(c.start, start, sizeof start), memcpy(c.src, src, sizeof src), memcpy(c.dst, dst, sizeof dst);
+    c.ti = (mt__typed_index){3, c.start, c.src, c.dst};
+    c.kind = OP_TYPED;
+    fill(c.A, 35, 1), fill(c.B, 45, 1), fill(c.b, 9, 1);
+    memset(gA, 0, sizeof gA), memset(gB, 0, sizeof gB), memset(gb, 0, sizeof gb);
+    mt__typed_linear_backward(&c.ti, 5, 3, c.A, c.B, c.r, gA, gB, gb, c.ws1, c.ws2);
+    gradcheck("typed_linear dX", c.A, gA, 35, op_loss, &c, 1e-2f, 0);
+    gradcheck("typed_linear dW", c.B, gB, 45, op_loss, &c, 1e-2f, 0);
+    gradcheck("typed_linear db", c.b, gb, 9, op_loss, &c, 1e-2f, 0);
+
+    /* typed linear over contiguous blocks (rows sorted by type): 7 rows, 3 types */
+    int bstart[4] = {0, 3, 4, 7};
+    memcpy(c.start, bstart, sizeof bstart);
+    c.ti = (mt__typed_index){3, c.start, NULL, NULL};
+    c.kind = OP_TYPED_BLOCKS;
+    fill(c.A, 35, 1), fill(c.B, 45, 1), fill(c.b, 9, 1);
+    memset(gA, 0, sizeof gA), memset(gB, 0, sizeof gB), memset(gb, 0, sizeof gb);
+    mt__typed_linear_backward(&c.ti, 5, 3, c.A, c.B, c.r, gA, gB, gb, NULL, NULL);
+    gradcheck("typed_linear blocks dX", c.A, gA, 35, op_loss, &c, 1e-2f, 0);
+    gradcheck("typed_linear blocks dW", c.B, gB, 45, op_loss, &c, 1e-2f, 0);
+    gradcheck("typed_linear blocks db", c.b, gb, 9, op_loss, &c, 1e-2f, 0);
+
+    /* readout: 2 graphs of 7 nodes, 3 columns, scaled sum and max, the
+     * nodes' rows permuted (as in the type-sorted layout) */
+    for (int i = 0; i < 14; i++) c.rows[i] = (i * 5) % 14;
+    c.kind = OP_READOUT;
+    for (int i = 0; i < 42; i++) c.A[i] = (float)((i * 37) % 42) / 10.0f - 2.0f; /* distinct: a unique max */
+    op_loss(&c);
+    memset(gA, 0, sizeof gA);
+    mt__readout_backward(2, 7, 3, c.rows, 0.5f, c.r, 6, c.r + 3, 6, c.argmax, gA);
+    gradcheck("readout", c.A, gA, 42, op_loss, &c, 1e-3f, 0);
+
+    /* concat 3x2 | 3x5 */
+    c.kind = OP_CONCAT;
+    fill(c.A, 6, 1), fill(c.B, 15, 1);
+    memset(gA, 0, sizeof gA), memset(gB, 0, sizeof gB);
+    mt__concat_backward(3, 2, 5, c.r, gA, gB);
+    gradcheck("concat dA", c.A, gA, 6, op_loss, &c, 1e-2f, 0);
+    gradcheck("concat dB", c.B, gB, 15, op_loss, &c, 1e-2f, 0);
+
+    /* MSE over 5 */
+    c.kind = OP_MSE;
+    fill(c.A, 5, 1), fill(c.t, 5, 1);
+    memset(gA, 0, sizeof gA);
+    mt__mse(5, c.A, c.t, 1.0f, gA);
+    gradcheck("mse", c.A, gA, 5, op_loss, &c, 1e-3f, 0);
+
+    /* pairwise ranking over 7 in 2 groups, one failed */
+    c.kind = OP_RANK;
+    int grp[7] = {0, 0, 0, 1, 1, 1, 1}, fl[7] = {0, 0, 1, 0, 0, 0, 1};
+    memcpy(c.grp, grp, sizeof grp), memcpy(c.fail, fl, sizeof fl);
+    fill(c.A, 7, 2), fill(c.t, 7, 1);
+    memset(gA, 0, sizeof gA);
+    long pairs = 0;
+    double l = mt__rank_loss(7, c.A, c.t, c.grp, c.fail, 1.0f, gA, &pairs);
+    assert_int_equal(pairs, 3 + 6); /* group 0: 1 + 2 with the failed; group 1: 3 + 3 */
+    assert_true(l > 0);
+    gradcheck("rank", c.A, gA, 7, op_loss, &c, 1e-3f, 0);
+    /* ties and failed-failed are no pairs */
+    float tt[3] = {1, 1, 0}, ss[3] = {0, 0, 0};
+    int g3[3] = {0, 0, 0}, f3[3] = {0, 1, 1};
+    mt__rank_loss(3, ss, tt, g3, f3, 1.0f, NULL, &pairs);
+    assert_int_equal(pairs, 2);
+}
+
+/* ---- a synthetic shape: a chain of 5 nodes plus a context node ---- */
+
+typedef struct shape_buf {
+    mt_graph_shape s;
+    int nt[64], src[256], dst[256], et[256];
+} shape_buf;
+
+static void chain_shape(shape_buf *b) {
+    static const int types[6] = {0, 0, 1, 1, 2, 3};
+    memset(b, 0, sizeof *b);
+    b->s.n_nodes = 6;
+    memcpy(b->nt, types, sizeof types);
+    int e = 0;
+    for (int v = 0; v < 4; v++) {
+        b->src[e] = v, b->dst[e] = v + 1, b->et[e++] = 0;
+        b->src[e] = v + 1, b->dst[e] = v, b->et[e++] = 1;
+    }
+    for (int v = 0; v < 5; v++) {
+        b->src[e] = 5, b->dst[e] = v, b->et[e++] = 2;
+        b->src[e] = v, b->dst[e] = 5, b->et[e++] = 3;
+    }
+    b->s.n_edges = e;
+    b->s.node_type = b->nt, b->s.edge_src = b->src, b->s.edge_dst = b->dst, b->s.edge_type = b->et;
+    b->s.hash = 0x1234;
+}
+
+/* A bigger shape: n nodes of mixed types, E edges of mixed types. */
+static void random_shape(shape_buf *b, int n, int E) {
+    memset(b, 0, sizeof *b);
+    b->s.n_nodes = n, b->s.n_edges = E;
+    for (int v = 0; v < n; v++) b->nt[v] = (int)(mt__gnn_rand(&rs) % 8);
+    for (int e = 0; e < E; e++) {
+        b->src[e] = (int)(mt__gnn_rand(&rs) % (uint64_t)n);
+        b->dst[e] = (int)(mt__gnn_rand(&rs) % (uint64_t)n);
+        b->et[e] = (int)(mt__gnn_rand(&rs) % 7);
+    }
+    b->s.node_type = b->nt, b->s.edge_src = b->src, b->s.edge_dst = b->dst, b->s.edge_type = b->et;
+    b->s.hash = 0x5678;
+}
+
+/* ---- whole-model gradient ---- */
+
+typedef struct modelctx {
+    mt_gnn *m;
+    mt__gnn_plan *plan;
+    mt__gnn_ws *ws;
+    int b;
+    float *feats;
+    float tg[8];
+    int grp[8], fail[8];
+} modelctx;
+
+static double model_loss(void *vc) {
+    modelctx *c = vc;
+    const float *ptr[8];
+    for (int g = 0; g < c->b; g++) ptr[g] = c->feats + (size_t)g * c->plan->n * F;
+    mt__gnn_input(c->m, c->plan, c->ws, c->b, ptr);
+    mt__gnn_forward(c->m, c->plan, c->ws, c->b);
+    return mt__rank_loss(c->b, c->ws->s, c->tg, c->grp, c->fail, 1.0f, NULL, NULL) + mt__mse(c->b, c->ws->s, c->tg, 1.0f, NULL);
+}
+
+static void model_gradcheck(mt_gnn_arch arch) {
+    shape_buf sb;
+    chain_shape(&sb);
+    mt_gnn_params p = mt_gnn_default_params();
+    p.arch = arch, p.hidden = 5, p.layers = 2, p.seed = 7;
+    mt_gnn *m;
+    char err[256];
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+    /* bigger weights than the initial ones so that every layer matters */
+    for (size_t i = 0; i < m->lay.total; i++) m->w[i] *= 2.0f;
+    for (int f = 0; f < F; f++) m->mean[f] = 0.1f, m->std[f] = 2.0f, m->istd[f] = 0.5f;
+    modelctx c = {.m = m, .b = 3};
+    float feats[3 * 6 * F];
+    memset(feats, 0, sizeof feats);
+    for (int i = 0; i < 3 * 6; i++) fill(feats + i * F, 10, 1.5f);
+    c.feats = feats;
+    c.tg[0] = 0.3f, c.tg[1] = -0.2f, c.tg[2] = 0.7f;
+    assert_int_equal(mt__gnn_plan_make(m, &sb.s, &c.plan), MT_OK);
+    assert_int_equal(mt__gnn_ws_make(m, c.plan, 3, 1, &c.ws), MT_OK);
+    model_loss(&c);
+    float ds[3] = {0};
+    mt__rank_loss(3, c.ws->s, c.tg, c.grp, c.fail, 1.0f, ds, NULL);
+    mt__mse(3, c.ws->s, c.tg, 1.0f, ds);
+    size_t P = m->lay.total;
+    float *grad = calloc(P, sizeof(float));
+    assert_non_null(grad);
+    mt__gnn_backward(m, c.plan, c.ws, 3, ds, grad);
+    /* only parameters a 4-type shape can reach are worth the time; the
+     * others must have zero gradient */
+    int checked = 0;
+    char what[64];
+    snprintf(what, sizeof what, "model arch %d", (int)arch);
+    gradcheck(what, m->w, grad, (int)P, model_loss, &c, 2e-3f, 3); /* allows for a rare kink crossed by a step */
+    for (size_t i = 0; i < P; i++) checked += grad[i] != 0;
+    printf("# arch %d: %zu parameters, %d with a non-zero gradient\n", (int)arch, P, checked);
+    assert_true(checked > 20);
+    free(grad);
+    mt__gnn_ws_free(c.ws);
+    mt__gnn_plan_free(c.plan);
+    mt_gnn_free(m);
+}
+
+static void test_model_gradient_modular(void **state) {
+    (void)state;
+    model_gradcheck(MT_GNN_MODULAR);
+}
+static void test_model_gradient_shared(void **state) {
+    (void)state;
+    model_gradcheck(MT_GNN_SHARED);
+}
+static void test_model_gradient_mlp(void **state) {
+    (void)state;
+    model_gradcheck(MT_GNN_MLP);
+}
+
+/* ---- a learnable synthetic data set ---- */
+
+typedef struct dataset {
+    shape_buf sb;
+    int n;
+    float *feats;
+    mt_gnn_sample *s;
+} dataset;
+
+/* groups x per samples of the chain shape. Each group (a "workload") has
+ * its context features; a config's features sit on the chain nodes. The
+ * target mixes a per-node-type linear part, a product of neighbours and a
+ * context interaction; normalised per group (best = 0); some configs fail. */
+static void make_data(dataset *d, int groups, int per, int first_group, uint64_t seed) {
+    chain_shape(&d->sb);
+    d->n = groups * per;
+    d->feats = calloc((size_t)d->n * 6 * F, sizeof(float));
+    d->s = calloc((size_t)d->n, sizeof(mt_gnn_sample));
+    assert_non_null(d->feats), assert_non_null(d->s);
+    uint64_t keep = rs;
+    rs = seed;
+    for (int g = 0; g < groups; g++) {
+        float ctx[4];
+        fill(ctx, 4, 1);
+        double best = -1e30;
+        for (int k = 0; k < per; k++) {
+            int i = g * per + k;
+            float *x = d->feats + (size_t)i * 6 * F;
+            for (int v = 0; v < 5; v++) fill(x + v * F, 4, 1);
+            for (int j = 0; j < 4; j++) x[5 * F + j] = ctx[j];
+            x[5 * F + 10] = 3.0f; /* a constant feature: normalisation must cope */
+            for (int v = 0; v < 6; v++) x[v * F + 40 + d->sb.nt[v]] = 1.0f; /* one-hot node kind, as the encoder gives */
+            double t = 1.0 * x[0 * F + 0] - 0.8 * x[2 * F + 0] + 0.6 * x[4 * F + 1] + 0.9 * x[1 * F + 1] * x[2 * F + 1] +
+                       0.8 * ctx[0] * x[3 * F + 2] - 0.5 * fabs(x[1 * F + 3]);
+            d->s[i] = (mt_gnn_sample){.shape = &d->sb.s, .feats = x, .target = (float)t, .group = first_group + g};
+            d->s[i].failed = x[4 * F + 3] > 0.85f;
+            if (!d->s[i].failed && t > best) best = t;
+        }
+        for (int k = 0; k < per; k++) d->s[g * per + k].target -= (float)best;
+    }
+    rs = keep;
+}
+
+static void free_data(dataset *d) {
+    free(d->feats);
+    free(d->s);
+}
+
+/* Pairwise accuracy over pairs of working configs of one group with
+ * different targets. */
+static double pair_accuracy(mt_gnn *m, const dataset *d) {
+    float *sc = malloc(sizeof(float) * (size_t)d->n);
+    assert_non_null(sc);
+    char err[256];
+    assert_int_equal(mt_gnn_score(m, &d->sb.s, d->n, d->feats, sc, err, sizeof err), MT_OK);
+    long ok = 0, all = 0;
+    for (int i = 0; i < d->n; i++)
+        for (int j = 0; j < d->n; j++)
+            if (d->s[i].group == d->s[j].group && !d->s[i].failed && !d->s[j].failed && d->s[i].target > d->s[j].target) {
+                all++;
+                ok += sc[i] > sc[j];
+            }
+    free(sc);
+    return all ? (double)ok / (double)all : 0;
+}
+
+static void test_learns_synthetic(void **state) {
+    (void)state;
+    dataset tr, te;
+    make_data(&tr, 48, 25, 0, 101);
+    make_data(&te, 10, 25, 1000, 202);
+    char err[256];
+    mt_gnn_arch archs[3] = {MT_GNN_MODULAR, MT_GNN_SHARED, MT_GNN_MLP};
+    for (int a = 0; a < 3; a++) {
+        mt_gnn_params p = mt_gnn_default_params();
+        p.arch = archs[a], p.epochs = 30;
+        mt_gnn *m;
+        assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+        double before = pair_accuracy(m, &te), l0, l1;
+        assert_int_equal(mt_gnn_loss_value(m, tr.s, tr.n, &l0, err, sizeof err), MT_OK);
+        double t0 = now_s();
+        assert_int_equal(mt_gnn_fit(m, tr.s, tr.n, err, sizeof err), MT_OK);
+        double dt = now_s() - t0;
+        assert_int_equal(mt_gnn_loss_value(m, tr.s, tr.n, &l1, err, sizeof err), MT_OK);
+        double acc = pair_accuracy(m, &te), acc_tr = pair_accuracy(m, &tr);
+        printf("# arch %d (%lld params): held-out pairwise accuracy %.3f (untrained %.3f, train %.3f), loss %.3f -> %.3f, fit %.2fs\n",
+               (int)archs[a], (long long)mt_gnn_param_count(m), acc, before, acc_tr, l0, l1, dt);
+        assert_int_equal(mt_gnn_trained(m), (int64_t)p.epochs * tr.n);
+        assert_true(l1 < l0);
+        /* the paper's design must learn it, the shared module most of it;
+         * the MLP's mean/max pooling loses which node is which, so it only
+         * has to lower its loss (above) */
+        if (archs[a] == MT_GNN_MODULAR) assert_true(acc >= 0.85);
+        if (archs[a] == MT_GNN_SHARED) assert_true(acc >= 0.7);
+
+        /* shuffled labels: nothing to learn, held-out stays near chance */
+        mt_gnn_sample *sh = malloc(sizeof *sh * (size_t)tr.n);
+        assert_non_null(sh);
+        memcpy(sh, tr.s, sizeof *sh * (size_t)tr.n);
+        uint64_t r = 99;
+        for (int i = tr.n - 1; i > 0; i--) {
+            int j = (int)(mt__gnn_rand(&r) % (uint64_t)(i + 1));
+            float t = sh[i].target;
+            sh[i].target = sh[j].target, sh[j].target = t;
+            int f = sh[i].failed;
+            sh[i].failed = sh[j].failed, sh[j].failed = f;
+        }
+        assert_int_equal(mt_gnn_fit(m, sh, tr.n, err, sizeof err), MT_OK);
+        double acc_sh = pair_accuracy(m, &te);
+        printf("# arch %d: shuffled labels: held-out pairwise accuracy %.3f\n", (int)archs[a], acc_sh);
+        assert_true(acc_sh > 0.35 && acc_sh < 0.65);
+        free(sh);
+        mt_gnn_free(m);
+    }
+    free_data(&tr);
+    free_data(&te);
+}
+
+/* ---- determinism, continued training ---- */
+
+static void test_determinism(void **state) {
+    (void)state;
+    dataset tr;
+    make_data(&tr, 6, 20, 0, 303);
+    char err[256];
+    mt_gnn_params p = mt_gnn_default_params();
+    p.epochs = 5, p.batch = 16;
+    mt_gnn *a, *b;
+    assert_int_equal(mt_gnn_create(&p, &a, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_create(&p, &b, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_fit(a, tr.s, tr.n, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_fit(b, tr.s, tr.n, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_train_steps(a, tr.s, tr.n, 7, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_train_steps(b, tr.s, tr.n, 7, err, sizeof err), MT_OK);
+    unsigned char *ba, *bb;
+    size_t la, lb;
+    assert_int_equal(mt_gnn_save_mem(a, &ba, &la, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_save_mem(b, &bb, &lb, err, sizeof err), MT_OK);
+    assert_int_equal(la, lb);
+    assert_memory_equal(ba, bb, la);
+    free(bb);
+    /* another seed: other weights */
+    mt_gnn_params q = p;
+    q.seed = 2;
+    assert_int_equal(mt_gnn_set_params(b, &q, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_fit(b, tr.s, tr.n, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_save_mem(b, &bb, &lb, err, sizeof err), MT_OK);
+    assert_true(memcmp(ba, bb, la) != 0);
+    free(ba), free(bb);
+    /* adaptation steps lower the loss on the new data */
+    dataset nw;
+    make_data(&nw, 1, 30, 77, 404);
+    double l0, l1;
+    assert_int_equal(mt_gnn_loss_value(a, nw.s, nw.n, &l0, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_train_steps(a, nw.s, nw.n, 40, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_loss_value(a, nw.s, nw.n, &l1, err, sizeof err), MT_OK);
+    printf("# adaptation: 40 steps on a new group: loss %.3f -> %.3f\n", l0, l1);
+    assert_true(l1 < l0);
+    /* set_params cannot change the architecture */
+    q = mt_gnn_get_params(a);
+    q.hidden = 8;
+    assert_int_equal(mt_gnn_set_params(a, &q, err, sizeof err), MT_INVALID_ARG);
+    mt_gnn_free(a);
+    mt_gnn_free(b);
+    free_data(&tr);
+    free_data(&nw);
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    char err[256];
+    mt_gnn *m;
+    mt_gnn_params p = mt_gnn_default_params();
+    p.hidden = 0;
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_INVALID_ARG);
+    assert_null(m);
+    p = mt_gnn_default_params();
+    p.arch = MT_GNN_MLP, p.layers = 0;
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_INVALID_ARG);
+    p = mt_gnn_default_params();
+    p.epochs = 2;
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+    dataset tr;
+    make_data(&tr, 3, 10, 0, 505);
+    assert_int_equal(mt_gnn_fit(m, tr.s, tr.n, err, sizeof err), MT_OK);
+    unsigned char *before, *after;
+    size_t lb, la;
+    assert_int_equal(mt_gnn_save_mem(m, &before, &lb, err, sizeof err), MT_OK);
+
+    /* malformed shapes */
+    shape_buf bad;
+    chain_shape(&bad);
+    float sc[2];
+    bad.nt[2] = MT_GRAPH_NODE_TYPES;
+    assert_int_equal(mt_gnn_score(m, &bad.s, 1, tr.feats, sc, err, sizeof err), MT_INVALID_ARG);
+    chain_shape(&bad);
+    bad.dst[3] = 6;
+    assert_int_equal(mt_gnn_score(m, &bad.s, 1, tr.feats, sc, err, sizeof err), MT_INVALID_ARG);
+    assert_non_null(strstr(err, "edge 3"));
+    chain_shape(&bad);
+    bad.et[0] = -1;
+    assert_int_equal(mt_gnn_score(m, &bad.s, 1, tr.feats, sc, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(mt_gnn_score(m, &tr.sb.s, -1, tr.feats, sc, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(mt_gnn_score(m, &tr.sb.s, 0, NULL, NULL, err, sizeof err), MT_OK);
+    /* the smallest shape: one node, no edges */
+    int one_type = 5;
+    mt_graph_shape one = {1, &one_type, 0, NULL, NULL, NULL, 1};
+    assert_int_equal(mt_gnn_score(m, &one, 2, tr.feats, sc, err, sizeof err), MT_OK);
+    assert_true(isfinite(sc[0]) && isfinite(sc[1]));
+
+    /* a group that mixes shapes, a sample without features, no samples:
+     * refused, and the model is unchanged */
+    shape_buf other;
+    chain_shape(&other);
+    other.src[0] = 2;
+    other.s.hash = 99;
+    const mt_graph_shape *keep = tr.s[5].shape;
+    tr.s[5].shape = &other.s;
+    assert_int_equal(mt_gnn_fit(m, tr.s, tr.n, err, sizeof err), MT_INVALID_ARG);
+    assert_non_null(strstr(err, "mixes"));
+    tr.s[5].shape = keep;
+    const float *kf = tr.s[3].feats;
+    tr.s[3].feats = NULL;
+    assert_int_equal(mt_gnn_train_steps(m, tr.s, tr.n, 3, err, sizeof err), MT_INVALID_ARG);
+    tr.s[3].feats = kf;
+    assert_int_equal(mt_gnn_fit(m, tr.s, 0, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(mt_gnn_save_mem(m, &after, &la, err, sizeof err), MT_OK);
+    assert_int_equal(la, lb);
+    assert_memory_equal(before, after, la);
+    free(before), free(after);
+    mt_gnn_free(m);
+    free_data(&tr);
+}
+
+static void test_param_counts(void **state) {
+    (void)state;
+    char err[256];
+    mt_gnn *m;
+    mt_gnn_params p = mt_gnn_default_params();
+    int64_t H = p.hidden, L = p.layers, NT = MT_GRAPH_NODE_TYPES, ET = MT_GRAPH_EDGE_TYPES;
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+    int64_t head = 2 * H * H + H + H + 1;
+    assert_int_equal(mt_gnn_param_count(m), NT * (F * H + H) + L * (ET * H * H + NT * (H * H + H)) + head);
+    mt_gnn_free(m);
+    p.arch = MT_GNN_SHARED;
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_param_count(m), (F * H + H) + L * (H * H + H * H + H) + head);
+    mt_gnn_free(m);
+    p.arch = MT_GNN_MLP;
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_param_count(m), (2 * F * H + H) + (L - 1) * (H * H + H) + H + 1);
+    mt_gnn_free(m);
+}
+
+/* ---- model files ---- */
+
+static mt_gnn *trained_model(mt_gnn_arch arch, dataset *tr) {
+    char err[256];
+    mt_gnn_params p = mt_gnn_default_params();
+    p.arch = arch, p.hidden = 6, p.layers = 2, p.epochs = 2;
+    mt_gnn *m;
+    assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_fit(m, tr->s, tr->n, err, sizeof err), MT_OK);
+    return m;
+}
+
+static void scores_of(mt_gnn *m, const dataset *d, float *sc) {
+    char err[256];
+    assert_int_equal(mt_gnn_score(m, &d->sb.s, d->n, d->feats, sc, err, sizeof err), MT_OK);
+}
+
+static void test_file_round_trip(void **state) {
+    (void)state;
+    dataset tr;
+    make_data(&tr, 4, 20, 0, 606);
+    char dir[] = "/tmp/mtgpu-gnn-XXXXXX", path[64], err[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    float *a = malloc(sizeof(float) * (size_t)tr.n), *b = malloc(sizeof(float) * (size_t)tr.n);
+    assert_non_null(a), assert_non_null(b);
+    for (int arch = 0; arch < 3; arch++) {
+        mt_gnn *m = trained_model((mt_gnn_arch)arch, &tr), *l = NULL;
+        scores_of(m, &tr, a);
+        assert_int_equal(mt_gnn_save(m, path, err, sizeof err), MT_OK);
+        assert_int_equal(mt_gnn_load(path, &l, err, sizeof err), MT_OK);
+        scores_of(l, &tr, b);
+        assert_memory_equal(a, b, sizeof(float) * (size_t)tr.n);
+        mt_gnn_params pm = mt_gnn_get_params(m), pl = mt_gnn_get_params(l);
+        assert_int_equal(pm.arch, pl.arch);
+        assert_int_equal(pm.hidden, pl.hidden);
+        assert_int_equal(pm.layers, pl.layers);
+        assert_int_equal(mt_gnn_param_count(m), mt_gnn_param_count(l));
+        assert_int_equal(mt_gnn_trained(m), mt_gnn_trained(l));
+        /* memory: bytes identical to the file's */
+        unsigned char *buf;
+        size_t len;
+        assert_int_equal(mt_gnn_save_mem(l, &buf, &len, err, sizeof err), MT_OK);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        unsigned char *fb = malloc(len + 1);
+        assert_non_null(fb);
+        assert_int_equal(fread(fb, 1, len + 1, f), len);
+        fclose(f);
+        assert_memory_equal(buf, fb, len);
+        free(fb), free(buf);
+        mt_gnn_free(m);
+        mt_gnn_free(l);
+    }
+    /* no temporary files left behind; a missing file is not found */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "test \"$(ls %s | wc -l)\" -eq 1", dir);
+    assert_int_equal(system(cmd), 0);
+    mt_gnn *l = (mt_gnn *)1;
+    snprintf(path, sizeof path, "%s/none.bin", dir);
+    assert_int_equal(mt_gnn_load(path, &l, err, sizeof err), MT_NOT_FOUND);
+    assert_null(l);
+    /* writing into a directory that does not exist fails cleanly */
+    snprintf(path, sizeof path, "%s/no/such/dir/model.bin", dir);
+    mt_gnn *m = trained_model(MT_GNN_MODULAR, &tr);
+    assert_int_equal(mt_gnn_save(m, path, err, sizeof err), MT_IO);
+    mt_gnn_free(m);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    free(a), free(b);
+    free_data(&tr);
+}
+
+static void put32le(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void reseal(unsigned char *b, size_t len) {
+    uint64_t h = mt__gnn_fnv64(b, len - 8);
+    for (int i = 0; i < 8; i++) b[len - 8 + i] = (unsigned char)(h >> (8 * i));
+}
+
+/* Loads a copy of buf[0..len) (a fresh allocation of exactly len bytes, so
+ * ASan catches any read past it) and expects status want. */
+static void expect_load(const unsigned char *buf, size_t len, mt_status want, const char *needle) {
+    unsigned char *copy = malloc(len ? len : 1);
+    assert_non_null(copy);
+    memcpy(copy, buf, len);
+    char err[256] = "";
+    mt_gnn *m = (mt_gnn *)1;
+    mt_status st = mt_gnn_load_mem(copy, len, &m, err, sizeof err);
+    if (st != want) fail_msg("load of %zu bytes: %s (%s), expected %s", len, mt_status_name(st), err, mt_status_name(want));
+    if (want != MT_OK) {
+        assert_null(m);
+        assert_true(err[0] != '\0');
+        if (needle && !strstr(err, needle)) fail_msg("error '%s' does not mention '%s'", err, needle);
+    } else {
+        mt_gnn_free(m);
+    }
+    free(copy);
+}
+
+static void test_file_corruption(void **state) {
+    (void)state;
+    dataset tr;
+    make_data(&tr, 3, 10, 0, 707);
+    mt_gnn *m = trained_model(MT_GNN_MODULAR, &tr);
+    unsigned char *buf;
+    size_t len;
+    char err[256];
+    assert_int_equal(mt_gnn_save_mem(m, &buf, &len, err, sizeof err), MT_OK);
+    expect_load(buf, len, MT_OK, NULL);
+
+    /* truncated: at every offset in the header and near the end, every 13th elsewhere */
+    for (size_t cut = 0; cut < len; cut += (cut < 128 || cut > len - 128) ? 1 : 13) expect_load(buf, cut, MT_CORRUPT, NULL);
+    expect_load(buf, 0, MT_CORRUPT, "shorter");
+    expect_load(buf, len - 1, MT_CORRUPT, "truncated");
+    /* trailing data */
+    unsigned char *longer = calloc(len + 5, 1);
+    assert_non_null(longer);
+    memcpy(longer, buf, len);
+    expect_load(longer, len + 5, MT_CORRUPT, "trailing");
+    free(longer);
+
+    unsigned char *c = malloc(len);
+    assert_non_null(c);
+    /* every header byte flipped, and bytes all over the body */
+    for (size_t i = 0; i < len; i += i < 64 ? 1 : 37) {
+        memcpy(c, buf, len);
+        c[i] ^= 0x5a;
+        expect_load(c, len, MT_CORRUPT, NULL);
+    }
+    memcpy(c, buf, len);
+    c[len - 1] ^= 1;
+    expect_load(c, len, MT_CORRUPT, "checksum");
+    memcpy(c, buf, len);
+    c[200] ^= 0x10;
+    expect_load(c, len, MT_CORRUPT, "checksum");
+
+    /* corrupt fields with a valid checksum: each named in the error */
+    memcpy(c, buf, len);
+    memcpy(c, "MTGNNXXX", 8);
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "magic");
+    memcpy(c, buf, len);
+    put32le(c + 8, 2);
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "version 2");
+    memcpy(c, buf, len);
+    put32le(c + 12, 9);
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "architecture");
+    memcpy(c, buf, len);
+    put32le(c + 24, 40);
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "features");
+    memcpy(c, buf, len);
+    put32le(c + 28, 11);
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "node types");
+    memcpy(c, buf, len);
+    put32le(c + 16, 7); /* hidden 7: the parameter count no longer matches */
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "parameters");
+    memcpy(c, buf, len);
+    put32le(c + 16, 0xffffffffu);
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "out of range");
+    memcpy(c, buf, len);
+    put32le(c + 36, 0xfffffff0u);
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "parameters");
+    memcpy(c, buf, len);
+    put32le(c + 48 + 4 * F + 8, 0); /* a standard deviation of 0 */
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "standard deviation");
+    memcpy(c, buf, len);
+    put32le(c + len - 12, 0x7fc00000u); /* a NaN weight */
+    reseal(c, len);
+    expect_load(c, len, MT_CORRUPT, "non-finite");
+    /* a model of another architecture with our shapes loads fine: shapes
+     * come from the file */
+    free(c);
+
+    /* on disk: a truncated file */
+    char path[] = "/tmp/mtgpu-gnn-trunc-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, buf, len / 2), (ssize_t)(len / 2));
+    close(fd);
+    mt_gnn *l = NULL;
+    assert_int_equal(mt_gnn_load(path, &l, err, sizeof err), MT_CORRUPT);
+    assert_null(l);
+    unlink(path);
+    free(buf);
+    mt_gnn_free(m);
+    free_data(&tr);
+}
+
+/* ---- scoring: threads, batches, speed ---- */
+
+static void test_score_threads_and_speed(void **state) {
+    (void)state;
+    shape_buf sb;
+    random_shape(&sb, 60, 100);
+    enum { B = 1000 };
+    float *x = malloc(sizeof(float) * B * 60 * F), *s1 = malloc(sizeof(float) * B), *s2 = malloc(sizeof(float) * B), *s3 = malloc(sizeof(float) * 70);
+    assert_non_null(x), assert_non_null(s1), assert_non_null(s2), assert_non_null(s3);
+    fill(x, B * 60 * F, 1);
+    char err[256];
+    for (int arch = 0; arch < 3; arch++) {
+        mt_gnn_params p = mt_gnn_default_params();
+        p.arch = (mt_gnn_arch)arch, p.threads = 1;
+        mt_gnn *m;
+        assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+        assert_int_equal(mt_gnn_score(m, &sb.s, B, x, s1, err, sizeof err), MT_OK); /* warm: plan and workspaces */
+        double t0 = now_s();
+        assert_int_equal(mt_gnn_score(m, &sb.s, B, x, s1, err, sizeof err), MT_OK);
+        double t1 = now_s();
+        p.threads = 2;
+        assert_int_equal(mt_gnn_set_params(m, &p, err, sizeof err), MT_OK);
+        assert_int_equal(mt_gnn_score(m, &sb.s, B, x, s2, err, sizeof err), MT_OK);
+        double t2 = now_s();
+        assert_int_equal(mt_gnn_score(m, &sb.s, B, x, s2, err, sizeof err), MT_OK);
+        double t3 = now_s();
+        printf("# arch %d: B=%d, 60 nodes, 100 edges: %.0f graphs/s on 1 thread, %.0f on 2\n", arch, B, B / (t1 - t0), B / (t3 - t2));
+        /* the same bits whatever the threads; a graph scored at another
+         * place in a batch may differ in the last bits (BLAS kernels treat
+         * edge rows of a block differently) */
+        assert_memory_equal(s1, s2, sizeof(float) * B);
+        assert_int_equal(mt_gnn_score(m, &sb.s, 70, x + (size_t)130 * 60 * F, s3, err, sizeof err), MT_OK);
+        for (int i = 0; i < 70; i++) assert_true(fabsf(s3[i] - s1[130 + i]) <= 1e-5f * (1 + fabsf(s1[130 + i])));
+        for (int i = 0; i < B; i++) assert_true(isfinite(s1[i]));
+        /* a new shape replaces the cached plan; scores of the old come back the same */
+        shape_buf small;
+        chain_shape(&small);
+        assert_int_equal(mt_gnn_score(m, &small.s, 3, x, s3, err, sizeof err), MT_OK);
+        assert_int_equal(mt_gnn_score(m, &sb.s, 64, x, s3, err, sizeof err), MT_OK);
+        assert_memory_equal(s3, s1, sizeof(float) * 64); /* the same chunk: the same bits */
+        mt_gnn_free(m);
+    }
+    free(x), free(s1), free(s2), free(s3);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_op_gradients),
+        cmocka_unit_test(test_model_gradient_modular),
+        cmocka_unit_test(test_model_gradient_shared),
+        cmocka_unit_test(test_model_gradient_mlp),
+        cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_file_round_trip),
+        cmocka_unit_test(test_file_corruption),
+        cmocka_unit_test(test_score_threads_and_speed),
+        cmocka_unit_test(test_learns_synthetic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

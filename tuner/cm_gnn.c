@@ -1,0 +1,388 @@
+/* The "gnn", "gnn-shared" and "mlp" cost models: kernel graphs
+ * (graph_enc/) scored by the GNN (gnn/), behind the cost-model interface.
+ *
+ * The model keeps every sample it was given as encoded graph features (the
+ * template's shape is fixed, so a sample is n_nodes x MT_GRAPH_FEATS floats),
+ * because each update retrains on all of them, as AutoTVM's XGBoost model
+ * does. Targets are per group (workload, template, device): log(best cost /
+ * cost), so 0 is the group's best and a config twice as slow is -0.69; the
+ * GNN's ranking loss only compares configs within a group.
+ *
+ * With params.gnn_model the weights start from a meta-trained file and every
+ * fit or update runs gnn_adapt_steps Adam steps from the current weights
+ * (adaptation, the second paper's few-shot setting); without it, every fit
+ * and update trains from freshly drawn weights for gnn_epochs epochs. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costmodel-impl.h"
+#include "mtgpu/gnn.h"
+#include "mtgpu/graph_enc.h"
+
+#define MAX_ENCODERS 8
+/* Candidates per encoding thread below which one thread does it all. */
+#define PARALLEL_ENCODE_MIN 64
+
+typedef struct stored_sample {
+    const mt_graph_shape *shape; /* the encoder's; encoders live as long as the model */
+    float *feats;
+    double cost_ms;
+    int failed;
+    int group;
+} stored_sample;
+
+typedef struct group_key {
+    char key[320]; /* workload text | template | device fingerprint */
+    double best_ms; /* over working samples; 0 when none */
+} group_key;
+
+typedef struct gnn_cm {
+    mt_gnn_arch arch;
+    mt_gnn *net;
+    int pretrained; /* net came from params.gnn_model */
+    int fitted;     /* net has been trained (or loaded) */
+    struct {
+        const mt_template *t;
+        mt_graph_encoder *enc;
+    } enc[MAX_ENCODERS];
+    int nenc;
+    stored_sample *s;
+    int ns, cap;
+    group_key *groups;
+    int ngroups, gcap;
+    float *scratch; /* predict's features */
+    size_t scratch_floats;
+    int *valid;
+    int valid_cap;
+    float *fscores;
+} gnn_cm;
+
+static mt_status find_encoder(gnn_cm *c, const mt_template *t, const mt_graph_encoder **out, char *err, size_t errlen) {
+    for (int i = 0; i < c->nenc; i++)
+        if (c->enc[i].t == t) {
+            *out = c->enc[i].enc;
+            return MT_OK;
+        }
+    if (c->nenc == MAX_ENCODERS) return mt__fail(err, errlen, MT_RANGE, "gnn: more than %d templates in one model", MAX_ENCODERS);
+    mt_graph_encoder *e = NULL;
+    mt_status st = mt_graph_encoder_create(t, &e, err, errlen);
+    if (st != MT_OK) return st;
+    c->enc[c->nenc].t = t;
+    c->enc[c->nenc].enc = e;
+    c->nenc++;
+    *out = e;
+    return MT_OK;
+}
+
+static int group_of(gnn_cm *c, const mt_workload *wl, const mt_template *t, const mt_device_info *dev) {
+    char key[320], wtext[200];
+    mt_workload_format(wl, wtext, sizeof wtext);
+    snprintf(key, sizeof key, "%s|%s|%s", wtext, mt_template_name(t), dev ? dev->fingerprint : "");
+    for (int i = 0; i < c->ngroups; i++)
+        if (strcmp(c->groups[i].key, key) == 0) return i;
+    if (c->ngroups == c->gcap) {
+        int cap = c->gcap ? 2 * c->gcap : 16;
+        group_key *g = realloc(c->groups, sizeof *g * (size_t)cap);
+        if (!g) return -1;
+        c->groups = g;
+        c->gcap = cap;
+    }
+    snprintf(c->groups[c->ngroups].key, sizeof c->groups[c->ngroups].key, "%s", key);
+    c->groups[c->ngroups].best_ms = 0;
+    return c->ngroups++;
+}
+
+/* Encoding, split over threads: the encoder is read-only and thread-safe. */
+typedef struct encode_job {
+    const mt_graph_encoder *enc;
+    const mt_workload *wl;
+    const mt_space *sp;
+    const mt_config *cfgs;
+    int n;
+    const mt_device_info *dev;
+    float *feats;
+    int *valid;
+    mt_status st;
+    char err[256];
+} encode_job;
+
+static void *encode_run(void *arg) {
+    encode_job *j = arg;
+    j->st = mt_graph_encode(j->enc, j->wl, j->sp, j->cfgs, j->n, j->dev, j->feats, j->valid, j->err, sizeof j->err);
+    return NULL;
+}
+
+static mt_status encode_parallel(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
+                                 const mt_device_info *dev, float *feats, int *valid, int threads, char *err, size_t errlen) {
+    int per_graph = mt_graph_encoder_shape(enc)->n_nodes * MT_GRAPH_FEATS;
+    int nt = threads;
+    if (nt > 8) nt = 8;
+    if (nt > n / PARALLEL_ENCODE_MIN) nt = n / PARALLEL_ENCODE_MIN;
+    if (nt < 2) return mt_graph_encode(enc, wl, sp, cfgs, n, dev, feats, valid, err, errlen);
+    encode_job jobs[8];
+    pthread_t tid[8];
+    int started[8] = {0};
+    for (int i = 0; i < nt; i++) {
+        int lo = (int)((int64_t)n * i / nt), hi = (int)((int64_t)n * (i + 1) / nt);
+        jobs[i] = (encode_job){.enc = enc, .wl = wl, .sp = sp, .cfgs = cfgs + lo, .n = hi - lo, .dev = dev,
+                               .feats = feats + (size_t)lo * (size_t)per_graph, .valid = valid + lo, .st = MT_OK};
+        /* Thread 0's share runs on the calling thread. */
+        if (i > 0) started[i] = pthread_create(&tid[i], NULL, encode_run, &jobs[i]) == 0;
+    }
+    encode_run(&jobs[0]);
+    for (int i = 1; i < nt; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        else encode_run(&jobs[i]); /* no thread: do it here */
+    }
+    for (int i = 0; i < nt; i++)
+        if (jobs[i].st != MT_OK) return mt__fail(err, errlen, jobs[i].st, "%s", jobs[i].err);
+    return MT_OK;
+}
+
+/* Encodes and stores samples; on failure nothing is added. */
+static mt_status add_samples(mt_costmodel *m, gnn_cm *c, const mt_cm_sample *s, int n, char *err, size_t errlen) {
+    if (c->ns + n > c->cap) {
+        int cap = c->cap ? c->cap : 64;
+        while (cap < c->ns + n) cap *= 2;
+        stored_sample *ns = realloc(c->s, sizeof *ns * (size_t)cap);
+        if (!ns) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+        c->s = ns;
+        c->cap = cap;
+    }
+    int added = 0, ngroups0 = c->ngroups;
+    mt_status st = MT_OK;
+    for (int i = 0; i < n; i++) {
+        const mt_graph_encoder *enc;
+        if ((st = find_encoder(c, s[i].tmpl, &enc, err, errlen)) != MT_OK) break;
+        const mt_graph_shape *shape = mt_graph_encoder_shape(enc);
+        float *f = malloc(sizeof *f * (size_t)shape->n_nodes * MT_GRAPH_FEATS);
+        int valid = 0;
+        if (!f) {
+            st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+            break;
+        }
+        if ((st = mt_graph_encode(enc, s[i].wl, s[i].space, &s[i].cfg, 1, s[i].dev, f, &valid, err, errlen)) != MT_OK) {
+            free(f);
+            break;
+        }
+        int g = group_of(c, s[i].wl, s[i].tmpl, s[i].dev);
+        if (g < 0) {
+            free(f);
+            st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+            break;
+        }
+        int failed = s[i].failed || !valid || !(s[i].cost_ms > 0);
+        c->s[c->ns + added] = (stored_sample){.shape = shape, .feats = f, .cost_ms = s[i].cost_ms, .failed = failed, .group = g};
+        added++;
+    }
+    if (st != MT_OK) {
+        for (int i = 0; i < added; i++) free(c->s[c->ns + i].feats);
+        c->ngroups = ngroups0;
+        return st;
+    }
+    (void)m;
+    c->ns += added;
+    return MT_OK;
+}
+
+static void drop_samples_from(gnn_cm *c, int from) {
+    for (int i = from; i < c->ns; i++) free(c->s[i].feats);
+    c->ns = from;
+}
+
+/* Trains on every stored sample: from scratch, or (pretrained) a few
+ * adaptation steps from the current weights. */
+static mt_status train(mt_costmodel *m, gnn_cm *c, char *err, size_t errlen) {
+    for (int g = 0; g < c->ngroups; g++) c->groups[g].best_ms = 0;
+    for (int i = 0; i < c->ns; i++) {
+        group_key *g = &c->groups[c->s[i].group];
+        if (!c->s[i].failed && (g->best_ms == 0 || c->s[i].cost_ms < g->best_ms)) g->best_ms = c->s[i].cost_ms;
+    }
+    mt_gnn_sample *gs = malloc(sizeof *gs * (size_t)c->ns);
+    if (!gs) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    for (int i = 0; i < c->ns; i++) {
+        const stored_sample *x = &c->s[i];
+        double best = c->groups[x->group].best_ms;
+        gs[i] = (mt_gnn_sample){.shape = x->shape, .feats = x->feats, .group = x->group, .failed = x->failed,
+                                .target = x->failed ? 0.0f : (float)log(best / x->cost_ms)};
+    }
+    mt_status st;
+    if (c->pretrained) st = mt_gnn_train_steps(c->net, gs, c->ns, m->params.gnn_adapt_steps, err, errlen);
+    else st = mt_gnn_fit(c->net, gs, c->ns, err, errlen);
+    free(gs);
+    if (st == MT_OK) c->fitted = 1;
+    return st;
+}
+
+static mt_status gnn_init_arch(mt_costmodel *m, mt_gnn_arch arch, char *err, size_t errlen) {
+    gnn_cm *c = calloc(1, sizeof *c);
+    if (!c) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    mt_status st;
+    if (m->params.gnn_model) {
+        st = mt_gnn_load(m->params.gnn_model, &c->net, err, errlen);
+        c->pretrained = c->fitted = st == MT_OK;
+    } else {
+        mt_gnn_params gp = mt_gnn_default_params();
+        gp.arch = arch;
+        gp.hidden = m->params.gnn_hidden;
+        gp.layers = m->params.gnn_layers;
+        st = mt_gnn_create(&gp, &c->net, err, errlen);
+    }
+    if (st == MT_OK) {
+        mt_gnn_params gp = mt_gnn_get_params(c->net);
+        gp.seed = m->params.seed;
+        gp.epochs = m->params.gnn_epochs;
+        gp.threads = m->params.threads;
+        st = mt_gnn_set_params(c->net, &gp, err, errlen);
+    }
+    if (st != MT_OK) {
+        mt_gnn_free(c->net);
+        free(c);
+        return st;
+    }
+    c->arch = mt_gnn_get_params(c->net).arch;
+    m->context = c;
+    return MT_OK;
+}
+
+static mt_status gnn_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_arch(m, MT_GNN_MODULAR, err, errlen); }
+static mt_status gnn_shared_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_arch(m, MT_GNN_SHARED, err, errlen); }
+static mt_status mlp_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_arch(m, MT_GNN_MLP, err, errlen); }
+
+static mt_status gnn_update(mt_costmodel *m, const mt_cm_sample *s, int n, char *err, size_t errlen) {
+    gnn_cm *c = m->context;
+    int ns0 = c->ns;
+    mt_status st = add_samples(m, c, s, n, err, errlen);
+    if (st != MT_OK) return st;
+    if ((st = train(m, c, err, errlen)) != MT_OK) drop_samples_from(c, ns0);
+    return st;
+}
+
+static mt_status gnn_fit(mt_costmodel *m, const mt_cm_sample *s, int n, char *err, size_t errlen) {
+    gnn_cm *c = m->context;
+    /* Keep the old samples until the new ones are encoded and trained on, so
+     * that a failure leaves the model as it was (the weights of a failed
+     * mt_gnn_fit are untouched too). */
+    stored_sample *old = c->s;
+    int old_n = c->ns, old_cap = c->cap;
+    c->s = NULL;
+    c->ns = c->cap = 0;
+    mt_status st = add_samples(m, c, s, n, err, errlen);
+    if (st == MT_OK) st = train(m, c, err, errlen);
+    if (st != MT_OK) {
+        drop_samples_from(c, 0);
+        free(c->s);
+        c->s = old;
+        c->ns = old_n;
+        c->cap = old_cap;
+        return st;
+    }
+    for (int i = 0; i < old_n; i++) free(old[i].feats);
+    free(old);
+    return MT_OK;
+}
+
+/* Candidates encoded and scored at once: bounds predict's memory (a graph is
+ * 20-30 KB of features) whatever the batch, so 100k candidates cost a few
+ * MiB of scratch instead of gigabytes. */
+#define PREDICT_CHUNK 2048
+
+static mt_status gnn_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores, char *err,
+                             size_t errlen) {
+    gnn_cm *c = m->context;
+    const mt_graph_encoder *enc;
+    mt_status st = find_encoder(c, q->tmpl, &enc, err, errlen);
+    if (st != MT_OK) return st;
+    const mt_graph_shape *shape = mt_graph_encoder_shape(enc);
+    int chunk = n < PREDICT_CHUNK ? n : PREDICT_CHUNK;
+    size_t need = (size_t)chunk * (size_t)shape->n_nodes * MT_GRAPH_FEATS;
+    if (need > c->scratch_floats) {
+        float *f = realloc(c->scratch, sizeof *f * need);
+        if (!f) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for %d candidates", chunk);
+        c->scratch = f;
+        c->scratch_floats = need;
+    }
+    if (chunk > c->valid_cap) {
+        int *v = realloc(c->valid, sizeof *v * (size_t)chunk);
+        if (v) c->valid = v;
+        float *fs = realloc(c->fscores, sizeof *fs * (size_t)chunk);
+        if (fs) c->fscores = fs;
+        if (!v || !fs) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for %d candidates", chunk);
+        c->valid_cap = chunk;
+    }
+    for (int lo = 0; lo < n; lo += chunk) {
+        int k = n - lo < chunk ? n - lo : chunk;
+        st = encode_parallel(enc, q->wl, q->space, cfgs + lo, k, q->dev, c->scratch, c->valid, m->params.threads, err, errlen);
+        if (st != MT_OK) return st;
+        if (c->fitted) {
+            if ((st = mt_gnn_score(c->net, shape, k, c->scratch, c->fscores, err, errlen)) != MT_OK) return st;
+        } else {
+            for (int i = 0; i < k; i++) c->fscores[i] = 0;
+        }
+        for (int i = 0; i < k; i++) {
+            double v = c->fscores[i];
+            scores[lo + i] = !c->valid[i] ? MT_COSTMODEL_INVALID_SCORE : isfinite(v) ? v : MT_COSTMODEL_INVALID_SCORE / 2;
+        }
+    }
+    return MT_OK;
+}
+
+static void gnn_free(mt_costmodel *m) {
+    gnn_cm *c = m->context;
+    if (!c) return;
+    drop_samples_from(c, 0);
+    free(c->s);
+    free(c->groups);
+    for (int i = 0; i < c->nenc; i++) mt_graph_encoder_free(c->enc[i].enc);
+    mt_gnn_free(c->net);
+    free(c->scratch);
+    free(c->valid);
+    free(c->fscores);
+    free(c);
+    m->context = NULL;
+}
+
+const struct mt_costmodel_i mt__costmodel_gnn = {
+    /* .kind    = */ "gnn",
+    /* .init    = */ gnn_init,
+    /* .fit     = */ gnn_fit,
+    /* .update  = */ gnn_update,
+    /* .predict = */ gnn_predict,
+    /* .free    = */ gnn_free,
+};
+
+const struct mt_costmodel_i mt__costmodel_gnn_shared = {
+    /* .kind    = */ "gnn-shared",
+    /* .init    = */ gnn_shared_init,
+    /* .fit     = */ gnn_fit,
+    /* .update  = */ gnn_update,
+    /* .predict = */ gnn_predict,
+    /* .free    = */ gnn_free,
+};
+
+const struct mt_costmodel_i mt__costmodel_mlp = {
+    /* .kind    = */ "mlp",
+    /* .init    = */ mlp_init,
+    /* .fit     = */ gnn_fit,
+    /* .update  = */ gnn_update,
+    /* .predict = */ gnn_predict,
+    /* .free    = */ gnn_free,
+};
+
+int64_t mt_costmodel_param_count(const mt_costmodel *m) {
+    if (!m || (m->iface != &mt__costmodel_gnn && m->iface != &mt__costmodel_gnn_shared && m->iface != &mt__costmodel_mlp)) return -1;
+    const gnn_cm *c = m->context;
+    return mt_gnn_param_count(c->net);
+}
+
+mt_status mt_costmodel_save(const mt_costmodel *m, const char *path, char *err, size_t errlen) {
+    if (!m || !path) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL argument");
+    if (m->iface != &mt__costmodel_gnn && m->iface != &mt__costmodel_gnn_shared && m->iface != &mt__costmodel_mlp)
+        return mt__fail(err, errlen, MT_UNSUPPORTED, "costmodel: a '%s' model cannot be saved (only gnn, gnn-shared and mlp)", m->iface->kind);
+    const gnn_cm *c = m->context;
+    if (!c->fitted) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: the model has not been trained");
+    return mt_gnn_save(c->net, path, err, errlen);
+}
