@@ -31,7 +31,7 @@ expect 0 "top-level help" -- --help
 contains out "commands:" "help lists commands"
 expect 2 "no command" --
 expect 2 "unknown command" -- frobnicate
-for cmd in devices conv tasks tune; do
+for cmd in devices conv tasks tune train eval-model; do
   expect 0 "$cmd --help" -- "$cmd" --help
   contains out "usage: mtgpu $cmd" "$cmd help text"
 done
@@ -53,6 +53,12 @@ expect 0 "print sources" -- conv "c=4,h=8,w=8,k=4,r=3,s=3,pad=1" --random 2 --so
 contains out "__kernel" "OpenCL source"
 contains out "__global__" "CUDA source"
 expect 2 "unknown cost model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model nope
+expect 2 "--model without a gnn" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model xgb --model "$tmp/m.gnn"
+expect 2 "train without --out" -- train --db "$tmp/tuning.db"
+expect 2 "train with xgb" -- train --db "$tmp/tuning.db" --out "$tmp/m.gnn" --cost-model xgb
+expect 2 "eval-model with both" -- eval-model --db "$tmp/tuning.db" --model "$tmp/m.gnn" --cost-model xgb
+expect 2 "eval-model bad fraction" -- eval-model --db "$tmp/tuning.db" --cost-model xgb --holdout-frac 2
+expect 1 "eval-model on a missing database" -- eval-model --db "$tmp/none/x.db" --cost-model xgb
 
 if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "devices --json" -- devices --json

@@ -155,7 +155,7 @@ static mt_status add_samples(mt_costmodel *m, gnn_cm *c, const mt_cm_sample *s, 
     int added = 0, ngroups0 = c->ngroups;
     mt_status st = MT_OK;
     for (int i = 0; i < n; i++) {
-        const mt_graph_encoder *enc;
+        const mt_graph_encoder *enc = NULL;
         if ((st = find_encoder(c, s[i].tmpl, &enc, err, errlen)) != MT_OK) break;
         const mt_graph_shape *shape = mt_graph_encoder_shape(enc);
         float *f = malloc(sizeof *f * (size_t)shape->n_nodes * MT_GRAPH_FEATS);
@@ -293,7 +293,7 @@ static mt_status gnn_fit(mt_costmodel *m, const mt_cm_sample *s, int n, char *er
 static mt_status gnn_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores, char *err,
                              size_t errlen) {
     gnn_cm *c = m->context;
-    const mt_graph_encoder *enc;
+    const mt_graph_encoder *enc = NULL;
     mt_status st = find_encoder(c, q->tmpl, &enc, err, errlen);
     if (st != MT_OK) return st;
     const mt_graph_shape *shape = mt_graph_encoder_shape(enc);
