@@ -61,7 +61,7 @@ def main():
         sys.exit(f"plot.py: {src} has no rows")
     layers = list(runs)
     fig, axes = plt.subplots(1, len(layers), figsize=(max(6.0, 5.2 * len(layers)), 4.6), squeeze=False)
-    colors = {"random": "tab:gray", "xgb": "tab:blue"}
+    colors = {"random": "tab:gray", "xgb": "tab:blue", "gnn": "tab:red"}
     for ax, layer in zip(axes[0], layers):
         for i, (model, seeds) in enumerate(sorted(runs[layer].items())):
             x, mean, lo, hi = band(list(seeds.values()))

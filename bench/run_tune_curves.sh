@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates bench/results/tune_curves.{csv,md,png}: builds the release tree,
-# runs bench_tune_curves (3 ResNet-50 convolutions x {random, xgb} x 3 seeds x
+# runs bench_tune_curves (3 ResNet-50 convolutions x {random, xgb, gnn} x 3 seeds x
 # 300 trials by default: several hours on the 2-core machine), then bench/plot.py.
 #
 # Overrides (environment): TRIALS, SEEDS, LAYERS, MODELS, TIME_LIMIT_PER_RUN,

@@ -7,7 +7,7 @@
  *                     [--time-limit-per-run SEC] [--early-stop N] [--batch N] [--device D] [--keep-dbs]
  *
  * LIST is comma-separated: layers by name (see `layers` below) or index, models
- * among random, xgb. Runs are ordered seed by seed, layer by layer, with the
+ * among random, xgb, gnn. Runs are ordered seed by seed, layer by layer, with the
  * models of one seed and layer next to each other, so that on a noisy machine
  * the runs being compared are close in time.
  *
@@ -52,7 +52,7 @@ static const struct {
 };
 #define NLAYERS (int)(sizeof layers / sizeof layers[0])
 
-static const char *const models[] = {"random", "xgb"};
+static const char *const models[] = {"random", "xgb", "gnn"};
 #define NMODELS (int)(sizeof models / sizeof models[0])
 
 static const int checkpoints[] = {25, 50, 100, 200, 300};
@@ -149,7 +149,7 @@ static void usage(const char *argv0) {
             argv0);
     for (int i = 0; i < NLAYERS; i++) fprintf(stderr, " %s", layers[i].name);
     fprintf(stderr, "\n"
-                    "  --models LIST            comma-separated among random, xgb (default both)\n"
+                    "  --models LIST            comma-separated among random, xgb, gnn (default all)\n"
                     "  --out DIR                where the CSV and markdown go (default bench/results)\n"
                     "  --time-limit-per-run SEC stop a run after SEC seconds (default: none)\n"
                     "  --early-stop N           mt_tune's early stop (default 0: never)\n"

@@ -16,8 +16,9 @@
 /* Rounds of history the scheduler's backward gradient looks at. */
 #define MT__WINDOW 3
 /* A round gives up on a unit after this many invalid draws per wanted config. */
-#define MT__FIRST_ROUND 2
 #define MT__MAX_DRAWS_PER_CONFIG 64
+/* Configs in a unit's first round: its default config and one from the search. */
+#define MT__FIRST_ROUND 2
 /* Weights of the backward (observed) and forward (optimistic) gradients, as in Ansor. */
 #define MT__ALPHA 0.2
 
@@ -332,7 +333,8 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         /* A unit's first round starts from the template's default config:
          * a sound kernel to compare against, and a data point the model
          * would rarely get from random configs. */
-        if (u->trials == 0 && u->rounds == 0 && want > 0 && mt_default_config(u->t, wl, &dev, &u->space, &cfgs[0], NULL, 0) == MT_OK) {
+        if (u->trials == 0 && u->rounds == 0 && want > 0 && mt_default_config(u->t, wl, &dev, &u->space, &cfgs[0], NULL, 0) == MT_OK &&
+            mt_template_check(u->t, wl, &u->space, &cfgs[0], &limits, NULL, 0) == MT_OK) {
             n = 1;
             /* ...and is short (the default and one random config), so that
              * every task has a valid config, and the network an estimate,
