@@ -117,68 +117,29 @@ void mt__gwalk_free(mt__gwalk *w) {
     free(w);
 }
 
-static void lin_eval(const mt__gwalk *w, const mt_expr *e, lin *o) {
-    if (!e) {
-        mt__lin_opaque(o);
-        return;
+/* Loop variables are linear in their own depth (opaque past MAXD); LET
+ * variables carry the form of their value. */
+static int gw_var(const void *ctx, const mt_var *var, lin *o) {
+    const mt__gwalk *w = ctx;
+    int id = var->id;
+    if (id < 0 || id >= w->capvars) return 0;
+    const varinfo *v = &w->vars[id];
+    if (v->kind == VAR_LOOP && v->idx < MAXD) {
+        mt__lin_const(o, 0);
+        o->uses = 1u << v->idx;
+        o->c[v->idx] = 1;
+        return 1;
     }
-    switch (e->kind) {
-    case MT_EXPR_INT: mt__lin_const(o, e->ival); return;
-    case MT_EXPR_VAR: {
-        int id = e->var ? e->var->id : -1;
-        if (id < 0 || id >= w->capvars) break;
-        const varinfo *v = &w->vars[id];
-        if (v->kind == VAR_LOOP) {
-            mt__lin_const(o, 0);
-            if (v->idx >= MAXD) {
-                o->opaque = 1;
-                return;
-            }
-            o->uses = 1u << v->idx;
-            o->c[v->idx] = 1;
-            return;
-        }
-        if (v->kind == VAR_LET) {
-            const lin *l = &w->lets[v->idx];
-            for (uint32_t m = l->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = l->c[__builtin_ctz(m)];
-            o->k = l->k, o->uses = l->uses, o->nl = l->nl, o->opaque = l->opaque;
-            return;
-        }
-        break;
+    if (v->kind == VAR_LET) {
+        const lin *l = &w->lets[v->idx];
+        for (uint32_t m = l->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = l->c[__builtin_ctz(m)];
+        o->k = l->k, o->uses = l->uses, o->nl = l->nl, o->opaque = l->opaque;
+        return 1;
     }
-    case MT_EXPR_RAMP:
-    case MT_EXPR_BROADCAST: lin_eval(w, e->a, o); return;
-    case MT_EXPR_BINARY: {
-        lin a, b;
-        lin_eval(w, e->a, &a);
-        lin_eval(w, e->b, &b);
-        switch (e->op) {
-        case MT_OP_ADD: mt__lin_addsub(o, &a, &b, 1); return;
-        case MT_OP_SUB: mt__lin_addsub(o, &a, &b, -1); return;
-        case MT_OP_MUL:
-            if (mt__lin_is_const(&a)) mt__lin_scale(o, &b, a.k);
-            else if (mt__lin_is_const(&b)) mt__lin_scale(o, &a, b.k);
-            else mt__lin_mix(o, &a, &b);
-            return;
-        default:
-            if (mt__lin_is_const(&a) && mt__lin_is_const(&b)) mt__lin_const(o, mt__lin_fold(e->op, a.k, b.k));
-            else mt__lin_mix(o, &a, &b);
-            return;
-        }
-    }
-    case MT_EXPR_SELECT: {
-        lin a, b, c, t;
-        lin_eval(w, e->a, &a);
-        lin_eval(w, e->b, &b);
-        lin_eval(w, e->c, &c);
-        mt__lin_mix(&t, &a, &b);
-        mt__lin_mix(o, &t, &c);
-        return;
-    }
-    default: break;
-    }
-    mt__lin_opaque(o);
+    return 0;
 }
+
+static void lin_eval(const mt__gwalk *w, const mt_expr *e, lin *o) { mt__lin_eval(e, gw_var, w, o); }
 
 /* ---- pre-pass: tags ---- */
 

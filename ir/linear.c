@@ -76,3 +76,47 @@ int64_t mt__lin_fold(mt_binop op, int64_t a, int64_t b) {
     default: return 0;
     }
 }
+
+void mt__lin_eval(const mt_expr *e, mt__lin_var_fn var, const void *ctx, mt__lin *o) {
+    if (!e) {
+        mt__lin_opaque(o);
+        return;
+    }
+    switch (e->kind) {
+    case MT_EXPR_INT: mt__lin_const(o, e->ival); return;
+    case MT_EXPR_VAR:
+        if (e->var && var(ctx, e->var, o)) return;
+        break;
+    case MT_EXPR_RAMP:
+    case MT_EXPR_BROADCAST: mt__lin_eval(e->a, var, ctx, o); return;
+    case MT_EXPR_BINARY: {
+        mt__lin a, b;
+        mt__lin_eval(e->a, var, ctx, &a);
+        mt__lin_eval(e->b, var, ctx, &b);
+        switch (e->op) {
+        case MT_OP_ADD: mt__lin_addsub(o, &a, &b, 1); return;
+        case MT_OP_SUB: mt__lin_addsub(o, &a, &b, -1); return;
+        case MT_OP_MUL:
+            if (mt__lin_is_const(&a)) mt__lin_scale(o, &b, a.k);
+            else if (mt__lin_is_const(&b)) mt__lin_scale(o, &a, b.k);
+            else mt__lin_mix(o, &a, &b);
+            return;
+        default:
+            if (mt__lin_is_const(&a) && mt__lin_is_const(&b)) mt__lin_const(o, mt__lin_fold(e->op, a.k, b.k));
+            else mt__lin_mix(o, &a, &b);
+            return;
+        }
+    }
+    case MT_EXPR_SELECT: {
+        mt__lin a, b, c, t;
+        mt__lin_eval(e->a, var, ctx, &a);
+        mt__lin_eval(e->b, var, ctx, &b);
+        mt__lin_eval(e->c, var, ctx, &c);
+        mt__lin_mix(&t, &a, &b);
+        mt__lin_mix(o, &t, &c);
+        return;
+    }
+    default: break;
+    }
+    mt__lin_opaque(o);
+}

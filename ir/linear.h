@@ -36,4 +36,12 @@ void mt__lin_mix(mt__lin *o, const mt__lin *a, const mt__lin *b);
 /* Integer op on constants (division by zero and overflow give 0). */
 int64_t mt__lin_fold(mt_binop op, int64_t a, int64_t b);
 
+/* How a walker resolves a variable it knows: writes its form to *o and
+ * returns 1; 0 makes the result opaque. */
+typedef int (*mt__lin_var_fn)(const void *ctx, const mt_var *v, mt__lin *o);
+/* The linear form of an index expression: +, - and products with a constant
+ * stay linear, other operations on constants fold, anything else is
+ * non-linear in its variables; loads and unknown variables are opaque. */
+void mt__lin_eval(const mt_expr *e, mt__lin_var_fn var, const void *ctx, mt__lin *o);
+
 #endif
