@@ -49,10 +49,8 @@ uint64_t mt__genc_hname(const char *s) {
 
 typedef mt__lin lin; /* ir/linear.h */
 
-enum { VAR_NONE = 0, VAR_LOOP, VAR_LET };
-typedef struct varinfo {
-    int kind, idx;
-} varinfo;
+enum { VAR_NONE = MT__LIN_VAR_NONE, VAR_LOOP = MT__LIN_VAR_LOOP, VAR_LET = MT__LIN_VAR_LET };
+typedef mt__lin_var varinfo; /* ir/linear.h */
 
 typedef struct tagrec {
     uint64_t tag;
@@ -117,29 +115,10 @@ void mt__gwalk_free(mt__gwalk *w) {
     free(w);
 }
 
-/* Loop variables are linear in their own depth (opaque past MAXD); LET
- * variables carry the form of their value. */
-static int gw_var(const void *ctx, const mt_var *var, lin *o) {
-    const mt__gwalk *w = ctx;
-    int id = var->id;
-    if (id < 0 || id >= w->capvars) return 0;
-    const varinfo *v = &w->vars[id];
-    if (v->kind == VAR_LOOP && v->idx < MAXD) {
-        mt__lin_const(o, 0);
-        o->uses = 1u << v->idx;
-        o->c[v->idx] = 1;
-        return 1;
-    }
-    if (v->kind == VAR_LET) {
-        const lin *l = &w->lets[v->idx];
-        for (uint32_t m = l->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = l->c[__builtin_ctz(m)];
-        o->k = l->k, o->uses = l->uses, o->nl = l->nl, o->opaque = l->opaque;
-        return 1;
-    }
-    return 0;
+static void lin_eval(const mt__gwalk *w, const mt_expr *e, lin *o) {
+    mt__lin_scope scope = {w->vars, w->capvars, w->lets};
+    mt__lin_eval(e, mt__lin_scope_var, &scope, o);
 }
-
-static void lin_eval(const mt__gwalk *w, const mt_expr *e, lin *o) { mt__lin_eval(e, gw_var, w, o); }
 
 /* ---- pre-pass: tags ---- */
 

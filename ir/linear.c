@@ -120,3 +120,24 @@ void mt__lin_eval(const mt_expr *e, mt__lin_var_fn var, const void *ctx, mt__lin
     }
     mt__lin_opaque(o);
 }
+
+int mt__lin_scope_var(const void *ctx, const mt_var *var, mt__lin *o) {
+    const mt__lin_scope *s = ctx;
+    int id = var->id;
+    if (id < 0 || id >= s->nvars) return 0;
+    const mt__lin_var *v = &s->vars[id];
+    if (v->kind == MT__LIN_VAR_LOOP && v->idx < MT__LIN_MAXD) {
+        mt__lin_const(o, 0);
+        o->uses = 1u << v->idx;
+        o->c[v->idx] = 1;
+        return 1;
+    }
+    if (v->kind == MT__LIN_VAR_LET) {
+        /* only the used coefficients: a form is ~280 bytes and this is the hot path */
+        const mt__lin *l = &s->lets[v->idx];
+        for (uint32_t m = l->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = l->c[__builtin_ctz(m)];
+        o->k = l->k, o->uses = l->uses, o->nl = l->nl, o->opaque = l->opaque;
+        return 1;
+    }
+    return 0;
+}

@@ -36,6 +36,20 @@ void mt__lin_mix(mt__lin *o, const mt__lin *a, const mt__lin *b);
 /* Integer op on constants (division by zero and overflow give 0). */
 int64_t mt__lin_fold(mt_binop op, int64_t a, int64_t b);
 
+/* What a walker knows of a variable, indexed by variable id: a loop at a
+ * depth (linear in it below MT__LIN_MAXD, opaque deeper) or a LET whose value
+ * has the form lets[idx]. */
+enum { MT__LIN_VAR_NONE = 0, MT__LIN_VAR_LOOP, MT__LIN_VAR_LET };
+typedef struct mt__lin_var {
+    int kind;
+    int idx; /* loop depth or let slot */
+} mt__lin_var;
+typedef struct mt__lin_scope {
+    const mt__lin_var *vars;
+    int nvars;
+    const mt__lin *lets;
+} mt__lin_scope;
+
 /* How a walker resolves a variable it knows: writes its form to *o and
  * returns 1; 0 makes the result opaque. */
 typedef int (*mt__lin_var_fn)(const void *ctx, const mt_var *v, mt__lin *o);
@@ -43,5 +57,7 @@ typedef int (*mt__lin_var_fn)(const void *ctx, const mt_var *v, mt__lin *o);
  * stay linear, other operations on constants fold, anything else is
  * non-linear in its variables; loads and unknown variables are opaque. */
 void mt__lin_eval(const mt_expr *e, mt__lin_var_fn var, const void *ctx, mt__lin *o);
+/* The resolver for a walker that keeps an mt__lin_scope (ctx). */
+int mt__lin_scope_var(const void *ctx, const mt_var *v, mt__lin *o);
 
 #endif

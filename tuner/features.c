@@ -32,12 +32,9 @@
 
 typedef mt__lin lin; /* ir/linear.h */
 
-enum { VAR_NONE = 0, VAR_LOOP, VAR_LET };
+enum { VAR_NONE = MT__LIN_VAR_NONE, VAR_LOOP = MT__LIN_VAR_LOOP, VAR_LET = MT__LIN_VAR_LET };
 
-typedef struct varinfo {
-    int kind;
-    int idx; /* loop depth or let slot */
-} varinfo;
+typedef mt__lin_var varinfo; /* ir/linear.h */
 
 typedef struct slotstat {
     double elems;   /* elements accessed */
@@ -74,29 +71,10 @@ typedef struct fx {
     int failed;
 } fx;
 
-/* Loop variables are linear in their own depth; LET variables carry the
- * form of their value. */
-static int fx_var(const void *ctx, const mt_var *var, lin *o) {
-    const fx *x = ctx;
-    int id = var->id;
-    if (id < 0 || id >= x->capvars) return 0;
-    const varinfo *v = &x->vars[id];
-    if (v->kind == VAR_LOOP && v->idx < MAXD) {
-        mt__lin_const(o, 0);
-        o->uses = 1u << v->idx;
-        o->c[v->idx] = 1;
-        return 1;
-    }
-    if (v->kind == VAR_LET) {
-        const lin *l = &x->lets[v->idx];
-        for (uint32_t m = l->uses; m; m &= m - 1) o->c[__builtin_ctz(m)] = l->c[__builtin_ctz(m)];
-        o->k = l->k, o->uses = l->uses, o->nl = l->nl, o->opaque = l->opaque;
-        return 1;
-    }
-    return 0;
+static void lin_eval(const fx *x, const mt_expr *e, lin *o) {
+    mt__lin_scope scope = {x->vars, x->capvars, x->lets};
+    mt__lin_eval(e, mt__lin_scope_var, &scope, o);
 }
-
-static void lin_eval(const fx *x, const mt_expr *e, lin *o) { mt__lin_eval(e, fx_var, x, o); }
 
 /* ---- walks ---- */
 
