@@ -56,9 +56,6 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Kind of a profile row: the layer kind, with convolution epilogues apart. */
-#define KIND_EPILOGUE MT_LAYER_KIND_COUNT
-
 int mt_cmd_run(int argc, char **argv) {
     enum { O_DB, O_DEVICE, O_BATCH, O_SIZE, O_REPEAT, O_WARMUP, O_PROFILE, O_REFERENCE, O_WEIGHTS, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
@@ -106,7 +103,7 @@ int mt_cmd_run(int argc, char **argv) {
     mt_executor *ex = NULL;
     double *wall = NULL;
     mt_layer_time *lt = NULL;
-    double *layer_runs = NULL, *epi_runs = NULL;
+    double *layer_runs = NULL;
     float *out = NULL, *ref = NULL, *input = NULL;
     int nl = mt_network_num_layers(net);
 
@@ -162,8 +159,7 @@ int mt_cmd_run(int argc, char **argv) {
     wall = malloc(sizeof(double) * (size_t)repeat);
     lt = calloc((size_t)nl, sizeof *lt);
     layer_runs = calloc((size_t)nl * (size_t)repeat, sizeof(double));
-    epi_runs = calloc((size_t)nl * (size_t)repeat, sizeof(double));
-    if (!input || !out || !wall || !lt || !layer_runs || !epi_runs) {
+    if (!input || !out || !wall || !lt || !layer_runs) {
         fprintf(stderr, "mtgpu run: out of memory\n");
         goto out;
     }
@@ -191,10 +187,7 @@ int mt_cmd_run(int argc, char **argv) {
             goto out;
         }
         if (profile)
-            for (int i = 0; i < nl; i++) {
-                layer_runs[(size_t)i * (size_t)repeat + (size_t)r] = lt[i].kernel_ms;
-                epi_runs[(size_t)i * (size_t)repeat + (size_t)r] = lt[i].epilogue_ms;
-            }
+            for (int i = 0; i < nl; i++) layer_runs[(size_t)i * (size_t)repeat + (size_t)r] = lt[i].kernel_ms;
     }
     if ((st = mt_executor_output(ex, out, out_count, err, sizeof err)) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
@@ -210,21 +203,16 @@ int mt_cmd_run(int argc, char **argv) {
     double med = median(wall, (int)repeat);
 
     /* Per layer and per kind: medians over the passes. */
-    double kind_ms[MT_LAYER_KIND_COUNT + 1] = {0};
-    int kind_n[MT_LAYER_KIND_COUNT + 1] = {0};
+    double kind_ms[MT_LAYER_KIND_COUNT] = {0};
+    int kind_n[MT_LAYER_KIND_COUNT] = {0};
     double device_total = 0;
     if (profile)
         for (int i = 0; i < nl; i++) {
             const mt_layer *l = mt_network_layer(net, i);
             lt[i].kernel_ms = median(layer_runs + (size_t)i * (size_t)repeat, (int)repeat);
-            lt[i].epilogue_ms = median(epi_runs + (size_t)i * (size_t)repeat, (int)repeat);
             kind_ms[l->kind] += lt[i].kernel_ms;
             kind_n[l->kind]++;
-            if (lt[i].epilogue_ms > 0) {
-                kind_ms[KIND_EPILOGUE] += lt[i].epilogue_ms;
-                kind_n[KIND_EPILOGUE]++;
-            }
-            device_total += lt[i].kernel_ms + lt[i].epilogue_ms;
+            device_total += lt[i].kernel_ms;
         }
 
     double ref_ms = 0, max_err = -1;
@@ -270,10 +258,9 @@ int mt_cmd_run(int argc, char **argv) {
         if (profile) {
             mt__sb_printf(&sb, ", \"device_ms\": %.6g, \"kinds\": {", device_total);
             int first = 1;
-            for (int k = 0; k <= MT_LAYER_KIND_COUNT; k++) {
+            for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
                 if (!kind_n[k] || k == MT_LAYER_INPUT || k == MT_LAYER_FLATTEN) continue;
-                mt__sb_printf(&sb, "%s\"%s\": %.6g", first ? "" : ", ", k == KIND_EPILOGUE ? "conv2d_epilogue" : mt_layer_kind_name((mt_layer_kind)k),
-                              kind_ms[k]);
+                mt__sb_printf(&sb, "%s\"%s\": %.6g", first ? "" : ", ", mt_layer_kind_name((mt_layer_kind)k), kind_ms[k]);
                 first = 0;
             }
             mt__sb_append(&sb, "}, \"layers\": [");
@@ -281,8 +268,7 @@ int mt_cmd_run(int argc, char **argv) {
                 const mt_layer *l = mt_network_layer(net, i);
                 mt__sb_append(&sb, i ? ", {\"name\": " : "{\"name\": ");
                 mt__sb_json_str(&sb, l->name);
-                mt__sb_printf(&sb, ", \"kind\": \"%s\", \"ms\": %.6g, \"epilogue_ms\": %.6g", mt_layer_kind_name(l->kind), lt[i].kernel_ms,
-                              lt[i].epilogue_ms);
+                mt__sb_printf(&sb, ", \"kind\": \"%s\", \"ms\": %.6g", mt_layer_kind_name(l->kind), lt[i].kernel_ms);
                 const char *tn, *cfg;
                 int fdb;
                 if (mt_executor_conv_choice(ex, i, &tn, &cfg, &fdb) == MT_OK) {
@@ -306,7 +292,7 @@ int mt_cmd_run(int argc, char **argv) {
         mt__sb_free(&sb);
     } else {
         if (profile) {
-            printf("\n%-28s %-16s %10s %10s  %s\n", "layer", "kind", "ms", "epilogue", "kernel");
+            printf("\n%-28s %-16s %10s  %s\n", "layer", "kind", "ms", "kernel");
             for (int i = 0; i < nl; i++) {
                 const mt_layer *l = mt_network_layer(net, i);
                 if (l->kind == MT_LAYER_INPUT || l->kind == MT_LAYER_FLATTEN) continue;
@@ -314,12 +300,12 @@ int mt_cmd_run(int argc, char **argv) {
                 int fdb = 0;
                 char what[64] = "";
                 if (mt_executor_conv_choice(ex, i, &tn, &cfg, &fdb) == MT_OK) snprintf(what, sizeof what, "%s (%s)", tn, fdb ? "tuned" : "default");
-                printf("%-28s %-16s %10.3f %10.3f  %s\n", l->name, mt_layer_kind_name(l->kind), lt[i].kernel_ms, lt[i].epilogue_ms, what);
+                printf("%-28s %-16s %10.3f  %s\n", l->name, mt_layer_kind_name(l->kind), lt[i].kernel_ms, what);
             }
             printf("\n%-20s %10s %7s %6s\n", "operation kind", "ms", "share", "layers");
-            for (int k = 0; k <= MT_LAYER_KIND_COUNT; k++) {
+            for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
                 if (!kind_n[k] || (k == MT_LAYER_INPUT) || k == MT_LAYER_FLATTEN) continue;
-                printf("%-20s %10.3f %6.1f%% %6d\n", k == KIND_EPILOGUE ? "conv2d epilogue" : mt_layer_kind_name((mt_layer_kind)k), kind_ms[k],
+                printf("%-20s %10.3f %6.1f%% %6d\n", mt_layer_kind_name((mt_layer_kind)k), kind_ms[k],
                        device_total > 0 ? 100.0 * kind_ms[k] / device_total : 0.0, kind_n[k]);
             }
             printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n\n", "total", device_total);
@@ -343,7 +329,6 @@ out:
     free(wall);
     free(lt);
     free(layer_runs);
-    free(epi_runs);
     mt_executor_free(ex);
     mt_weights_free(weights);
     mt_device_close(dev);

@@ -8,8 +8,8 @@ struct mt_template {
     /* .name    = */ const char *name;
     /* .accepts = */ int (*accepts)(const mt_workload *wl);
     /* .space   = */ mt_status (*space)(const mt_workload *wl, mt_space *out);
-    /* .build   = */ mt_status (*build)(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, mt_kernel **out, char *err,
-                                        size_t errlen);
+    /* .build   = */ mt_status (*build)(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
+                                        mt_kernel **out, char *err, size_t errlen); /* epi: NULL for none */
 };
 
 extern const mt_template mt__template_direct;

@@ -40,6 +40,11 @@ mt_status mt_template_space(const mt_template *t, const mt_workload *wl, mt_spac
 
 mt_status mt_template_build(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg, mt_kernel **out,
                             char *err, size_t errlen) {
+    return mt_template_build_fused(t, wl, space, cfg, NULL, out, err, errlen);
+}
+
+mt_status mt_template_build_fused(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
+                                  const mt_conv_epilogue *epi, mt_kernel **out, char *err, size_t errlen) {
     if (!t || !wl || !space || !cfg || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "template: NULL argument");
     mt_status st = mt_workload_validate(wl, err, errlen);
     if (st != MT_OK) return st;
@@ -47,8 +52,11 @@ mt_status mt_template_build(const mt_template *t, const mt_workload *wl, const m
     if (strcmp(space->template_name, t->name) != 0)
         return mt__fail(err, errlen, MT_INVALID_ARG, "space of template '%s' given to template '%s'", space->template_name, t->name);
     if (mt_space_check(space, cfg) != MT_OK) return mt__fail(err, errlen, MT_INVALID_CONFIG, "config is not in the space of '%s'", t->name);
+    if (epi && ((unsigned)epi->act > MT_EPILOGUE_RELU6 || (unsigned)epi->residual > MT_RESIDUAL_IN_OUTPUT))
+        return mt__fail(err, errlen, MT_INVALID_ARG, "template: unknown epilogue (activation %d, residual %d)", (int)epi->act, (int)epi->residual);
+    if (epi && !epi->bias && epi->residual == MT_RESIDUAL_NONE && epi->act == MT_EPILOGUE_NONE) epi = NULL;
     mt_kernel *k = NULL;
-    st = t->build(wl, space, cfg, &k, err, errlen);
+    st = t->build(wl, space, cfg, epi, &k, err, errlen);
     if (st != MT_OK) {
         mt_kernel_free(k);
         return st;

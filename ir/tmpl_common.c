@@ -49,6 +49,7 @@ typedef struct cx {
     int g_top, g_bottom, g_left, g_right; /* which sides of the input reads need guards */
     int PH, PW, AAC;           /* staged patch: rows, cols, channels */
     mt_buffer *in, *wt, *out, *acc, *xtmp, *AA, *WW;
+    mt__epilogue_bufs epi;
     /* launch indices */
     mt_expr *tz, *ty, *tx, *tid;
     /* LET-bound values */
@@ -385,7 +386,9 @@ static mt_stmt *store_out(cx *c) {
     int64_t plane = (int64_t)c->OH * c->OW;
     mt_expr *off = add(c, add(c, muli(c, f_off(c, vf, fi), plane), muli(c, y_off(c, vy, yi), c->OW)), x_off(c, vx, xv));
     mt_expr *v = load_lanes(c, c->acc, acc_idx(c, vf, fi, vy, yi, vx, xv), 1);
-    return wrap_all(c, L, 6, store_lanes(c, c->out, add(c, c->out0, off), v));
+    mt_expr *at = add(c, c->out0, off);
+    v = mt__epilogue_apply(c->k, &c->epi, v, add(c, c->f0, f_off(c, vf, fi)), at, c->vec);
+    return wrap_all(c, L, 6, store_lanes(c, c->out, at, v));
 }
 
 static int prod3(const int *p, int n) {
@@ -450,6 +453,7 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
     c->in = mt_ir_param(k, "input", mt_workload_input_elems(wl), 1);
     c->wt = mt_ir_param(k, "weight", mt_workload_weight_elems(wl), 1);
     c->out = mt_ir_param(k, "output", mt_workload_output_elems(wl), 0);
+    mt__epilogue_params(k, s->epi, c->out, wl->k, mt_workload_output_elems(wl), &c->epi);
     c->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, acc_n);
     /* The gathered input vector on the image border (vec > 1 only). */
     c->xtmp = c->vec > 1 ? mt_ir_buffer(k, "xtmp", MT_SCOPE_PRIVATE, c->vec) : NULL;
@@ -509,6 +513,25 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
     mt_ir_auto_unroll(k, s->auto_unroll_max_step);
     *out = k;
     return MT_OK;
+}
+
+void mt__epilogue_params(mt_kernel *k, const mt_conv_epilogue *epi, mt_buffer *output, int64_t kout, int64_t out_elems,
+                         mt__epilogue_bufs *eb) {
+    eb->epi = epi;
+    eb->bias = epi && epi->bias ? mt_ir_param(k, "bias", kout, 1) : NULL;
+    eb->residual = !epi                                      ? NULL
+                   : epi->residual == MT_RESIDUAL_BUFFER    ? mt_ir_param(k, "residual", out_elems, 1)
+                   : epi->residual == MT_RESIDUAL_IN_OUTPUT ? output
+                                                            : NULL;
+}
+
+mt_expr *mt__epilogue_apply(mt_kernel *k, const mt__epilogue_bufs *eb, mt_expr *v, mt_expr *channel, mt_expr *out_index, int lanes) {
+    if (!eb->epi) return v;
+    if (eb->bias) v = mt_ir_add(k, v, mt_ir_load(k, eb->bias, channel)); /* one channel: the scalar is broadcast */
+    if (eb->residual) v = mt_ir_add(k, v, lanes == 1 ? mt_ir_load(k, eb->residual, out_index) : mt_ir_load_vec(k, eb->residual, out_index, lanes));
+    if (eb->epi->act != MT_EPILOGUE_NONE) v = mt_ir_bin(k, MT_OP_MAX, v, mt_ir_float(k, 0.0f));
+    if (eb->epi->act == MT_EPILOGUE_RELU6) v = mt_ir_bin(k, MT_OP_MIN, v, mt_ir_float(k, 6.0f));
+    return v;
 }
 
 mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen) {

@@ -19,6 +19,7 @@
 
 #include "mtgpu/ir.h"
 #include "mtgpu/space.h"
+#include "mtgpu/template.h"
 #include "mtgpu/workload.h"
 
 /* Accumulators per work-item above which a register tile is rejected as
@@ -33,7 +34,27 @@ typedef struct mt__tile_sched {
     int auto_unroll_max_step;  /* mt_ir_auto_unroll */
     int unroll_explicit;       /* mt_kernel.unroll_explicit */
     int depthwise;             /* groups == c == k: output channel f reads input channel f only */
+    const mt_conv_epilogue *epi; /* applied to every output before its store; NULL: none */
 } mt__tile_sched;
+
+/* ---- fused epilogues, shared by every template ---- */
+
+/* The parameters an epilogue reads (NULL where it does not). */
+typedef struct mt__epilogue_bufs {
+    const mt_conv_epilogue *epi;
+    mt_buffer *bias, *residual; /* residual: its own parameter, or the output itself (in place) */
+} mt__epilogue_bufs;
+
+/* Declares the epilogue's kernel parameters (call right after the output's:
+ * the parameter order is part of the template contract) for a workload with
+ * k output channels and out_elems outputs. eb->epi = epi (may be NULL). */
+void mt__epilogue_params(mt_kernel *k, const mt_conv_epilogue *epi, mt_buffer *output, int64_t kout, int64_t out_elems,
+                         mt__epilogue_bufs *eb);
+
+/* The value to store for `v`: `lanes` consecutive outputs of one channel
+ * starting at output index out_index, after bias, residual and activation.
+ * Returns v itself when there is no epilogue; NULL when out of memory. */
+mt_expr *mt__epilogue_apply(mt_kernel *k, const mt__epilogue_bufs *eb, mt_expr *v, mt_expr *channel, mt_expr *out_index, int lanes);
 
 /* Builds the kernel for wl under schedule s. For non-depthwise workloads,
  * s->f splits k/groups (every work-group lies inside one group) and s->rc

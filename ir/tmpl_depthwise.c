@@ -38,8 +38,8 @@ static mt_status depthwise_space(const mt_workload *wl, mt_space *out) {
     return st;
 }
 
-static mt_status depthwise_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, mt_kernel **out, char *err,
-                                 size_t errlen) {
+static mt_status depthwise_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
+                                 mt_kernel **out, char *err, size_t errlen) {
     if (!depthwise_accepts(wl)) return mt__fail(err, errlen, MT_UNSUPPORTED, "depthwise: workload is not depthwise (groups == c == k > 1)");
     mt__tile_sched s = {0};
     mt_status st = MT_OK;
@@ -55,6 +55,7 @@ static mt_status depthwise_build(const mt_workload *wl, const mt_space *sp, cons
     s.vec = mt_config_value(sp, cfg, "vec");
     s.stage_local = mt_config_value(sp, cfg, "stage_local");
     s.depthwise = 1;
+    s.epi = epi;
     return mt__tile_conv_build(wl, &s, "conv2d_depthwise", out, err, errlen);
 }
 

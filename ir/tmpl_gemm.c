@@ -88,6 +88,7 @@
 #include <string.h>
 
 #include "template-impl.h"
+#include "tmpl_common.h"
 
 #define MT__GEMM_MAX_PRIVATE_FLOATS 256
 /* Largest kernel, in statements once unrolled loops are expanded: PoCL took
@@ -107,6 +108,7 @@ typedef struct gemm_plan {
     int ko, kt, kr, yo, yt, yr, xo, xt, xr;
     int rco, rci;
     int vec, stage, unroll_max, unroll_explicit;
+    const mt_conv_epilogue *epi; /* applied before each output store; NULL: none */
 } gemm_plan;
 
 static int gemm_accepts(const mt_workload *wl) {
@@ -215,6 +217,8 @@ typedef struct gemm_builder {
     mt_expr *in_img;              /* input offset of (image, first channel of the group) */
     mt_expr *w_grp;               /* weight offset of the group's first output channel */
     mt_expr *out_img;             /* output offset of (image, first channel of the group) */
+    mt_expr *k_grp;               /* first output channel of the group (for the epilogue's bias) */
+    mt__epilogue_bufs epi;
     mt_expr *k0s;                 /* first channel the work-item computes: k0, or without staging min(k0, kg - reg_k) */
     mt_expr *w_row;               /* weight offset of channel k0s (without staging) */
     /* Per tap (r, s), without staging: the work-item tile's first input row
@@ -525,7 +529,9 @@ static mt_stmt *epilogue(gemm_builder *b) {
                 mt_expr *ox = mt_ir_add(k, b->x0, KI(b, (int64_t)xv * vec));
                 mt_expr *idx = mt_ir_add(k, mt_ir_add(k, b->out_img, mt_ir_mul(k, kk, KI(b, plane))),
                                          mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), ox));
-                mt_stmt *full = mt_ir_store_vec(k, b->out, idx, mt_ir_load_vec(k, b->acc, KI(b, a), vec));
+                mt_expr *chan = mt_ir_add(k, b->k_grp, kk);
+                mt_expr *val = mt__epilogue_apply(k, &b->epi, mt_ir_load_vec(k, b->acc, KI(b, a), vec), chan, idx, vec);
+                mt_stmt *full = mt_ir_store_vec(k, b->out, idx, val);
                 if (!b->x_over) {
                     mt_stmt_list_push(k, &list, mt_ir_if(k, yc, full, NULL));
                     continue;
@@ -537,7 +543,9 @@ static mt_stmt *epilogue(gemm_builder *b) {
                     mt_stmt_list lanes = {0};
                     for (int j = 0; j < vec; j++) {
                         mt_expr *oxj = mt_ir_add(k, ox, KI(b, j));
-                        mt_stmt *one = mt_ir_store(k, b->out, mt_ir_add(k, idx, KI(b, j)), mt_ir_load(k, b->acc, KI(b, a + j)));
+                        mt_expr *at = mt_ir_add(k, idx, KI(b, j));
+                        mt_expr *lane = mt__epilogue_apply(k, &b->epi, mt_ir_load(k, b->acc, KI(b, a + j)), chan, at, 1);
+                        mt_stmt *one = mt_ir_store(k, b->out, at, lane);
                         mt_stmt_list_push(k, &lanes, mt_ir_if(k, mt_ir_lt(k, oxj, KI(b, p->ow)), one, NULL));
                     }
                     mt_stmt *part = mt_stmt_list_seq(k, &lanes);
@@ -575,6 +583,7 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
     b->in = mt_ir_param(k, "input", in_elems, 1);
     b->wt = mt_ir_param(k, "weight", w_elems, 1);
     b->out = mt_ir_param(k, "output", out_elems, 0);
+    mt__epilogue_params(k, p->epi, b->out, p->k, out_elems, &b->epi);
     b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, (int64_t)p->kr * p->yr * p->xr);
 
     /* Static guard needs: overhanging tiles, and input reads that can leave the input. */
@@ -623,6 +632,7 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
                          mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->c)), mt_ir_mul(k, grp, KI(b, p->cg))), KI(b, (int64_t)p->h * p->w)));
     b->w_grp = let_bind(b, &lc, "w_base", mt_ir_mul(k, grp, KI(b, (int64_t)p->kg * p->cg * p->r * p->s)));
     if (!b->wl) b->w_row = let_bind(b, &lc, "w_row", mt_ir_add(k, b->w_grp, mt_ir_mul(k, b->k0s, KI(b, (int64_t)p->cg * p->r * p->s))));
+    b->k_grp = mt_ir_mul(k, grp, KI(b, p->kg));
     b->out_img = let_bind(b, &lc, "out_base", mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->k)), mt_ir_mul(k, grp, KI(b, p->kg))),
                                                          KI(b, (int64_t)p->oh * p->ow)));
 
@@ -676,7 +686,8 @@ static mt_status get_split(const mt_space *sp, const mt_config *cfg, const char 
     return MT_OK;
 }
 
-static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, mt_kernel **out, char *err, size_t errlen) {
+static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi, mt_kernel **out,
+                            char *err, size_t errlen) {
     if (!gemm_accepts(wl)) return mt__fail(err, errlen, MT_UNSUPPORTED, "gemm: channels not divisible by groups");
     gemm_plan p;
     gemm_canon(wl, &p);
@@ -694,6 +705,7 @@ static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_
     p.stage = mt_config_value(sp, cfg, "stage_local");
     p.unroll_max = mt_config_value(sp, cfg, "auto_unroll_max_step");
     p.unroll_explicit = mt_config_value(sp, cfg, "unroll_explicit");
+    p.epi = epi;
     if (p.kt < 1 || p.kr < 1 || p.yt < 1 || p.yr < 1 || p.xt < 1 || p.xr < 1 || p.vec < 1 || (int64_t)p.rco * p.rci != p.cg)
         return mt__fail(err, errlen, MT_INVALID_ARG, "gemm: config does not match this workload's space");
     p.ko = (p.kg + p.kt * p.kr - 1) / (p.kt * p.kr);

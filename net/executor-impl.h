@@ -11,7 +11,8 @@
 /* Where each layer's output lives (net/executor_plan.c). */
 typedef struct mt__act_plan {
     int nlayers;
-    int *slot;            /* per layer: index of its buffer; a flatten shares its input's */
+    int *slot;            /* per layer: index of its buffer; a flatten shares its input's, a
+                             convolution whose residual dies there shares the residual's */
     int nslots;
     int64_t *slot_bytes;  /* size of each buffer: the largest tensor it holds */
     int64_t largest_live; /* most bytes of activations live at one time */

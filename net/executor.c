@@ -29,7 +29,6 @@ typedef struct ex_launch {
     int nargs;
     int64_t grid[3], block[3];
     int layer;
-    int epilogue;
 } ex_launch;
 
 typedef struct ex_conv_choice {
@@ -154,9 +153,9 @@ static mt_status ex_push(mt_executor *ex, const ex_launch *l, char *err, size_t 
 }
 
 /* Queues an elementwise op kernel over `total` work-items. */
-static mt_status ex_op(mt_executor *ex, int layer, int epilogue, const char *kernel, const int32_t *p, int np, mt_dbuf **bufs, int nbufs,
+static mt_status ex_op(mt_executor *ex, int layer, const char *kernel, const int32_t *p, int np, mt_dbuf **bufs, int nbufs,
                        int64_t groups, char *err, size_t errlen) {
-    ex_launch l = {.layer = layer, .epilogue = epilogue, .nargs = 1 + nbufs, .grid = {groups, 1, 1}, .block = {MT_OP_GROUP, 1, 1}};
+    ex_launch l = {.layer = layer, .nargs = 1 + nbufs, .grid = {groups, 1, 1}, .block = {MT_OP_GROUP, 1, 1}};
     mt_status st = ex_op_prog(ex, kernel, &l.prog, err, errlen);
     if (st == MT_OK) st = ex_params(ex, p, np, &l.args[0], err, errlen);
     if (st != MT_OK) return st;
@@ -206,7 +205,7 @@ mt_status mt__conv_affine(const mt_layer *l, const mt_weights *w, double *scale,
     return MT_OK;
 }
 
-/* The convolution of layer i: config, kernel, folded weights, launch and epilogue. */
+/* The convolution of layer i: config, fused kernel, folded weights and launch. */
 static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i, char *err, size_t errlen) {
     const mt_layer *l = mt_network_layer(ex->net, i);
     const mt_workload *wl = &l->conv.wl;
@@ -232,14 +231,24 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
         free(key);
         return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
     }
+    /* Bias (or folded batch norm), residual add and activation run in the
+     * convolution's own stores: no second pass over the output. */
+    /* Where the plan gives the output the residual's own buffer (the residual
+     * dies here), the kernel adds it in place. */
+    mt_epilogue_residual res = l->conv.residual < 0                                     ? MT_RESIDUAL_NONE
+                               : ex->plan.slot[i] == ex->plan.slot[l->conv.residual] ? MT_RESIDUAL_IN_OUTPUT
+                                                                                      : MT_RESIDUAL_BUFFER;
+    mt_conv_epilogue epi = {.bias = l->conv.bias || l->conv.batch_norm,
+                            .residual = res,
+                            .act = l->act == MT_ACT_RELU ? MT_EPILOGUE_RELU : l->act == MT_ACT_RELU6 ? MT_EPILOGUE_RELU6 : MT_EPILOGUE_NONE};
     char wtext[256];
     mt_workload_format(wl, wtext, sizeof wtext);
-    snprintf(key, EX_KEY_LEN, "conv:%s|%s|%s", c->template_name, wtext, cfgtext);
+    snprintf(key, EX_KEY_LEN, "conv:%s|%s|%s|epi=%d%d%d", c->template_name, wtext, cfgtext, epi.bias, epi.residual, (int)epi.act);
 
     mt_kernel *k = NULL;
     mt_kernel_resources kr;
-    ex_launch launch = {.layer = i, .nargs = 3};
-    st = mt_template_build(t, wl, &space, &cfg, &k, err, errlen);
+    ex_launch launch = {.layer = i, .nargs = 3 + epi.bias + (epi.residual == MT_RESIDUAL_BUFFER)};
+    st = mt_template_build_fused(t, wl, &space, &cfg, &epi, &k, err, errlen);
     mt_space_free(&space);
     if (st == MT_OK) st = mt_kernel_analyze(k, &kr, err, errlen);
     if (st != MT_OK) {
@@ -284,27 +293,17 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     }
     mt_dbuf *dw = NULL;
     if ((st = ex_alloc(ex, sizeof(float) * (size_t)nw, wf, &dw, &ex->stats.weight_bytes, err, errlen)) != MT_OK) goto done;
-    mt_dbuf *y = ex->slots[ex->plan.slot[i]];
-    launch.args[0] = ex->slots[ex->plan.slot[l->inputs[0]]];
-    launch.args[1] = dw;
-    launch.args[2] = y;
-    if ((st = ex_push(ex, &launch, err, errlen)) != MT_OK) goto done;
-
-    /* The epilogue, skipped when there is nothing to add. */
-    int need_bias = l->conv.bias || l->conv.batch_norm;
-    if (need_bias || l->conv.residual >= 0 || l->act != MT_ACT_NONE) {
+    int na = 0;
+    launch.args[na++] = ex->slots[ex->plan.slot[l->inputs[0]]];
+    launch.args[na++] = dw;
+    launch.args[na++] = ex->slots[ex->plan.slot[i]];
+    if (epi.bias) {
         mt_dbuf *db_bias = NULL;
         if ((st = ex_alloc(ex, sizeof(float) * (size_t)wl->k, bf, &db_bias, &ex->stats.weight_bytes, err, errlen)) != MT_OK) goto done;
-        int64_t total = mt__shape_elems(l->out);
-        int32_t p[4] = {(int32_t)total, l->out.c, l->out.h * l->out.w, (int32_t)l->act};
-        if (l->conv.residual >= 0) {
-            mt_dbuf *bufs[3] = {db_bias, ex->slots[ex->plan.slot[l->conv.residual]], y};
-            st = ex_op(ex, i, 1, MT_OPK_BIAS_RES_ACT, p, 4, bufs, 3, groups_for(total), err, errlen);
-        } else {
-            mt_dbuf *bufs[2] = {db_bias, y};
-            st = ex_op(ex, i, 1, MT_OPK_BIAS_ACT, p, 4, bufs, 2, groups_for(total), err, errlen);
-        }
+        launch.args[na++] = db_bias;
     }
+    if (epi.residual == MT_RESIDUAL_BUFFER) launch.args[na++] = ex->slots[ex->plan.slot[l->conv.residual]];
+    st = ex_push(ex, &launch, err, errlen);
 done:
     free(scale);
     free(shift);
@@ -330,7 +329,7 @@ static mt_status ex_dense(mt_executor *ex, const mt_weights *w, int i, char *err
     int64_t total = (int64_t)l->out.n * O;
     int32_t p[4] = {(int32_t)total, I, O, (int32_t)l->act};
     mt_dbuf *bufs[4] = {ex->slots[ex->plan.slot[l->inputs[0]]], dw, dbias, ex->slots[ex->plan.slot[i]]};
-    return ex_op(ex, i, 0, MT_OPK_DENSE, p, 4, bufs, 4, total, err, errlen);
+    return ex_op(ex, i, MT_OPK_DENSE, p, 4, bufs, 4, total, err, errlen);
 }
 
 /* The launches of layer i (none for the input and flatten). */
@@ -353,17 +352,17 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
         int32_t p[12] = {(int32_t)total, in.h, in.w, l->out.h, l->out.w, l->pool.kernel_h, l->pool.kernel_w,
                          l->pool.stride_h, l->pool.stride_w, l->pool.pad_h, l->pool.pad_w, l->pool.count_include_pad};
         mt_dbuf *bufs[2] = {x, y};
-        return ex_op(ex, i, 0, l->kind == MT_LAYER_MAXPOOL ? MT_OPK_MAXPOOL : MT_OPK_AVGPOOL, p, 12, bufs, 2, groups_for(total), err, errlen);
+        return ex_op(ex, i, l->kind == MT_LAYER_MAXPOOL ? MT_OPK_MAXPOOL : MT_OPK_AVGPOOL, p, 12, bufs, 2, groups_for(total), err, errlen);
     }
     case MT_LAYER_GLOBAL_AVGPOOL: {
         int32_t p[2] = {(int32_t)total, in.h * in.w};
         mt_dbuf *bufs[2] = {x, y};
-        return ex_op(ex, i, 0, MT_OPK_GLOBAL_AVGPOOL, p, 2, bufs, 2, groups_for(total), err, errlen);
+        return ex_op(ex, i, MT_OPK_GLOBAL_AVGPOOL, p, 2, bufs, 2, groups_for(total), err, errlen);
     }
     case MT_LAYER_ADAPTIVE_AVGPOOL: {
         int32_t p[5] = {(int32_t)total, in.h, in.w, l->out.h, l->out.w};
         mt_dbuf *bufs[2] = {x, y};
-        return ex_op(ex, i, 0, MT_OPK_ADAPTIVE_AVGPOOL, p, 5, bufs, 2, groups_for(total), err, errlen);
+        return ex_op(ex, i, MT_OPK_ADAPTIVE_AVGPOOL, p, 5, bufs, 2, groups_for(total), err, errlen);
     }
     case MT_LAYER_CONCAT: {
         int off = 0;
@@ -372,7 +371,7 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
             int64_t hw = (int64_t)s.h * s.w, n = mt__shape_elems(s);
             int32_t p[4] = {(int32_t)n, (int32_t)(s.c * hw), (int32_t)(l->out.c * hw), (int32_t)(off * hw)};
             mt_dbuf *bufs[2] = {ex->slots[ex->plan.slot[l->inputs[j]]], y};
-            mt_status st = ex_op(ex, i, 0, MT_OPK_CONCAT, p, 4, bufs, 2, groups_for(n), err, errlen);
+            mt_status st = ex_op(ex, i, MT_OPK_CONCAT, p, 4, bufs, 2, groups_for(n), err, errlen);
             if (st != MT_OK) return st;
             off += s.c;
         }
@@ -381,13 +380,13 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
     case MT_LAYER_ADD: {
         int32_t p[2] = {(int32_t)total, (int32_t)l->act};
         mt_dbuf *bufs[3] = {x, ex->slots[ex->plan.slot[l->inputs[1]]], y};
-        return ex_op(ex, i, 0, MT_OPK_ADD, p, 2, bufs, 3, groups_for(total), err, errlen);
+        return ex_op(ex, i, MT_OPK_ADD, p, 2, bufs, 3, groups_for(total), err, errlen);
     }
     case MT_LAYER_SOFTMAX: {
         int64_t rows = (int64_t)l->out.n * l->out.h * l->out.w;
         int32_t p[3] = {(int32_t)rows, l->out.c, l->out.h * l->out.w};
         mt_dbuf *bufs[2] = {x, y};
-        return ex_op(ex, i, 0, MT_OPK_SOFTMAX, p, 3, bufs, 2, groups_for(rows), err, errlen);
+        return ex_op(ex, i, MT_OPK_SOFTMAX, p, 3, bufs, 2, groups_for(rows), err, errlen);
     }
     default:
         return mt__fail(err, errlen, MT_UNSUPPORTED, "layer '%s': kind %s is not supported by the executor", l->name, mt_layer_kind_name(l->kind));
@@ -486,13 +485,8 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
         char lerr[1024];
         st = mt_program_run(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, 0, 1, &ms, lerr, sizeof lerr);
         if (st != MT_OK)
-            return mt__fail(err, errlen, st, "layer '%s'%s: %s", mt_network_layer(ex->net, l->layer)->name, l->epilogue ? " (epilogue)" : "", lerr);
-        if (times) {
-            if (l->epilogue)
-                times[l->layer].epilogue_ms += ms;
-            else
-                times[l->layer].kernel_ms += ms;
-        }
+            return mt__fail(err, errlen, st, "layer '%s': %s", mt_network_layer(ex->net, l->layer)->name, lerr);
+        if (times) times[l->layer].kernel_ms += ms;
     }
     return MT_OK;
 }

@@ -1,6 +1,7 @@
 /* The executor's fixed non-convolution kernels, in OpenCL C (see op_kernels.h).
  *
- * Convolutions come from the IR printers; these small memory-bound operations
+ * Convolutions (with their bias, batch norm, residual and activation fused
+ * into the stores) come from the IR printers; these small memory-bound operations
  * do not need tuning, so they are written out once here, in the one place of
  * the project where kernel source is kept as text. Accumulation is in fp32 as
  * on any GPU; the CPU reference (net/reference_net.c) sums in double. */
@@ -8,20 +9,6 @@
 
 static const char op_source[] =
     "#define ACT(v, a) ((a) == 1 ? fmax((v), 0.0f) : (a) == 2 ? fmin(fmax((v), 0.0f), 6.0f) : (v))\n"
-    "\n"
-    "__kernel void mt_op_bias_act(__global const int *p, __global const float *bias, __global float *y) {\n"
-    "    int i = get_global_id(0);\n"
-    "    if (i >= p[0]) return;\n"
-    "    int k = (i / p[2]) % p[1];\n"
-    "    y[i] = ACT(y[i] + bias[k], p[3]);\n"
-    "}\n"
-    "\n"
-    "__kernel void mt_op_bias_res_act(__global const int *p, __global const float *bias, __global const float *res, __global float *y) {\n"
-    "    int i = get_global_id(0);\n"
-    "    if (i >= p[0]) return;\n"
-    "    int k = (i / p[2]) % p[1];\n"
-    "    y[i] = ACT(y[i] + bias[k] + res[i], p[3]);\n"
-    "}\n"
     "\n"
     "__kernel void mt_op_maxpool(__global const int *p, __global const float *x, __global float *y) {\n"
     "    int i = get_global_id(0);\n"

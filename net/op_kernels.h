@@ -17,8 +17,6 @@
 const char *mt__op_kernels_source(void);
 
 /* Kernel names. */
-#define MT_OPK_BIAS_ACT "mt_op_bias_act"         /* (p, bias, y): y = act(y + bias[k]); p = total, K, HW, act */
-#define MT_OPK_BIAS_RES_ACT "mt_op_bias_res_act" /* (p, bias, res, y): y = act(y + bias[k] + res); p as above */
 #define MT_OPK_MAXPOOL "mt_op_maxpool"           /* (p, x, y): p = total, H, W, OH, OW, kh, kw, sh, sw, ph, pw */
 #define MT_OPK_AVGPOOL "mt_op_avgpool"           /* (p, x, y): p as maxpool, then count_include_pad */
 #define MT_OPK_GLOBAL_AVGPOOL "mt_op_global_avgpool" /* (p, x, y): p = total (n*c), HW */

@@ -81,8 +81,8 @@ mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t coun
 
 /* Device time of one layer's kernels in one pass. */
 typedef struct mt_layer_time {
-    double kernel_ms;   /* the layer's main kernel(s): the convolution, the pool, ... (0 for flatten) */
-    double epilogue_ms; /* convolutions: the bias / batch-norm / residual / activation kernel */
+    double kernel_ms; /* the layer's kernel(s): the convolution with its fused bias / batch norm /
+                         residual / activation, the pool, ... (0 for flatten) */
 } mt_layer_time;
 
 /* One forward pass: uploads the input and runs every layer, waiting for each

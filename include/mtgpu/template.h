@@ -2,7 +2,9 @@
  *
  * Every template's kernel takes three global buffers in this order: input
  * (NCHW), weights (OIHW), output (NKPQ), all fp32, and writes every output
- * element exactly once (no accumulation into the output buffer). */
+ * element exactly once (no accumulation into the output buffer). A fused
+ * kernel (mt_template_build_fused) takes, after those, the buffers its
+ * epilogue reads: bias (k floats) if any, then the residual (output-sized). */
 #ifndef MTGPU_TEMPLATE_H
 #define MTGPU_TEMPLATE_H
 
@@ -31,6 +33,31 @@ mt_status mt_template_space(const mt_template *t, const mt_workload *wl, mt_spac
  * realise, with the reason in err. */
 mt_status mt_template_build(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
                             mt_kernel **out, char *err, size_t errlen);
+
+/* What a fused convolution does to each output value before storing it, in
+ * this order: add bias[channel], add residual[same index], apply act. An
+ * inference executor fuses a layer's bias (or folded batch norm), residual
+ * add and activation this way instead of running a second pass over the
+ * output. The tuner measures the plain kernel: the epilogue's cost is the
+ * same for every config of a workload. */
+typedef enum mt_epilogue_act { MT_EPILOGUE_NONE, MT_EPILOGUE_RELU, MT_EPILOGUE_RELU6 } mt_epilogue_act;
+
+typedef enum mt_epilogue_residual {
+    MT_RESIDUAL_NONE,
+    MT_RESIDUAL_BUFFER,    /* a "residual" parameter of output size follows the output (and the bias) */
+    MT_RESIDUAL_IN_OUTPUT, /* the output buffer holds the residual on entry and is updated in place:
+                              each element is read and then written by the same work-item */
+} mt_epilogue_residual;
+
+typedef struct mt_conv_epilogue {
+    int bias; /* non-zero: a "bias" parameter of k floats follows the output */
+    mt_epilogue_residual residual;
+    mt_epilogue_act act;
+} mt_conv_epilogue;
+
+/* mt_template_build with an epilogue (NULL or all-zero: the plain kernel). */
+mt_status mt_template_build_fused(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
+                                  const mt_conv_epilogue *epi, mt_kernel **out, char *err, size_t errlen);
 
 /* A config is valid on a device when the template can realise it and the
  * kernel fits the device's limits: builds the kernel, analyses it and checks

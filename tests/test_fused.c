@@ -1,0 +1,217 @@
+/* Fused epilogues (mt_template_build_fused): every template, on the shared
+ * convolution workloads, builds kernels that add a bias, add a residual and
+ * apply ReLU / ReLU6 in their stores; each output is compared with the CPU
+ * reference convolution followed by the same epilogue on the host. The
+ * plain kernels are test_conv_harness's; this checks what the fusion adds:
+ * the channel each bias is read for (groups, depthwise, tiles that overhang),
+ * the residual read at the store's own index (vector and lane-by-lane
+ * stores; from its own buffer and in place from the output), the parameter
+ * order, and the activations. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtgpu/device.h"
+#include "mtgpu/reference.h"
+#include "mtgpu/template.h"
+
+#include "conv_workloads.h"
+
+/* Kernels unrolling to more statements than this are not drawn (compile time). */
+#define FUSED_MAX_UNROLLED 400
+/* Random draws per (workload, template) to find a valid config. */
+#define FUSED_MAX_DRAWS 200
+
+static mt_device *device;
+static char device_err[512];
+
+typedef struct {
+    const char *workload;
+    const mt_template *t;
+    int first_variant; /* each case tests two of the variants, in turn across cases */
+    char name[160];
+} fused_case;
+
+static const mt_conv_epilogue variants[] = {
+    {.bias = 1, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_RELU},
+    {.bias = 1, .residual = MT_RESIDUAL_NONE, .act = MT_EPILOGUE_RELU6},
+    {.bias = 1, .residual = MT_RESIDUAL_IN_OUTPUT, .act = MT_EPILOGUE_RELU},
+    {.bias = 0, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_NONE},
+};
+#define NVARIANTS (int)(sizeof variants / sizeof variants[0])
+
+static float host_epilogue(const mt_conv_epilogue *e, double v, float bias, float res) {
+    if (e->bias) v += bias;
+    if (e->residual != MT_RESIDUAL_NONE) v += res;
+    if (e->act != MT_EPILOGUE_NONE && v < 0) v = 0;
+    if (e->act == MT_EPILOGUE_RELU6 && v > 6) v = 6;
+    return (float)v;
+}
+
+/* A random config of the space that builds, fits the device and is quick to compile. */
+static int draw_config(const mt_template *t, const mt_workload *wl, const mt_space *sp, uint64_t *rng, mt_config *cfg) {
+    mt_device_limits lim = mt_device_get_limits(device);
+    for (int d = 0; d < FUSED_MAX_DRAWS; d++) {
+        mt_space_random(sp, rng, cfg);
+        if (mt_template_check(t, wl, sp, cfg, &lim, NULL, 0) != MT_OK) continue;
+        mt_kernel *k = NULL;
+        if (mt_template_build(t, wl, sp, cfg, &k, NULL, 0) != MT_OK) continue;
+        int64_t size = mt_kernel_unrolled_size(k);
+        mt_kernel_free(k);
+        if (size <= FUSED_MAX_UNROLLED) return 1;
+    }
+    return 0;
+}
+
+static void run_case(void **state) {
+    const fused_case *fc = *state;
+    if (!device) {
+        print_message("skipped: no device: %s\n", device_err);
+        skip();
+    }
+    char err[2048];
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse(fc->workload, &wl, err, sizeof err), MT_OK);
+    mt_space sp;
+    assert_int_equal(mt_template_space(fc->t, &wl, &sp), MT_OK);
+    int64_t nin = mt_workload_input_elems(&wl), nw = mt_workload_weight_elems(&wl), nout = mt_workload_output_elems(&wl);
+    int64_t plane = (int64_t)mt_workload_out_h(&wl) * mt_workload_out_w(&wl);
+    float *in = malloc(sizeof(float) * (size_t)nin), *wt = malloc(sizeof(float) * (size_t)nw);
+    float *bias = malloc(sizeof(float) * (size_t)wl.k), *res = malloc(sizeof(float) * (size_t)nout);
+    float *conv = malloc(sizeof(float) * (size_t)nout), *want = malloc(sizeof(float) * (size_t)nout);
+    float *got = malloc(sizeof(float) * (size_t)nout);
+    assert_non_null(in && wt && bias && res && conv && want && got);
+    mt_fill_random(in, nin, 1);
+    mt_fill_random(wt, nw, 2);
+    mt_fill_random(bias, wl.k, 3);
+    mt_fill_random(res, nout, 4);
+    assert_int_equal(mt_conv_reference(&wl, in, wt, conv), MT_OK);
+    mt_dbuf *b_in = NULL, *b_wt = NULL, *b_out = NULL, *b_bias = NULL, *b_res = NULL;
+    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nin, &b_in), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nw, &b_wt), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_out), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)wl.k, &b_bias), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_res), MT_OK);
+    assert_int_equal(mt_dbuf_write(device, b_in, 0, in, sizeof(float) * (size_t)nin), MT_OK);
+    assert_int_equal(mt_dbuf_write(device, b_wt, 0, wt, sizeof(float) * (size_t)nw), MT_OK);
+    assert_int_equal(mt_dbuf_write(device, b_bias, 0, bias, sizeof(float) * (size_t)wl.k), MT_OK);
+    assert_int_equal(mt_dbuf_write(device, b_res, 0, res, sizeof(float) * (size_t)nout), MT_OK);
+
+    uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)fc->workload;
+    int tested = 0;
+    for (int j = 0; j < 2; j++) {
+        const mt_conv_epilogue *e = &variants[(fc->first_variant + j) % NVARIANTS];
+        mt_config cfg;
+        if (!draw_config(fc->t, &wl, &sp, &rng, &cfg)) continue;
+        char cfgtext[1024];
+        mt_config_format(&sp, &cfg, cfgtext, sizeof cfgtext);
+        mt_kernel *k = NULL;
+        mt_status st = mt_template_build_fused(fc->t, &wl, &sp, &cfg, e, &k, err, sizeof err);
+        if (st != MT_OK) fail_msg("%s %s: fused build failed: %s", fc->workload, cfgtext, err);
+        mt_kernel_resources kr;
+        assert_int_equal(mt_kernel_analyze(k, &kr, err, sizeof err), MT_OK);
+        /* The parameters follow the contract of template.h: input, weight, output, [bias], [residual]. */
+        assert_int_equal(k->nparams, 3 + e->bias + (e->residual == MT_RESIDUAL_BUFFER));
+        mt_program *prog = NULL;
+        st = mt_program_build(device, k, &prog, err, sizeof err);
+        mt_kernel_free(k);
+        if (st != MT_OK) fail_msg("%s %s: compile failed: %s", fc->workload, cfgtext, err);
+        /* Poison the output so an unwritten element cannot pass; in place, it
+         * holds the residual (an unwritten element then lacks the convolution). */
+        for (int64_t i = 0; i < nout; i++) got[i] = e->residual == MT_RESIDUAL_IN_OUTPUT ? res[i] : NAN;
+        assert_int_equal(mt_dbuf_write(device, b_out, 0, got, sizeof(float) * (size_t)nout), MT_OK);
+        mt_dbuf *args[5] = {b_in, b_wt, b_out};
+        int na = 3;
+        if (e->bias) args[na++] = b_bias;
+        if (e->residual == MT_RESIDUAL_BUFFER) args[na++] = b_res;
+        double ms = 0;
+        st = mt_program_run(device, prog, args, na, kr.grid, kr.block, 0, 1, &ms, err, sizeof err);
+        mt_program_free(prog);
+        if (st != MT_OK) fail_msg("%s %s: launch failed: %s", fc->workload, cfgtext, err);
+        assert_int_equal(mt_dbuf_read(device, b_out, 0, got, sizeof(float) * (size_t)nout), MT_OK);
+        for (int64_t i = 0; i < nout; i++) want[i] = host_epilogue(e, conv[i], bias[(i / plane) % wl.k], res[i]);
+        double max_err = 0;
+        int64_t bad = -1;
+        st = mt_compare(got, want, nout, &max_err, &bad);
+        if (st != MT_OK || max_err > 1e-4)
+            fail_msg("%s %s %s (bias %d residual %d act %d): max relative error %.3g (first bad element %lld: %g, want %g)",
+                     mt_template_name(fc->t), fc->workload, cfgtext, e->bias, e->residual, (int)e->act, max_err, (long long)bad,
+                     bad >= 0 ? got[bad] : 0.0, bad >= 0 ? want[bad] : 0.0);
+        tested++;
+    }
+    if (tested == 0) print_message("note: %s %s: no quick valid config drawn\n", mt_template_name(fc->t), fc->workload);
+    mt_dbuf_free(b_in);
+    mt_dbuf_free(b_wt);
+    mt_dbuf_free(b_out);
+    mt_dbuf_free(b_bias);
+    mt_dbuf_free(b_res);
+    free(in);
+    free(wt);
+    free(bias);
+    free(res);
+    free(conv);
+    free(want);
+    free(got);
+    mt_space_free(&sp);
+}
+
+/* An unknown activation is refused, and an empty epilogue is the plain kernel. */
+static void test_epilogue_arguments(void **state) {
+    (void)state;
+    mt_workload wl;
+    char err[512];
+    assert_int_equal(mt_workload_parse("n=1,c=8,h=8,w=8,k=8,r=3,s=3,pad=1", &wl, err, sizeof err), MT_OK);
+    const mt_template *t = mt_template_find("gemm");
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+    mt_config cfg;
+    uint64_t rng = 7;
+    mt_space_random(&sp, &rng, &cfg);
+    mt_kernel *k = NULL;
+    mt_conv_epilogue bad = {.act = (mt_epilogue_act)9};
+    assert_int_equal(mt_template_build_fused(t, &wl, &sp, &cfg, &bad, &k, err, sizeof err), MT_INVALID_ARG);
+    assert_null(k);
+    mt_conv_epilogue bad_res = {.residual = (mt_epilogue_residual)7};
+    assert_int_equal(mt_template_build_fused(t, &wl, &sp, &cfg, &bad_res, &k, err, sizeof err), MT_INVALID_ARG);
+    assert_null(k);
+    mt_conv_epilogue none = {0};
+    mt_status st = mt_template_build_fused(t, &wl, &sp, &cfg, &none, &k, err, sizeof err);
+    if (st == MT_OK) {
+        assert_int_equal(k->nparams, 3);
+        mt_kernel_free(k);
+    } else {
+        assert_int_equal(st, MT_INVALID_CONFIG);
+    }
+    mt_space_free(&sp);
+}
+
+int main(void) {
+    mt_device_params dp = mt_device_default_params();
+    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
+    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4];
+    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + 1];
+    int n = 0;
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_epilogue_arguments);
+    int nc = 0;
+    for (int w = 0; w < MT_TEST_NCONV_WORKLOADS; w++) {
+        mt_workload wl;
+        if (mt_workload_parse(mt_test_conv_workloads[w], &wl, NULL, 0) != MT_OK) continue;
+        for (int ti = 0; ti < mt_template_count(); ti++) {
+            const mt_template *t = mt_template_at(ti);
+            if (!mt_template_accepts(t, &wl)) continue;
+            cases[nc] = (fused_case){.workload = mt_test_conv_workloads[w], .t = t, .first_variant = nc % NVARIANTS};
+            snprintf(cases[nc].name, sizeof cases[nc].name, "%s %s", mt_template_name(t), mt_test_conv_workloads[w]);
+            tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
+            nc++;
+        }
+    }
+    int rc = _cmocka_run_group_tests("fused", tests, (size_t)n, NULL, NULL);
+    mt_device_close(device);
+    return rc;
+}
