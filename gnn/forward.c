@@ -1,11 +1,13 @@
 /* GNN forward and backward over batches of one shape, and batched scoring
  * on several threads.
  *
- * A batch of b graphs with n nodes is one [b*n, .] matrix of node rows,
- * sorted by node module (gnn-impl.h), so a node module is one GEMM on a
- * contiguous block. An edge module is one GEMM too: its source rows are
- * gathered, multiplied, and scatter-added onto the destinations. */
+ * A batch of b graphs is one [b*n, .] matrix of node rows, node-major and
+ * sorted by node module, and each edge module's product is taken once per
+ * distinct source or destination (the plan's schedule, gnn-impl.h). Training
+ * and scoring run the same forward: scoring keeps nothing for a backward
+ * and reads its features where the caller has them. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,116 @@ static int *dup_ints(const int *a, int n) {
     return r;
 }
 
+/* The message schedule of a plan whose modules are sorted (gnn-impl.h).
+ * Rows of a module are its distinct sources or destinations in ascending
+ * place; each row's edges keep the shape's order; each place's lists run
+ * in module order. */
+static mt_status plan_schedule(mt__gnn_plan *p) {
+    int n = p->n, E = p->E, et = p->et;
+    size_t e1 = (size_t)(E > 0 ? E : 1);
+    p->pos = malloc(sizeof(int) * (size_t)n);
+    p->mrow_off = calloc((size_t)et + 1, sizeof(int));
+    p->mside = calloc((size_t)et, sizeof(int));
+    p->mrun = calloc((size_t)et, sizeof(int));
+    /* at most one row per edge; a list entry per edge or row */
+    p->mrow_pos = malloc(sizeof(int) * e1);
+    p->madj_off = malloc(sizeof(int) * ((size_t)E + 1));
+    p->madj_pos = malloc(sizeof(int) * e1);
+    p->in_off = calloc((size_t)n + 1, sizeof(int));
+    p->in_row = malloc(sizeof(int) * 2 * e1);
+    p->out_off = calloc((size_t)n + 1, sizeof(int));
+    p->out_row = malloc(sizeof(int) * 2 * e1);
+    int *cnt_src = calloc((size_t)n, sizeof(int)), *cnt_dst = calloc((size_t)n, sizeof(int)), *fill = calloc((size_t)n, sizeof(int));
+    int *ofill = calloc((size_t)n, sizeof(int));
+    mt_status st = MT_NOMEM;
+    if (!p->pos || !p->mrow_off || !p->mside || !p->mrun || !p->mrow_pos || !p->madj_off || !p->madj_pos || !p->in_off || !p->in_row ||
+        !p->out_off || !p->out_row || !cnt_src || !cnt_dst || !fill || !ofill)
+        goto done;
+    for (int v = 0; v < n; v++) p->pos[v] = p->node_off[p->node_mod[v]] + p->node_rank[v];
+    int rows = 0, adj = 0, o = 0;
+    p->madj_off[0] = 0;
+    p->maxrows = p->maxsum = 0;
+    for (int t = 0; t < et; t++) {
+        const int *eo = p->edge_order + o;
+        int ne = p->edge_cnt[t], ns = 0, nd = 0;
+        o += ne;
+        /* edges per place at either end */
+        for (int i = 0; i < ne; i++) {
+            int e = eo[i];
+            ns += cnt_src[p->pos[p->edge_src[e]]]++ == 0;
+            nd += cnt_dst[p->pos[p->edge_dst[e]]]++ == 0;
+        }
+        int side = nd < ns;
+        const int *cnt = side ? cnt_dst : cnt_src;
+        p->mside[t] = side;
+        p->mrow_off[t] = rows;
+        /* rows in ascending place; fill[q] = where row q's next edge goes */
+        int r0 = rows;
+        for (int q = 0; q < n; q++)
+            if (cnt[q]) {
+                p->mrow_pos[rows] = q;
+                fill[q] = adj;
+                adj += cnt[q];
+                if (cnt[q] > p->maxsum) p->maxsum = cnt[q];
+                p->madj_off[++rows] = adj;
+            }
+        for (int i = 0; i < ne; i++) {
+            int e = eo[i], s = p->pos[p->edge_src[e]], d = p->pos[p->edge_dst[e]];
+            p->madj_pos[fill[side ? d : s]++] = side ? s : d;
+        }
+        int run = rows > r0;
+        for (int r = r0 + 1; r < rows && run; r++) run = p->mrow_pos[r] == p->mrow_pos[r - 1] + 1;
+        p->mrun[t] = run;
+        if (rows - r0 > p->maxrows) p->maxrows = rows - r0;
+        for (int i = 0; i < ne; i++) {
+            int e = eo[i];
+            cnt_src[p->pos[p->edge_src[e]]] = cnt_dst[p->pos[p->edge_dst[e]]] = 0;
+        }
+    }
+    p->nrows = p->mrow_off[et] = rows;
+    /* the per-place lists: counted, then filled module by module */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int q = 0; q < n && pass == 1; q++) fill[q] = p->in_off[q], ofill[q] = p->out_off[q];
+        for (int t = 0; t < et; t++)
+            for (int r = p->mrow_off[t]; r < p->mrow_off[t + 1]; r++) {
+                int q = p->mrow_pos[r];
+                if (p->mside[t] == 0) {
+                    for (int j = p->madj_off[r]; j < p->madj_off[r + 1]; j++) {
+                        if (pass == 0) p->in_off[p->madj_pos[j] + 1]++;
+                        else p->in_row[fill[p->madj_pos[j]]++] = r;
+                    }
+                    if (!p->mrun[t]) {
+                        if (pass == 0) p->out_off[q + 1]++;
+                        else p->out_row[ofill[q]++] = r;
+                    }
+                } else {
+                    if (!p->mrun[t]) {
+                        if (pass == 0) p->in_off[q + 1]++;
+                        else p->in_row[fill[q]++] = r;
+                    }
+                    for (int j = p->madj_off[r]; j < p->madj_off[r + 1]; j++) {
+                        if (pass == 0) p->out_off[p->madj_pos[j] + 1]++;
+                        else p->out_row[ofill[p->madj_pos[j]]++] = r;
+                    }
+                }
+            }
+        for (int q = 0; q < n && pass == 0; q++) {
+            int ki = p->in_off[q + 1], ko = p->out_off[q + 1];
+            if (ki > p->maxsum) p->maxsum = ki;
+            if (ko > p->maxsum) p->maxsum = ko;
+            p->in_off[q + 1] += p->in_off[q];
+            p->out_off[q + 1] += p->out_off[q];
+        }
+    }
+    st = MT_OK;
+done:
+    free(cnt_src);
+    free(cnt_dst);
+    free(fill);
+    free(ofill);
+    return st;
+}
+
 mt_status mt__gnn_plan_make(const mt_gnn *m, const mt_graph_shape *s, mt__gnn_plan **out) {
     *out = NULL;
     mt__gnn_plan *p = calloc(1, sizeof *p);
@@ -77,6 +189,10 @@ mt_status mt__gnn_plan_make(const mt_gnn *m, const mt_graph_shape *s, mt__gnn_pl
     for (int t = 0; t < et; t++)
         for (int e = 0; e < p->E; e++)
             if ((et == 1 ? 0 : p->edge_type[e]) == t) p->edge_order[k++] = e, p->edge_cnt[t]++;
+    if (plan_schedule(p) != MT_OK) {
+        mt__gnn_plan_free(p);
+        return MT_NOMEM;
+    }
     *out = p;
     return MT_OK;
 }
@@ -90,36 +206,41 @@ mt_status mt__gnn_ws_make(const mt_gnn *m, const mt__gnn_plan *p, int cap, int k
     mt__gnn_ws *w = calloc(1, sizeof *w);
     if (!w) return MT_NOMEM;
     const mt__gnn_layout *y = &m->lay;
-    size_t c = (size_t)cap, n = (size_t)p->n, E = (size_t)p->E, H = (size_t)y->H, F = (size_t)y->F;
+    size_t c = (size_t)cap, n = (size_t)p->n, H = (size_t)y->H, F = (size_t)y->F;
     size_t N = c * n, wide = F > H ? F : H, L = (size_t)y->L;
-    size_t nt = (size_t)(y->nt > 0 ? y->nt : 1), et = (size_t)(y->et > 0 ? y->et : 1);
-    size_t maxrows = c * (n > E ? n : E);
+    int gnn = m->p.arch != MT_GNN_MLP;
     w->cap = cap, w->keep = keep, w->built_b = -1;
     w->rowmap = malloc(sizeof(int) * N);
-    w->node_start = malloc(sizeof(int) * (nt + 1));
-    w->edge_start = malloc(sizeof(int) * (et + 1));
-    w->edge_src = malloc(sizeof(int) * (c * E + 1));
-    w->edge_dst = malloc(sizeof(int) * (c * E + 1));
     w->X = fl(N * F);
-    w->H = fl((keep ? L + 1 : 1) * N * H);
-    w->A = fl(keep ? L * N * H : 1);
-    w->U = fl(N * H);
-    w->ws_in = fl(maxrows * wide);
-    w->ws_out = fl(maxrows * wide);
     w->R = fl(c * 2 * wide);
-    w->argmax = malloc(sizeof(int) * c * wide);
     w->Z = fl((keep ? (L > 1 ? L : 1) : 2) * c * H);
     w->s = fl(c);
-    int ok = w->rowmap && w->node_start && w->edge_start && w->edge_src && w->edge_dst && w->X && w->H && w->A && w->U && w->ws_in &&
-             w->ws_out && w->R && w->argmax && w->Z && w->s;
+    int ok = w->rowmap && w->X && w->R && w->Z && w->s;
+    if (gnn) {
+        w->H = fl((keep ? L + 1 : 1) * N * H);
+        w->A = fl(keep ? L * N * H : 1);
+        w->U = fl(N * H);
+        w->M = fl(c * (size_t)p->nrows * H);
+        w->G = fl(c * (size_t)p->maxrows * H);
+        w->G2 = fl(keep ? c * (size_t)p->maxrows * H : 1);
+        w->ptr = malloc(sizeof(float *) * ((size_t)p->maxsum + 1));
+        ok = ok && w->H && w->A && w->U && w->M && w->G && w->G2 && w->ptr;
+    } else {
+        w->xrow = fl(F);
+        ok = ok && w->xrow;
+    }
     if (ok && keep) {
-        w->dH = fl(N * H);
-        w->dU = fl(N * H);
+        w->argmax = malloc(sizeof(int) * c * wide);
         w->dR = fl(c * 2 * wide);
         w->dZ = fl(c * H);
         w->dZ2 = fl(c * H);
         w->ds = fl(c);
-        ok = w->dH && w->dU && w->dR && w->dZ && w->dZ2 && w->ds;
+        ok = w->argmax && w->dR && w->dZ && w->dZ2 && w->ds;
+        if (ok && gnn) {
+            w->dH = fl(N * H);
+            w->dU = fl(N * H);
+            ok = w->dH && w->dU;
+        }
     }
     if (!ok) {
         mt__gnn_ws_free(w);
@@ -129,43 +250,75 @@ mt_status mt__gnn_ws_make(const mt_gnn *m, const mt__gnn_plan *p, int cap, int k
     return MT_OK;
 }
 
-/* The row map and typed index lists for b graphs. */
+/* The row map for b graphs: node v of graph g at row pos[v]*b + g. */
 static void build_index(const mt__gnn_plan *p, mt__gnn_ws *w, int b) {
     if (w->built_b == b) return;
-    int n = p->n;
-    for (int t = 0; t <= p->nt; t++) w->node_start[t] = b * p->node_off[t];
     for (int g = 0; g < b; g++)
-        for (int v = 0; v < n; v++) {
-            int t = p->node_mod[v];
-            w->rowmap[g * n + v] = b * p->node_off[t] + g * p->node_cnt[t] + p->node_rank[v];
-        }
-    int k = 0, o = 0;
-    w->edge_start[0] = 0;
-    for (int t = 0; t < p->et; t++) {
-        for (int g = 0; g < b; g++)
-            for (int i = 0; i < p->edge_cnt[t]; i++) {
-                int e = p->edge_order[o + i];
-                w->edge_src[k] = w->rowmap[g * n + p->edge_src[e]];
-                w->edge_dst[k++] = w->rowmap[g * n + p->edge_dst[e]];
-            }
-        o += p->edge_cnt[t];
-        w->edge_start[t + 1] = k;
-    }
+        for (int v = 0; v < p->n; v++) w->rowmap[g * p->n + v] = p->pos[v] * b + g;
     w->built_b = b;
+}
+
+/* o = (x - mean) * istd over F features. */
+static inline void normalise_row(const mt_gnn *m, const float *xv, float *o, int F) {
+    int f = 0;
+    for (; f + 8 <= F; f += 8) /* 8 wide: GCC's -O2 vectorises this, not a plain loop */
+        for (int k = 0; k < 8; k++) o[f + k] = (xv[f + k] - m->mean[f + k]) * m->istd[f + k];
+    for (; f < F; f++) o[f] = (xv[f] - m->mean[f]) * m->istd[f];
 }
 
 void mt__gnn_input(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b, const float *const *feats) {
     int F = m->lay.F;
     build_index(p, ws, b);
-    for (int g = 0; g < b; g++) {
-        const float *x = feats[g];
-        for (int v = 0; v < p->n; v++) {
-            float *o = ws->X + (size_t)ws->rowmap[g * p->n + v] * F;
-            const float *xv = x + (size_t)v * F;
-            int f = 0;
-            for (; f + 8 <= F; f += 8) /* 8 wide: GCC's -O2 vectorises this, not a plain loop */
-                for (int k = 0; k < 8; k++) o[f + k] = (xv[f + k] - m->mean[f + k]) * m->istd[f + k];
-            for (; f < F; f++) o[f] = (xv[f] - m->mean[f]) * m->istd[f];
+    /* read in order, written by place */
+    for (int g = 0; g < b; g++)
+        for (int v = 0; v < p->n; v++) normalise_row(m, feats[g] + (size_t)v * F, ws->X + (size_t)ws->rowmap[g * p->n + v] * F, F);
+}
+
+/* mx = max(mx, x) elementwise, 8 wide and branch-free (x > m ? x : m, as
+ * mt__readout compares). */
+static inline void max_row(float *restrict mx, const float *restrict x, int n) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        float a[8];
+        for (int k = 0; k < 8; k++) a[k] = x[j + k] > mx[j + k] ? x[j + k] : mx[j + k];
+        for (int k = 0; k < 8; k++) mx[j + k] = a[k];
+    }
+    for (; j < n; j++) mx[j] = x[j] > mx[j] ? x[j] : mx[j];
+}
+
+/* Layer l's products from states h: the node modules' into U (no bias),
+ * the edge modules' into M (side-1 runs: added onto U). */
+static void messages(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, int l, const float *h) {
+    const mt__gnn_layout *y = &m->lay;
+    const float *W = m->w;
+    const int H = y->H;
+    const size_t bH = (size_t)b * H;
+    for (int t = 0; t < p->nt; t++) {
+        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
+        if (r > 0) mt__mm(r, H, H, h + (size_t)r0 * H, W + y->upd_w[l] + (size_t)t * H * H, 0.0f, w->U + (size_t)r0 * H);
+    }
+    for (int t = 0; t < p->et; t++) {
+        int a = p->mrow_off[t], rows = p->mrow_off[t + 1] - a;
+        if (rows == 0) continue;
+        const int *rp = p->mrow_pos + a;
+        const float *Wt = W + y->msg_w[l] + (size_t)t * H * H;
+        if (p->mside[t] == 0) {
+            /* a product per source; its destinations pull it */
+            const float *in = h + (size_t)rp[0] * bH;
+            if (!p->mrun[t]) {
+                for (int i = 0; i < rows; i++) memcpy(w->G + (size_t)i * bH, h + (size_t)rp[i] * bH, sizeof(float) * bH);
+                in = w->G;
+            }
+            mt__mm(rows * b, H, H, in, Wt, 0.0f, w->M + (size_t)a * bH);
+        } else {
+            /* a product per destination, on the sum of its sources */
+            for (int i = 0; i < rows; i++) {
+                int j0 = p->madj_off[a + i], k = p->madj_off[a + i + 1] - j0;
+                for (int j = 0; j < k; j++) w->ptr[j] = h + (size_t)p->madj_pos[j0 + j] * bH;
+                mt__sum_blocks(bH, w->G + (size_t)i * bH, w->ptr, k);
+            }
+            if (p->mrun[t]) mt__mm(rows * b, H, H, w->G, Wt, 1.0f, w->U + (size_t)rp[0] * bH);
+            else mt__mm(rows * b, H, H, w->G, Wt, 0.0f, w->M + (size_t)a * bH);
         }
     }
 }
@@ -173,32 +326,59 @@ void mt__gnn_input(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b
 static void forward_gnn(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b) {
     const mt__gnn_layout *y = &m->lay;
     const float *W = m->w;
-    int H = y->H, n = p->n;
-    size_t N = (size_t)b * n, NH = N * H;
-    mt__typed_index nodes = {y->nt, w->node_start, NULL, NULL};
-    mt__typed_index edges = {y->et, w->edge_start, w->edge_src, w->edge_dst};
-    float *h = w->H;
-    memset(h, 0, sizeof(float) * NH);
-    mt__typed_linear(&nodes, y->F, H, w->X, W + y->in_w, W + y->in_b, h, w->ws_in, w->ws_out);
-    mt__lrelu(NH, h, h);
+    const int H = y->H, F = y->F, n = p->n;
+    const size_t bH = (size_t)b * H, NH = (size_t)n * bH;
+    const int keep = w->keep;
+    /* each node module is one product on its block of places */
+    for (int t = 0; t < p->nt; t++) {
+        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
+        if (r == 0) continue;
+        mt__mm(r, H, F, w->X + (size_t)r0 * F, W + y->in_w + (size_t)t * F * H, 0.0f, w->H + (size_t)r0 * H);
+        mt__bias_lrelu(r, H, w->H + (size_t)r0 * H, W + y->in_b + (size_t)t * H);
+    }
     for (int l = 0; l < y->L; l++) {
-        memset(w->U, 0, sizeof(float) * NH);
-        mt__typed_linear(&edges, H, H, h, W + y->msg_w[l], NULL, w->U, w->ws_in, w->ws_out);
-        mt__typed_linear(&nodes, H, H, h, W + y->upd_w[l], W + y->upd_b[l], w->U, w->ws_in, w->ws_out);
-        if (w->keep) {
-            float *a = w->A + (size_t)l * NH, *hn = h + NH;
-            mt__lrelu(NH, w->U, a);
-            for (size_t i = 0; i < NH; i++) hn[i] = h[i] + a[i];
-            h = hn;
-        } else {
-            mt__lrelu(NH, w->U, w->U);
-            for (size_t i = 0; i < NH; i++) h[i] += w->U[i];
+        float *h = w->H + (keep ? (size_t)l * NH : 0), *hn = keep ? h + NH : h, *a = keep ? w->A + (size_t)l * NH : NULL;
+        messages(m, p, w, b, l, h);
+        /* h' = h + lrelu(update + bias + messages), place by place */
+        for (int t = 0; t < p->nt; t++)
+            for (int q = p->node_off[t]; q < p->node_off[t + 1]; q++) {
+                int j0 = p->in_off[q], k = p->in_off[q + 1] - j0;
+                for (int j = 0; j < k; j++) w->ptr[j] = w->M + (size_t)p->in_row[j0 + j] * bH;
+                size_t o = (size_t)q * bH;
+                mt__update_pull(b, H, h + o, hn + o, a ? a + o : NULL, w->U + o, W + y->upd_b[l] + (size_t)t * H, w->ptr, k);
+            }
+    }
+    /* readout in node order, as mt__readout: the sum, and the maximum with
+     * the first node of it (for the backward) */
+    const float *h = w->H + (keep ? (size_t)y->L * NH : 0);
+    float *R = w->R;
+    for (int g = 0; g < b; g++) {
+        const float *x = h + ((size_t)p->pos[0] * b + g) * H;
+        memset(R + (size_t)g * 2 * H, 0, sizeof(float) * (size_t)H);
+        memcpy(R + (size_t)g * 2 * H + H, x, sizeof(float) * (size_t)H);
+        if (keep) memset(w->argmax + (size_t)g * H, 0, sizeof(int) * (size_t)H);
+    }
+    for (int v = 0; v < n; v++) {
+        const float *hq = h + (size_t)p->pos[v] * bH;
+        for (int g = 0; g < b; g++) {
+            float *sum = R + (size_t)g * 2 * H, *mx = sum + H;
+            const float *x = hq + (size_t)g * H;
+            mt__add((size_t)H, sum, x);
+            if (v == 0) continue;
+            if (!keep) {
+                max_row(mx, x, H);
+                continue;
+            }
+            int *am = w->argmax + (size_t)g * H;
+            for (int j = 0; j < H; j++)
+                if (x[j] > mx[j]) mx[j] = x[j], am[j] = v;
         }
     }
-    mt__readout(b, n, H, h, w->rowmap, 1.0f / (float)n, w->R, 2 * H, w->R + H, 2 * H, w->argmax);
+    float scale = 1.0f / (float)n;
+    for (int g = 0; g < b; g++)
+        for (int j = 0; j < H; j++) R[(size_t)g * 2 * H + j] *= scale;
     mt__mm(b, H, 2 * H, w->R, W + y->head_w1, 0.0f, w->Z);
-    mt__bias_add(b, H, w->Z, W + y->head_b1);
-    mt__lrelu((size_t)b * H, w->Z, w->Z);
+    mt__bias_lrelu(b, H, w->Z, W + y->head_b1);
     mt__mm(b, 1, H, w->Z, W + y->out_w, 0.0f, w->s);
     for (int g = 0; g < b; g++) w->s[g] += W[y->out_b];
 }
@@ -212,8 +392,7 @@ static void forward_mlp(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, i
     for (int l = 0; l < y->L; l++) {
         float *z = w->Z + (size_t)(w->keep ? l : l % 2) * w->cap * H;
         mt__mm(b, H, in_dim, in, m->w + y->mlp_w[l], 0.0f, z);
-        mt__bias_add(b, H, z, m->w + y->mlp_b[l]);
-        mt__lrelu((size_t)b * H, z, z);
+        mt__bias_lrelu(b, H, z, m->w + y->mlp_b[l]);
         in = z, in_dim = H;
     }
     mt__mm(b, 1, H, in, m->w + y->out_w, 0.0f, w->s);
@@ -235,32 +414,106 @@ static void backward_out(const mt_gnn *m, mt__gnn_ws *w, int b, const float *z, 
     for (int g = 0; g < b; g++) grad[y->out_b] += ds[g];
 }
 
+/* Layer l's backward from dU (dL/d the update's pre-activation) and states
+ * h: weight gradients into grad, state gradients added onto w->dH (which
+ * holds dL/dh' and so becomes dL/dh through the residual). */
+static void backward_layer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, int l, const float *h, float *grad) {
+    const mt__gnn_layout *y = &m->lay;
+    const float *W = m->w;
+    const int H = y->H, n = p->n;
+    const size_t bH = (size_t)b * H;
+    const float *dU = w->dU;
+    for (int t = 0; t < p->nt; t++) {
+        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
+        if (r == 0) continue;
+        size_t o = (size_t)r0 * H;
+        mt__mm_backward(r, H, H, h + o, W + y->upd_w[l] + (size_t)t * H * H, dU + o, w->dH + o, grad + y->upd_w[l] + (size_t)t * H * H);
+        mt__bias_backward(r, H, dU + o, grad + y->upd_b[l] + (size_t)t * H);
+    }
+    for (int t = 0; t < p->et; t++) {
+        int a = p->mrow_off[t], rows = p->mrow_off[t + 1] - a;
+        if (rows == 0) continue;
+        const int *rp = p->mrow_pos + a;
+        const float *Wt = W + y->msg_w[l] + (size_t)t * H * H;
+        float *dWt = grad + y->msg_w[l] + (size_t)t * H * H, *P = w->M + (size_t)a * bH;
+        if (p->mside[t] == 0) {
+            /* product M = h[src] W: dM = the sum of its destinations' dU */
+            for (int i = 0; i < rows; i++) {
+                int j0 = p->madj_off[a + i], k = p->madj_off[a + i + 1] - j0;
+                for (int j = 0; j < k; j++) w->ptr[j] = dU + (size_t)p->madj_pos[j0 + j] * bH;
+                mt__sum_blocks(bH, w->G2 + (size_t)i * bH, w->ptr, k);
+            }
+            const float *in = h + (size_t)rp[0] * bH;
+            if (!p->mrun[t]) {
+                for (int i = 0; i < rows; i++) memcpy(w->G + (size_t)i * bH, h + (size_t)rp[i] * bH, sizeof(float) * bH);
+                in = w->G;
+            }
+            mt__mm_backward(rows * b, H, H, in, Wt, w->G2, NULL, dWt);
+            /* dh[src] += dM W^T: in place for a run, else pulled below */
+            if (p->mrun[t]) mt__mm_nt(rows * b, H, H, w->G2, Wt, 1.0f, w->dH + (size_t)rp[0] * bH);
+            else mt__mm_nt(rows * b, H, H, w->G2, Wt, 0.0f, P);
+        } else {
+            /* product G W, G the sum of the sources (summed again: cheaper than keeping it) */
+            for (int i = 0; i < rows; i++) {
+                int j0 = p->madj_off[a + i], k = p->madj_off[a + i + 1] - j0;
+                for (int j = 0; j < k; j++) w->ptr[j] = h + (size_t)p->madj_pos[j0 + j] * bH;
+                mt__sum_blocks(bH, w->G + (size_t)i * bH, w->ptr, k);
+            }
+            const float *d = dU + (size_t)rp[0] * bH;
+            if (!p->mrun[t]) {
+                for (int i = 0; i < rows; i++) memcpy(w->G2 + (size_t)i * bH, dU + (size_t)rp[i] * bH, sizeof(float) * bH);
+                d = w->G2;
+            }
+            mt__mm_backward(rows * b, H, H, w->G, Wt, d, NULL, dWt);
+            /* dG = dU W^T, pulled below by every source */
+            mt__mm_nt(rows * b, H, H, d, Wt, 0.0f, P);
+        }
+    }
+    for (int q = 0; q < n; q++) {
+        int j0 = p->out_off[q], k = p->out_off[q + 1] - j0;
+        if (k == 0) continue;
+        for (int j = 0; j < k; j++) w->ptr[j] = w->M + (size_t)p->out_row[j0 + j] * bH;
+        mt__add_blocks(bH, w->dH + (size_t)q * bH, w->ptr, k);
+    }
+}
+
 static void backward_gnn(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *ds, float *grad) {
     const mt__gnn_layout *y = &m->lay;
     const float *W = m->w;
-    int H = y->H, n = p->n;
-    size_t N = (size_t)b * n, NH = N * H;
-    mt__typed_index nodes = {y->nt, w->node_start, NULL, NULL};
-    mt__typed_index edges = {y->et, w->edge_start, w->edge_src, w->edge_dst};
+    int H = y->H, F = y->F, n = p->n;
+    size_t bH = (size_t)b * H, NH = (size_t)n * bH;
     backward_out(m, w, b, w->Z, ds, grad);
     zero(w->dZ2, (size_t)b * H);
     mt__lrelu_backward((size_t)b * H, w->Z, w->dZ, w->dZ2);
     mt__bias_backward(b, H, w->dZ2, grad + y->head_b1);
     zero(w->dR, (size_t)b * 2 * H);
     mt__mm_backward(b, H, 2 * H, w->R, W + y->head_w1, w->dZ2, w->dR, grad + y->head_w1);
+    /* readout: the mean reaches every node, the maximum its first node */
     zero(w->dH, NH);
-    mt__readout_backward(b, n, H, w->rowmap, 1.0f / (float)n, w->dR, 2 * H, w->dR + H, 2 * H, w->argmax, w->dH);
+    float scale = 1.0f / (float)n;
+    float *d = w->dZ2; /* free again: one row of the mean's gradient */
+    for (int g = 0; g < b; g++) {
+        const float *dsum = w->dR + (size_t)g * 2 * H, *dmax = dsum + H;
+        for (int j = 0; j < H; j++) d[j] = scale * dsum[j];
+        for (int q = 0; q < n; q++) mt__add((size_t)H, w->dH + ((size_t)q * b + g) * H, d);
+        const int *am = w->argmax + (size_t)g * H;
+        for (int j = 0; j < H; j++) w->dH[((size_t)p->pos[am[j]] * b + g) * H + j] += dmax[j];
+    }
     for (int l = y->L - 1; l >= 0; l--) {
-        /* H[l+1] = H[l] + lrelu(U); dH holds dL/dH[l+1] and becomes dL/dH[l] */
-        const float *hl = w->H + (size_t)l * NH;
+        /* H[l+1] = H[l] + A[l], A[l] = lrelu(U): dH holds dL/dH[l+1] and becomes dL/dH[l] */
         zero(w->dU, NH);
         mt__lrelu_backward(NH, w->A + (size_t)l * NH, w->dH, w->dU);
-        mt__typed_linear_backward(&nodes, H, H, hl, W + y->upd_w[l], w->dU, w->dH, grad + y->upd_w[l], grad + y->upd_b[l], w->ws_in, w->ws_out);
-        mt__typed_linear_backward(&edges, H, H, hl, W + y->msg_w[l], w->dU, w->dH, grad + y->msg_w[l], NULL, w->ws_in, w->ws_out);
+        backward_layer(m, p, w, b, l, w->H + (size_t)l * NH, grad);
     }
     zero(w->dU, NH);
     mt__lrelu_backward(NH, w->H, w->dH, w->dU);
-    mt__typed_linear_backward(&nodes, y->F, H, w->X, W + y->in_w, w->dU, NULL, grad + y->in_w, grad + y->in_b, w->ws_in, w->ws_out);
+    for (int t = 0; t < p->nt; t++) {
+        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
+        if (r == 0) continue;
+        mt__mm_backward(r, H, F, w->X + (size_t)r0 * F, W + y->in_w + (size_t)t * F * H, w->dU + (size_t)r0 * H, NULL,
+                        grad + y->in_w + (size_t)t * F * H);
+        mt__bias_backward(r, H, w->dU + (size_t)r0 * H, grad + y->in_b + (size_t)t * H);
+    }
 }
 
 static void backward_mlp(const mt_gnn *m, mt__gnn_ws *w, int b, const float *ds, float *grad) {
@@ -287,28 +540,82 @@ void mt__gnn_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, in
     else backward_gnn(m, p, ws, b, ds, grad);
 }
 
+/* ---- inference ---- */
+
+/* The MLP reads the normalised features only through their mean and max:
+ * computed graph by graph in node order, as forward_mlp does (the same
+ * bits), without storing the normalised rows. */
+static void infer_mlp(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *feats) {
+    const mt__gnn_layout *y = &m->lay;
+    int H = y->H, F = y->F, n = p->n;
+    float scale = 1.0f / (float)n;
+    for (int g = 0; g < b; g++) {
+        float *sum = w->R + (size_t)g * 2 * F, *mx = sum + F, *x = w->xrow;
+        for (int v = 0; v < n; v++) {
+            normalise_row(m, feats + ((size_t)g * n + v) * F, x, F);
+            if (v == 0) {
+                memset(sum, 0, sizeof(float) * (size_t)F);
+                memcpy(mx, x, sizeof(float) * (size_t)F);
+            } else {
+                max_row(mx, x, F);
+            }
+            mt__add((size_t)F, sum, x);
+        }
+        for (int j = 0; j < F; j++) sum[j] *= scale;
+    }
+    const float *in = w->R;
+    int in_dim = 2 * F;
+    for (int l = 0; l < y->L; l++) {
+        float *z = w->Z + (size_t)(l % 2) * w->cap * H;
+        mt__mm(b, H, in_dim, in, m->w + y->mlp_w[l], 0.0f, z);
+        mt__bias_lrelu(b, H, z, m->w + y->mlp_b[l]);
+        in = z, in_dim = H;
+    }
+    mt__mm(b, 1, H, in, m->w + y->out_w, 0.0f, w->s);
+    for (int g = 0; g < b; g++) w->s[g] += m->w[y->out_b];
+}
+
+void mt__gnn_infer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b, const float *feats) {
+    if (b <= 0) return;
+    if (m->p.arch == MT_GNN_MLP) {
+        infer_mlp(m, p, ws, b, feats);
+        return;
+    }
+    int F = m->lay.F, n = p->n;
+    build_index(p, ws, b);
+    for (int g = 0; g < b; g++)
+        for (int v = 0; v < n; v++) normalise_row(m, feats + ((size_t)g * n + v) * F, ws->X + (size_t)ws->rowmap[g * n + v] * F, F);
+    forward_gnn(m, p, ws, b);
+}
+
 /* ---- scoring ---- */
+
+/* Scores the fixed chunks of MT__GNN_CHUNK graphs that it claims from
+ * *next, until none is left. Threads claim chunks as they go, so a thread
+ * that the machine holds back (on a shared machine) takes fewer; a chunk's
+ * scores are the same whichever thread computes it. */
+static void score_chunks(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, atomic_int *next, int B, const float *feats, float *scores) {
+    size_t per = (size_t)p->n * m->lay.F;
+    for (int c; (long)(c = atomic_fetch_add(next, 1)) * MT__GNN_CHUNK < B;) {
+        int lo = c * MT__GNN_CHUNK, b = B - lo < MT__GNN_CHUNK ? B - lo : MT__GNN_CHUNK;
+        mt__gnn_infer(m, p, ws, b, feats + (size_t)lo * per);
+        memcpy(scores + lo, ws->s, sizeof(float) * (size_t)b);
+    }
+}
 
 typedef struct score_job {
     const mt_gnn *m;
     const mt__gnn_plan *p;
     mt__gnn_ws *ws;
-    int k, stride, B; /* chunks k, k + stride, ... */
+    atomic_int *next;
+    int B;
     const float *feats;
     float *scores;
 } score_job;
 
 static void *score_run(void *arg) {
     score_job *j = arg;
-    const float *ptr[MT__GNN_CHUNK];
-    size_t per = (size_t)j->p->n * j->m->lay.F;
-    for (int c = j->k; (long)c * MT__GNN_CHUNK < j->B; c += j->stride) {
-        int lo = c * MT__GNN_CHUNK, b = j->B - lo < MT__GNN_CHUNK ? j->B - lo : MT__GNN_CHUNK;
-        for (int g = 0; g < b; g++) ptr[g] = j->feats + (size_t)(lo + g) * per;
-        mt__gnn_input(j->m, j->p, j->ws, b, ptr);
-        mt__gnn_forward(j->m, j->p, j->ws, b);
-        memcpy(j->scores + lo, j->ws->s, sizeof(float) * (size_t)b);
-    }
+    score_chunks(j->m, j->p, j->ws, j->next, j->B, j->feats, j->scores);
     return NULL;
 }
 
@@ -330,12 +637,47 @@ mt_status mt_gnn_score(mt_gnn *m, const mt_graph_shape *shape, int B, const floa
     score_job jobs[MT__GNN_MAX_THREADS];
     pthread_t tid[MT__GNN_MAX_THREADS];
     int started[MT__GNN_MAX_THREADS] = {0};
-    for (int k = 0; k < T; k++) jobs[k] = (score_job){m, m->plan, m->ws[k], k, T, B, feats, scores};
+    atomic_int next;
+    atomic_init(&next, 0);
+    for (int k = 0; k < T; k++) jobs[k] = (score_job){m, m->plan, m->ws[k], &next, B, feats, scores};
     for (int k = 1; k < T; k++) started[k] = pthread_create(&tid[k], NULL, score_run, &jobs[k]) == 0;
     score_run(&jobs[0]);
     for (int k = 1; k < T; k++) {
         if (started[k]) pthread_join(tid[k], NULL);
-        else score_run(&jobs[k]); /* no thread: do its share here */
+        else score_run(&jobs[k]); /* no thread: whatever is left is done here */
     }
     return MT_OK;
+}
+
+mt_status mt_gnn_scorer_create(const mt_gnn *m, const mt_graph_shape *shape, mt_gnn_scorer **out, char *err, size_t errlen) {
+    if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: scorer: out is NULL");
+    *out = NULL;
+    if (!m) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: scorer: model is NULL");
+    mt_status st = mt__gnn_check_shape(shape, err, errlen);
+    if (st != MT_OK) return st;
+    mt_gnn_scorer *s = calloc(1, sizeof *s);
+    if (!s || mt__gnn_plan_make(m, shape, &s->plan) != MT_OK || mt__gnn_ws_make(m, s->plan, MT__GNN_CHUNK, 0, &s->ws) != MT_OK) {
+        mt_gnn_scorer_free(s);
+        return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for a scorer");
+    }
+    s->m = m;
+    *out = s;
+    return MT_OK;
+}
+
+mt_status mt_gnn_scorer_run(mt_gnn_scorer *s, int B, const float *feats, float *scores, char *err, size_t errlen) {
+    if (!s || B < 0 || (B > 0 && (!feats || !scores))) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: scorer: bad arguments");
+    atomic_int next;
+    atomic_init(&next, 0);
+    score_chunks(s->m, s->plan, s->ws, &next, B, feats, scores);
+    return MT_OK;
+}
+
+int mt_gnn_scorer_matches(const mt_gnn_scorer *s, const mt_graph_shape *shape) { return s && shape && mt__gnn_plan_matches(s->plan, shape); }
+
+void mt_gnn_scorer_free(mt_gnn_scorer *s) {
+    if (!s) return;
+    mt__gnn_plan_free(s->plan);
+    mt__gnn_ws_free(s->ws);
+    free(s);
 }

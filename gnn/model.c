@@ -119,22 +119,32 @@ void mt__gnn_plan_free(mt__gnn_plan *p) {
     free(p->node_cnt);
     free(p->edge_order);
     free(p->edge_cnt);
+    free(p->pos);
+    free(p->mrow_off);
+    free(p->mside);
+    free(p->mrun);
+    free(p->mrow_pos);
+    free(p->madj_off);
+    free(p->madj_pos);
+    free(p->in_off);
+    free(p->in_row);
+    free(p->out_off);
+    free(p->out_row);
     free(p);
 }
 
 void mt__gnn_ws_free(mt__gnn_ws *ws) {
     if (!ws) return;
     free(ws->rowmap);
-    free(ws->node_start);
-    free(ws->edge_start);
-    free(ws->edge_src);
-    free(ws->edge_dst);
     free(ws->X);
     free(ws->H);
     free(ws->A);
     free(ws->U);
-    free(ws->ws_in);
-    free(ws->ws_out);
+    free(ws->M);
+    free(ws->G);
+    free(ws->G2);
+    free(ws->ptr);
+    free(ws->xrow);
     free(ws->R);
     free(ws->argmax);
     free(ws->Z);

@@ -33,6 +33,23 @@ void mt__bias_backward(int m, int n, const float *dY, float *db);
 void mt__lrelu(size_t n, const float *x, float *y);
 void mt__lrelu_backward(size_t n, const float *y, const float *dy, float *dx);
 
+/* y[0..n) += x[0..n). */
+void mt__add(size_t n, float *y, const float *x);
+
+/* Y[m,n] = lrelu(Y + b[n] on every row): mt__bias_add then mt__lrelu in one pass, the same bits. */
+void mt__bias_lrelu(int m, int n, float *Y, const float *b);
+/* y[0..n) = x[0][0..n) + ... + x[k-1][0..n), k >= 1, added in that order. */
+void mt__sum_blocks(size_t n, float *y, const float *const *x, int k);
+/* y[0..n) += x[0][0..n) + ... + x[k-1][0..n), k >= 0. */
+void mt__add_blocks(size_t n, float *y, const float *const *x, int k);
+/* The GNN's residual update of one node over `rows` graphs (rows of H):
+ * a = lrelu(u + bias + x[0] + ... + x[k-1]) (k >= 0), hn = h + a; hn may
+ * be h, a may be NULL (not kept). */
+void mt__update_pull(int rows, int H, const float *h, float *hn, float *a, const float *u, const float *bias, const float *const *x, int k);
+/* C[m,n] = beta * C + A[m,k] B[n,k]^T, blocked as mt__mm (dX = dY W^T of
+ * a product Y = X W). */
+void mt__mm_nt(int m, int n, int k, const float *A, const float *B, float beta, float *C);
+
 /* Y[i,:] = X[idx[i],:] for i < n_idx; backward dX[idx[i],:] += dY[i,:]. */
 void mt__gather(int n_idx, int cols, const float *X, const int *idx, float *Y);
 void mt__gather_backward(int n_idx, int cols, const float *dY, const int *idx, float *dX);
@@ -40,8 +57,12 @@ void mt__gather_backward(int n_idx, int cols, const float *dY, const int *idx, f
 void mt__scatter_add(int n_idx, int cols, const float *X, const int *idx, float *Y);
 void mt__scatter_add_backward(int n_idx, int cols, const float *dY, const int *idx, float *dX);
 
-/* A typed linear map over index lists, the building block of both the
- * per-node-type linear (src == dst) and the per-edge-type messages:
+/* A typed linear map over index lists: the per-node-type linear (src ==
+ * dst) and the per-edge-type messages as the model first computed them,
+ * one row per edge. The model now follows its plan's schedule
+ * (gnn/forward.c: a product per distinct source or destination, pulled
+ * sums), which the edge-per-row form is the plain statement of; the tests
+ * still check this op's backward:
  * for each type t and each i in [start[t], start[t+1]):
  *     Y[dst[i],:] += X[src[i],:] W_t + b_t
  * with W_t = W + t*in*out ([in, out]) and b_t = b + t*out (b may be NULL).

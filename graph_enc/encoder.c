@@ -583,9 +583,13 @@ mt_status mt_graph_encode_kernel(const mt_graph_encoder *enc, const mt_workload 
     return MT_OK;
 }
 
-mt_status mt_graph_encode(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
-                          const mt_device_info *dev, float *feats, int *valid, char *err, size_t errlen) {
-    if (!enc || !wl || !sp || n < 0 || (n > 0 && (!cfgs || !feats)))
+/* Both batch encoders: row by config (valid[i] says which hold a kernel),
+ * or packed (only the kernels, index[j] naming the config of row j). */
+static mt_status encode_batch(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
+                              const mt_device_info *dev, float *feats, int *valid, int packed, int *index, int *nvalid, char *err,
+                              size_t errlen) {
+    if (nvalid) *nvalid = 0;
+    if (!enc || !wl || !sp || n < 0 || (n > 0 && (!cfgs || !feats)) || (packed && !nvalid))
         return mt__fail(err, errlen, MT_INVALID_ARG, "graph encode: NULL argument or negative count");
     if (strcmp(sp->template_name, mt_template_name(enc->t)) != 0)
         return mt__fail(err, errlen, MT_INVALID_ARG, "graph encode: space of template '%s', encoder of '%s'", sp->template_name,
@@ -605,9 +609,11 @@ mt_status mt_graph_encode(const mt_graph_encoder *enc, const mt_workload *wl, co
         return mt__fail(err, errlen, MT_NOMEM, "graph encode: out of memory");
     }
     mt_status status = MT_OK;
+    int nv = 0;
     for (int i = 0; i < n; i++) {
-        float *f = feats + (size_t)i * row;
-        memset(f, 0, sizeof(float) * row);
+        /* packed: the next free row, zeroed only once a kernel is there to fill it */
+        float *f = feats + (size_t)(packed ? nv : i) * row;
+        if (!packed) memset(f, 0, sizeof(float) * row);
         if (valid) valid[i] = 0;
         if (status != MT_OK) continue;
         mt_kernel *k = NULL;
@@ -615,6 +621,7 @@ mt_status mt_graph_encode(const mt_graph_encoder *enc, const mt_workload *wl, co
         mt_status bs = mt_template_build(enc->t, wl, sp, &cfgs[i], &k, berr, sizeof berr);
         if (bs == MT_NOMEM) status = MT_NOMEM;
         if (bs != MT_OK) continue;
+        if (packed) memset(f, 0, sizeof(float) * row);
         mt_status ws = encode_kernel(enc, w, st, wl, k, dev, f);
         mt_kernel_free(k);
         if (ws != MT_OK) {
@@ -623,11 +630,24 @@ mt_status mt_graph_encode(const mt_graph_encoder *enc, const mt_workload *wl, co
             continue;
         }
         if (valid) valid[i] = 1;
+        if (packed && index) index[nv] = i;
+        nv++;
     }
     mt__gwalk_free(w);
     free(st);
+    if (nvalid) *nvalid = nv;
     if (status != MT_OK) return mt__fail(err, errlen, status, "graph encode: %s", mt_status_str(status));
     return MT_OK;
+}
+
+mt_status mt_graph_encode(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
+                          const mt_device_info *dev, float *feats, int *valid, char *err, size_t errlen) {
+    return encode_batch(enc, wl, sp, cfgs, n, dev, feats, valid, 0, NULL, NULL, err, errlen);
+}
+
+mt_status mt_graph_encode_packed(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
+                                 const mt_device_info *dev, float *feats, int *index, int *nvalid, char *err, size_t errlen) {
+    return encode_batch(enc, wl, sp, cfgs, n, dev, feats, NULL, 1, index, nvalid, err, errlen);
 }
 
 mt_status mt_graph_encoder_dump(const mt_graph_encoder *enc, const float *feats, FILE *f) {

@@ -8,7 +8,15 @@
  * the same preorder, computes keys and either records them in a union
  * (shape mode) or resolves them to shape nodes and accumulates statistics
  * (encode mode). Neither pass allocates per node: the workspace (variable
- * table, LET forms, tag records) grows once and is reused across kernels.
+ * table, LET forms, tag records, the caches below) grows once and is reused
+ * across kernels.
+ *
+ * Most of a kernel is copies of a few statements (register tiles that a
+ * template unrolls in C), and the copies of one statement merge into one
+ * graph node with the same keys and the same loop statistics. The walker
+ * remembers the last inputs of each key and what the last access of each
+ * node added to its loops, so a copy neither mixes its keys again nor walks
+ * its loop stack again (acache: the features come out the same to the bit).
  *
  * Index analysis follows tuner/features.c: each index is turned into a
  * linear form over the enclosing loop variables (coefficient per loop depth,
@@ -73,7 +81,30 @@ typedef struct nframe {
 typedef struct lframe {
     const mt_stmt *s;
     int slot, own;
+    uint64_t serial; /* this visit of the loop: names the whole stack up to it */
 } lframe;
+
+/* What one access added to the loops around it, for the copies that
+ * follow it: a replicated access (a register tile unrolled in C) has the
+ * same dependence masks, buffer, width and loop stack in every copy, so
+ * each copy adds the same values to the same loops. The copies are only
+ * counted, and their share is added once (count x increment) when the entry
+ * is replaced or the kernel ends. That is exact: every statistic summed
+ * over the loops is a count (a product of extents and lanes, capped by a
+ * buffer size), an integer that a double holds exactly below 2^53, so no
+ * order of the additions rounds. Statistics of this size stay far below
+ * 2^53 (a whole grid's accesses are some 1e10). */
+typedef struct acache {
+    uint64_t stack;  /* serial of the loop stack (0: empty entry) */
+    const mt_buffer *buf;
+    uint32_t uses;
+    int opaque;
+    double elems, tt, tg, tin; /* tt, tg capped; tin: what touched_inner gets */
+    int nl;          /* depth of the stack */
+    double pending;  /* copies counted since, not yet added to the loops */
+    double *inc;     /* [2 * MAXNEST]: per depth, sub_elems and sub_touched */
+    int *slot;       /* [MAXNEST]: per depth, the own loop's slot, or -1 */
+} acache;
 
 struct mt__gwalk {
     /* mode */
@@ -88,6 +119,28 @@ struct mt__gwalk {
     lin *lets;
     int caplets, nlets;
     uint64_t *hcache; /* name hash by buffer id (0: not yet), capvars entries */
+    int *bslot;       /* encode mode: buffer node by buffer id + 2 (0: not yet, 1: none), capvars entries */
+    acache *ac;       /* encode mode: by node slot, cap_ac entries */
+    double *ac_inc;
+    int *ac_slot;
+    int cap_ac;
+    uint64_t serial;  /* last loop-stack serial handed out (never reset) */
+    uint64_t kstack;  /* serial of this kernel's empty stack */
+    /* per_loop's last increments, counted again for copies like an access's */
+    uint64_t pl_stack;
+    size_t pl_field;
+    double pl_v, pl_pending;
+    int pl_nl;
+    double pl_inc[MAXNEST];
+    int pl_slot[MAXNEST];
+    /* Keys are pure functions of their inputs, and the copies of a
+     * replicated statement mix the same inputs one after the other: the
+     * last inputs and result of each kind of key, so copies mix nothing. */
+    uint64_t sk_in[4], sk_key;   /* a store's key (before uniq) */
+    uint64_t tk_in[4], tk_key;   /* tag_hash */
+    uint64_t ck_in[2], ck_key;   /* the context a SEQ item opens */
+    uint64_t lk_in[2], lk_key;   /* a load's key (before uniq) */
+    int sk_valid, tk_valid, ck_valid, lk_valid;
     tagrec *tags;
     int captags, ntags, tagi;
     nframe nodes[MAXNEST];
@@ -110,6 +163,10 @@ void mt__gwalk_free(mt__gwalk *w) {
     if (!w) return;
     free(w->vars);
     free(w->hcache);
+    free(w->bslot);
+    free(w->ac);
+    free(w->ac_inc);
+    free(w->ac_slot);
     free(w->lets);
     free(w->tags);
     free(w);
@@ -122,28 +179,44 @@ static void lin_eval(const mt__gwalk *w, const mt_expr *e, lin *o) {
 
 /* ---- pre-pass: tags ---- */
 
-static uint64_t bufbit(const mt_buffer *b) { return 1ull << (mt__genc_hname(b->name) % 61); }
+/* The name hash of a buffer, cached by id. */
+static uint64_t bh(mt__gwalk *w, const mt_buffer *b) {
+    if (b->id < 0 || b->id >= w->capvars) return mt__genc_hname(b->name);
+    uint64_t *h = &w->hcache[b->id];
+    if (!*h) *h = mt__genc_hname(b->name);
+    return *h;
+}
+
+static uint64_t bufbit(mt__gwalk *w, const mt_buffer *b) { return 1ull << (bh(w, b) % 61); }
 
 /* Loads and FMAs of a float value. Integer and boolean parts (indices,
  * select conditions) are not walked: loads are looked for in float values
  * only, which is where the templates put them, and skipping the index
  * arithmetic is most of the speed of the walk. */
-static void tag_expr(const mt_expr *e, tagacc *t, uint64_t *all_loads) {
+static void tag_expr(mt__gwalk *w, const mt_expr *e, tagacc *t, uint64_t *all_loads) {
     for (; e && e->type == MT_TYPE_FLOAT; e = e->a) {
         if (e->kind == MT_EXPR_LOAD) {
             if (e->buf) {
-                if (e->buf->scope != MT_SCOPE_PRIVATE) t->loads_np |= bufbit(e->buf);
-                if (all_loads) *all_loads |= bufbit(e->buf);
+                if (e->buf->scope != MT_SCOPE_PRIVATE) t->loads_np |= bufbit(w, e->buf);
+                if (all_loads) *all_loads |= bufbit(w, e->buf);
             }
             return;
         }
         if (e->kind == MT_EXPR_FMA) t->fma = 1;
-        if (e->b) tag_expr(e->b, t, all_loads);
-        if (e->c) tag_expr(e->c, t, all_loads);
+        if (e->b) tag_expr(w, e->b, t, all_loads);
+        if (e->c) tag_expr(w, e->c, t, all_loads);
     }
 }
 
-static uint64_t tag_hash(const tagacc *t) { return MIX(MIX(MIX(t->last_store, t->loads_np), (uint64_t)t->fma), (uint64_t)t->has_store); }
+static uint64_t tag_hash(mt__gwalk *w, const tagacc *t) {
+    uint64_t in[4] = {t->last_store, t->loads_np, (uint64_t)t->fma, (uint64_t)t->has_store};
+    if (!w->tk_valid || memcmp(in, w->tk_in, sizeof in) != 0) {
+        memcpy(w->tk_in, in, sizeof in);
+        w->tk_key = MIX(MIX(MIX(in[0], in[1]), in[2]), in[3]);
+        w->tk_valid = 1;
+    }
+    return w->tk_key;
+}
 
 static void tag_merge(tagacc *into, const tagacc *sub) {
     if (sub->has_store) {
@@ -180,7 +253,7 @@ static void pre(mt__gwalk *w, const mt_stmt *s, tagacc *acc) {
             tagacc sub = {0};
             pre(w, s->items[i], &sub);
             if (w->failed) return;
-            w->tags[idx].tag = tag_hash(&sub);
+            w->tags[idx].tag = tag_hash(w, &sub);
             w->tags[idx].span = w->ntags - idx - 1;
             w->tags[idx].inner = sub.inner;
             tag_merge(acc, &sub);
@@ -194,7 +267,7 @@ static void pre(mt__gwalk *w, const mt_stmt *s, tagacc *acc) {
         pre(w, s->body, &sub);
         if (s->kind == MT_STMT_IF) pre(w, s->else_body, &sub);
         if (w->failed) return;
-        w->tags[idx].tag = tag_hash(&sub);
+        w->tags[idx].tag = tag_hash(w, &sub);
         w->tags[idx].span = w->ntags - idx - 1;
         w->tags[idx].inner = sub.inner > 1 ? sub.inner : 1;
         if (s->kind == MT_STMT_FOR) sub.inner = (sub.inner > 1 ? sub.inner : 1) * (double)s->extent;
@@ -208,7 +281,7 @@ static void pre(mt__gwalk *w, const mt_stmt *s, tagacc *acc) {
             acc->has_store = 1;
             acc->last_store = mt__genc_hname(s->buf->name);
         }
-        tag_expr(s->value, acc, NULL);
+        tag_expr(w, s->value, acc, NULL);
         return;
     default: return;
     }
@@ -325,10 +398,10 @@ static uint64_t uniq(const mt__gwalk *w, uint64_t key) {
 /* Resolves a node: shape mode records it; encode mode finds its shape node,
  * or folds it into the nearest enclosing one (context when none). Returns
  * the slot, *own tells which. */
-static int resolve(mt__gwalk *w, uint64_t key, int type, uint64_t buf, const char *name, int *own) {
+static int resolve(mt__gwalk *w, uint64_t key, int type, const mt_buffer *buf, const char *name, int *own) {
     uint64_t parent = w->nn ? w->nodes[w->nn - 1].key : 0;
     if (w->u) {
-        union_observe(w, key, type, parent, w->nn, buf, name);
+        union_observe(w, key, type, parent, w->nn, buf ? MIX(K_BUFFER, bh(w, buf)) : 0, name);
         w->order += 1;
         *own = 1;
         return -1;
@@ -355,29 +428,28 @@ static int push_node(mt__gwalk *w, uint64_t key, int slot, int own) {
     return 1;
 }
 
-/* The name hash of a buffer, cached by id. */
-static uint64_t bh(mt__gwalk *w, const mt_buffer *b) {
-    if (b->id < 0 || b->id >= w->capvars) return mt__genc_hname(b->name);
-    uint64_t *h = &w->hcache[b->id];
-    if (!*h) *h = mt__genc_hname(b->name);
-    return *h;
-}
-
 static int role_of(const mt_buffer *b) {
     if (b->scope != MT_SCOPE_GLOBAL) return -1;
     return b->param_index >= 0 && b->param_index <= 2 ? b->param_index : -1;
 }
 
 static void buffer_node(mt__gwalk *w, const mt_buffer *b, int *slot) {
-    uint64_t key = MIX(K_BUFFER, bh(w, b));
+    uint64_t key = 0;
+    if (w->u || b->id < 0 || b->id >= w->capvars || !w->bslot[b->id]) key = MIX(K_BUFFER, bh(w, b));
     if (w->u) {
         /* Buffers are not in the nest: observed with no parent. */
         union_observe(w, key, MT_GNODE_BUFFER, 0, 0, 0, b->name);
         *slot = -1;
         return;
     }
-    int s = mt__gindex_find(w->ix, key);
-    *slot = s >= 0 && s < w->n_nodes ? s : -1;
+    int *c = b->id >= 0 && b->id < w->capvars ? &w->bslot[b->id] : NULL;
+    if (c && *c) {
+        *slot = *c - 2;
+    } else {
+        int s = mt__gindex_find(w->ix, key);
+        *slot = s >= 0 && s < w->n_nodes ? s : -1;
+        if (c) *c = *slot + 2;
+    }
     if (*slot < 0) return;
     mt__gstat *g = S(w, *slot);
     if (g->count == 0) {
@@ -392,6 +464,26 @@ static void buffer_node(mt__gwalk *w, const mt_buffer *b, int *slot) {
 static int is_launch(const mt_stmt *s) { return s->loop == MT_LOOP_BLOCK || s->loop == MT_LOOP_THREAD; }
 
 static double capd(double v, double cap) { return v < cap ? v : cap; }
+
+/* The serial of the current loop stack. */
+static uint64_t stack_id(const mt__gwalk *w) { return w->nl ? w->loops[w->nl - 1].serial : w->kstack; }
+
+/* Adds an own loop's share of accesses of buf (e: to its sub_elems, t: to sub_touched). */
+static void loop_access(mt__gwalk *w, int slot, const mt_buffer *buf, double e, double t) {
+    mt__gstat *g = S(w, slot);
+    g->sub_elems += e;
+    g->sub_touched += t;
+    if (buf->scope == MT_SCOPE_GLOBAL) g->sub_gtouched += t;
+    if (buf->scope == MT_SCOPE_LOCAL) g->sub_ltouched += t;
+}
+
+/* Adds the loops' share of the copies an entry has counted. */
+static void acache_flush(mt__gwalk *w, acache *c) {
+    if (c->pending == 0) return;
+    for (int d = c->nl - 1; d >= 0; d--)
+        if (c->slot[d] >= 0) loop_access(w, c->slot[d], c->buf, c->pending * c->inc[2 * d], c->pending * c->inc[2 * d + 1]);
+    c->pending = 0;
+}
 
 /* Statistics of one access (load or store) of buf at index, node slot (own or folded). */
 static void access(mt__gwalk *w, const mt_buffer *buf, const mt_expr *index, int slot, int own) {
@@ -409,26 +501,30 @@ static void access(mt__gwalk *w, const mt_buffer *buf, const mt_expr *index, int
     double cap = buf->size > 0 ? (double)buf->size : 1e300;
     double tt = elems, tg = elems, suf = 1, tsuf = elems, tin = -1;
     int inner_d = -1;
-    for (int d = w->nl - 1; d >= 0; d--) {
-        const mt_stmt *l = w->loops[d].s;
-        int dep = d >= MAXD || f.opaque || (f.uses >> d & 1);
-        double ext = (double)l->extent;
-        if (!is_launch(l)) {
-            if (dep) tt *= ext;
-            if (inner_d < 0 && l->extent > 1) inner_d = d;
+    acache *c = own && slot < w->cap_ac ? &w->ac[slot] : NULL;
+    uint64_t stack = stack_id(w);
+    if (c && c->stack == stack && c->buf == buf && c->elems == elems && c->uses == f.uses && c->opaque == f.opaque) {
+        c->pending += 1;
+        tt = c->tt, tg = c->tg, tin = c->tin;
+    } else {
+        if (c) acache_flush(w, c);
+        for (int d = w->nl - 1; d >= 0; d--) {
+            const mt_stmt *l = w->loops[d].s;
+            int dep = d >= MAXD || f.opaque || (f.uses >> d & 1);
+            double ext = (double)l->extent;
+            if (!is_launch(l)) {
+                if (dep) tt *= ext;
+                if (inner_d < 0 && l->extent > 1) inner_d = d;
+            }
+            if (l->loop != MT_LOOP_BLOCK && dep) tg *= ext;
+            suf *= ext;
+            if (dep) tsuf *= ext;
+            if (tin < 0 && !is_launch(l)) tin = capd(tsuf, cap);
+            if (w->loops[d].own) loop_access(w, w->loops[d].slot, buf, suf * elems, capd(tsuf, cap));
+            if (c) c->inc[2 * d] = suf * elems, c->inc[2 * d + 1] = capd(tsuf, cap), c->slot[d] = w->loops[d].own ? w->loops[d].slot : -1;
         }
-        if (l->loop != MT_LOOP_BLOCK && dep) tg *= ext;
-        suf *= ext;
-        if (dep) tsuf *= ext;
-        if (tin < 0 && !is_launch(l)) tin = capd(tsuf, cap);
-        const lframe *lf = &w->loops[d];
-        if (lf->own) {
-            mt__gstat *g = S(w, lf->slot);
-            g->sub_elems += suf * elems;
-            g->sub_touched += capd(tsuf, cap);
-            if (buf->scope == MT_SCOPE_GLOBAL) g->sub_gtouched += capd(tsuf, cap);
-            if (buf->scope == MT_SCOPE_LOCAL) g->sub_ltouched += capd(tsuf, cap);
-        }
+        tt = capd(tt, cap), tg = capd(tg, cap), tin = tin < 0 ? elems : tin;
+        if (c) *c = (acache){stack, buf, f.uses, f.opaque, elems, tt, tg, tin, w->nl, 0, c->inc, c->slot};
     }
     if (!own) {
         S(w, slot)->fold_acc += w->tmult * elems;
@@ -437,9 +533,9 @@ static void access(mt__gwalk *w, const mt_buffer *buf, const mt_expr *index, int
     mt__gstat *g = S(w, slot);
     g->elems_wi += w->tmult * elems;
     g->elems_wg += w->tmult * w->tpb * elems;
-    g->touched_wi += capd(tt, cap);
-    g->touched_wg += capd(tg, cap);
-    g->touched_inner += tin < 0 ? elems : tin;
+    g->touched_wi += tt;
+    g->touched_wg += tg;
+    g->touched_inner += tin;
     if (index->lanes > g->lanes) g->lanes = index->lanes;
     if (index->lanes > 1 && index->kind == MT_EXPR_RAMP && index->stride == 1) g->contig = 1;
     if (index->lanes > 1 && !(index->kind == MT_EXPR_RAMP && index->stride == 1)) g->gather = 1;
@@ -469,18 +565,35 @@ static void access(mt__gwalk *w, const mt_buffer *buf, const mt_expr *index, int
         mt__gstat *b = S(w, bs);
         b->b_naccess += 1;
         b->b_elems += w->tmult * elems;
-        b->b_touched += capd(tt, cap);
+        b->b_touched += tt;
     }
-    if (buf->scope == MT_SCOPE_GLOBAL && w->kin) w->kin->gbytes_wi += 4.0 * capd(tt, cap);
+    if (buf->scope == MT_SCOPE_GLOBAL && w->kin) w->kin->gbytes_wi += 4.0 * tt;
 }
 
-/* Adds v per execution to every own enclosing loop's `field` (flops, barriers). */
+static void per_loop_flush(mt__gwalk *w) {
+    if (w->pl_pending == 0) return;
+    for (int d = w->pl_nl - 1; d >= 0; d--)
+        if (w->pl_slot[d] >= 0) *(double *)((char *)S(w, w->pl_slot[d]) + w->pl_field) += w->pl_pending * w->pl_inc[d];
+    w->pl_pending = 0;
+}
+
+/* Adds v per execution to every own enclosing loop's `field` (flops,
+ * barriers). Copies (same stack, field and v as the last call) are counted
+ * and added later, exactly, as an access's are (these are counts too). */
 static void per_loop(mt__gwalk *w, size_t field_off, double v) {
+    uint64_t stack = stack_id(w);
+    if (w->pl_stack == stack && w->pl_field == field_off && w->pl_v == v) {
+        w->pl_pending += 1;
+        return;
+    }
+    per_loop_flush(w);
     double suf = v;
     for (int d = w->nl - 1; d >= 0; d--) {
-        suf *= (double)w->loops[d].s->extent;
+        w->pl_inc[d] = suf *= (double)w->loops[d].s->extent;
+        w->pl_slot[d] = w->loops[d].own ? w->loops[d].slot : -1;
         if (w->loops[d].own) *(double *)((char *)S(w, w->loops[d].slot) + field_off) += suf;
     }
+    w->pl_stack = stack, w->pl_field = field_off, w->pl_v = v, w->pl_nl = w->nl;
 }
 
 /* Loads inside float value e become LOAD children of node owner_key (see
@@ -491,8 +604,13 @@ static void loads_of(mt__gwalk *w, const mt_expr *e, uint64_t owner_key) {
             if (!e->buf) return;
             int own;
             uint64_t hb = bh(w, e->buf);
-            uint64_t key = uniq(w, MIX(MIX(owner_key, K_LOAD), hb));
-            int s = resolve(w, key, MT_GNODE_LOAD, MIX(K_BUFFER, hb), e->buf->name, &own);
+            if (!w->lk_valid || w->lk_in[0] != owner_key || w->lk_in[1] != hb) {
+                w->lk_in[0] = owner_key, w->lk_in[1] = hb;
+                w->lk_key = MIX(MIX(owner_key, K_LOAD), hb);
+                w->lk_valid = 1;
+            }
+            uint64_t key = uniq(w, w->lk_key);
+            int s = resolve(w, key, MT_GNODE_LOAD, e->buf, e->buf->name, &own);
             if (w->u) {
                 int bs;
                 buffer_node(w, e->buf, &bs);
@@ -541,12 +659,17 @@ static void walk_store(mt__gwalk *w, const mt_stmt *s, uint64_t ctx) {
     if (!s->buf || !s->value || !s->index) return;
     tagacc t = {0};
     uint64_t all = 0;
-    tag_expr(s->value, &t, &all);
+    tag_expr(w, s->value, &t, &all);
     uint64_t hb = bh(w, s->buf);
-    uint64_t key = uniq(w, MIX(MIX(MIX(MIX(ctx, K_STORE), hb), all), (uint64_t)t.fma));
+    /* copies of a replicated store have the same inputs: mixed once */
+    if (!w->sk_valid || w->sk_in[0] != ctx || w->sk_in[1] != hb || w->sk_in[2] != all || w->sk_in[3] != (uint64_t)t.fma) {
+        w->sk_in[0] = ctx, w->sk_in[1] = hb, w->sk_in[2] = all, w->sk_in[3] = (uint64_t)t.fma;
+        w->sk_key = MIX(MIX(MIX(MIX(ctx, K_STORE), hb), all), (uint64_t)t.fma);
+        w->sk_valid = 1;
+    }
+    uint64_t key = uniq(w, w->sk_key);
     int own;
-    uint64_t bkey = MIX(K_BUFFER, hb);
-    int slot = resolve(w, key, MT_GNODE_STORE, bkey, s->buf->name, &own);
+    int slot = resolve(w, key, MT_GNODE_STORE, s->buf, s->buf->name, &own);
     if (w->u) {
         int bs;
         buffer_node(w, s->buf, &bs);
@@ -560,7 +683,7 @@ static void walk_store(mt__gwalk *w, const mt_stmt *s, uint64_t ctx) {
     arith_of(s->value, &flops, &fma, &other, &lanes);
     if (flops > 0) {
         int aown;
-        int as = resolve(w, uniq(w, MIX(key, K_ARITH)), MT_GNODE_ARITH, 0, s->buf->name, &aown);
+        int as = resolve(w, uniq(w, MIX(key, K_ARITH)), MT_GNODE_ARITH, NULL, s->buf->name, &aown);
         if (w->st) {
             if (aown) {
                 mt__gstat *g = S(w, as);
@@ -593,7 +716,16 @@ static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
                 return;
             }
             tagrec r = w->tags[ti];
-            walk(w, s->items[i], r.tag == last ? ctx : MIX(MIX(ctx, K_LOOP), r.tag), r.tag);
+            uint64_t ictx = ctx;
+            if (r.tag != last) {
+                if (!w->ck_valid || w->ck_in[0] != ctx || w->ck_in[1] != r.tag) {
+                    w->ck_in[0] = ctx, w->ck_in[1] = r.tag;
+                    w->ck_key = MIX(MIX(ctx, K_LOOP), r.tag);
+                    w->ck_valid = 1;
+                }
+                ictx = w->ck_key;
+            }
+            walk(w, s->items[i], ictx, r.tag);
             w->tagi = ti + 1 + r.span;
         }
         return;
@@ -623,7 +755,7 @@ static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
         if (!s->buf) return;
         int own;
         uint64_t hb = bh(w, s->buf);
-        int slot = resolve(w, uniq(w, MIX(MIX(ctx, K_ALLOC), hb)), MT_GNODE_ALLOC, MIX(K_BUFFER, hb), s->buf->name, &own);
+        int slot = resolve(w, uniq(w, MIX(MIX(ctx, K_ALLOC), hb)), MT_GNODE_ALLOC, s->buf, s->buf->name, &own);
         int bs;
         buffer_node(w, s->buf, &bs);
         if (w->st && own) {
@@ -663,7 +795,7 @@ static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
         uint64_t inner_ctx = launch || tag == last ? ctx : MIX(MIX(ctx, K_LOOP), tag);
         uint64_t key = uniq(w, MIX(MIX(inner_ctx, K_LOOP), mt__genc_hname(s->var->name)));
         int own;
-        int slot = resolve(w, key, MT_GNODE_LOOP, 0, s->var->name, &own);
+        int slot = resolve(w, key, MT_GNODE_LOOP, NULL, s->var->name, &own);
         if (w->st && own) {
             mt__gstat *g = S(w, slot);
             if (s->extent > g->extent) g->extent = s->extent;
@@ -683,7 +815,7 @@ static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
         if (launch) w->gmult *= (double)s->extent;
         else w->tmult *= (double)s->extent;
         if (s->loop == MT_LOOP_THREAD) w->tpb *= (double)s->extent;
-        w->loops[w->nl++] = (lframe){s, slot, own};
+        w->loops[w->nl++] = (lframe){s, slot, own, ++w->serial};
         push_node(w, key, slot, own);
         walk(w, s->body, inner_ctx, launch ? last : tag);
         w->nn--;
@@ -706,7 +838,7 @@ static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
         }
         uint64_t key = uniq(w, MIX(MIX(ctx, K_GUARD), w->tags[ti].tag));
         int own;
-        int slot = resolve(w, key, MT_GNODE_GUARD, 0, NULL, &own);
+        int slot = resolve(w, key, MT_GNODE_GUARD, NULL, NULL, &own);
         if (w->st && own) {
             mt__gstat *g = S(w, slot);
             lin f;
@@ -729,7 +861,7 @@ static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
     case MT_STMT_STORE: walk_store(w, s, ctx); return;
     case MT_STMT_BARRIER: {
         int own;
-        int slot = resolve(w, uniq(w, MIX(ctx, K_BARRIER)), MT_GNODE_BARRIER, 0, NULL, &own);
+        int slot = resolve(w, uniq(w, MIX(ctx, K_BARRIER)), MT_GNODE_BARRIER, NULL, NULL, &own);
         (void)slot;
         if (w->st) per_loop(w, offsetof(mt__gstat, sub_barriers), 1.0);
         return;
@@ -746,11 +878,16 @@ static mt_status begin(mt__gwalk *w, const mt_kernel *k) {
         if (v) w->vars = v;
         uint64_t *h = realloc(w->hcache, sizeof *h * (size_t)cap);
         if (h) w->hcache = h;
-        if (!v || !h) return MT_NOMEM;
+        int *bs = realloc(w->bslot, sizeof *bs * (size_t)cap);
+        if (bs) w->bslot = bs;
+        if (!v || !h || !bs) return MT_NOMEM;
         w->capvars = cap;
     }
     memset(w->vars, 0, sizeof(varinfo) * (size_t)w->capvars);
     memset(w->hcache, 0, sizeof(uint64_t) * (size_t)w->capvars);
+    memset(w->bslot, 0, sizeof(int) * (size_t)w->capvars);
+    w->kstack = ++w->serial; /* a new kernel: no cached increment applies */
+    w->sk_valid = 0;
     w->nlets = 0;
     w->ntags = w->tagi = 0;
     w->nn = w->nl = 0;
@@ -793,6 +930,22 @@ mt_status mt__gwalk_stats(mt__gwalk *w, const mt_kernel *k, const mt__gindex *ix
         w->gen = 1;
     }
     *gen = w->gen;
+    if (n_nodes > w->cap_ac) {
+        acache *ac = calloc((size_t)n_nodes, sizeof *ac);
+        double *inc = malloc(sizeof(double) * 2 * MAXNEST * (size_t)n_nodes);
+        int *sl = malloc(sizeof(int) * MAXNEST * (size_t)n_nodes);
+        if (!ac || !inc || !sl) {
+            free(ac);
+            free(inc);
+            free(sl);
+            return MT_NOMEM;
+        }
+        free(w->ac);
+        free(w->ac_inc);
+        free(w->ac_slot);
+        w->ac = ac, w->ac_inc = inc, w->ac_slot = sl, w->cap_ac = n_nodes;
+        for (int j = 0; j < n_nodes; j++) ac[j].inc = inc + (size_t)j * 2 * MAXNEST, ac[j].slot = sl + (size_t)j * MAXNEST;
+    }
     w->u = NULL;
     w->ix = ix;
     w->st = st;
@@ -807,6 +960,9 @@ mt_status mt__gwalk_stats(mt__gwalk *w, const mt_kernel *k, const mt__gindex *ix
             buffer_node(w, k->params[i], &bs);
         }
     walk(w, k->body, 0, 0);
+    /* the copies counted but not yet added to their loops */
+    for (int j = 0; j < w->cap_ac; j++) acache_flush(w, &w->ac[j]);
+    per_loop_flush(w);
     w->st = NULL;
     w->kin = NULL;
     return w->failed ? MT_NOMEM : MT_OK;

@@ -2,7 +2,10 @@
  * differences on odd shapes, the whole model's gradient in each
  * architecture, determinism, model files (round trip and every kind of
  * corruption), and learning a synthetic target (and not learning shuffled
- * labels). Synthetic graph shapes only: no dependence on the graph encoder. */
+ * labels), all on synthetic graph shapes; and the inference path that
+ * scores against the training forward, on synthetic shapes and on real
+ * encoded candidates of every template (the one test that uses the graph
+ * encoder). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,9 @@
 
 #include "gnn-impl.h"
 #include "mtgpu/gnn.h"
+#include "mtgpu/graph_enc.h"
+#include "mtgpu/template.h"
+#include "mtgpu/workload.h"
 #include "tensor.h"
 
 #define F MT_GRAPH_FEATS
@@ -868,6 +874,254 @@ static void test_score_threads_and_speed(void **state) {
     free(x), free(s1), free(s2), free(s3);
 }
 
+/* ---- the inference path against the training forward ---- */
+
+/* Scores of B graphs through the training forward (mt__gnn_input +
+ * mt__gnn_forward on a keep workspace, minibatches of 64 as training runs). */
+static void training_scores(mt_gnn *m, const mt_graph_shape *s, int B, const float *feats, float *out) {
+    mt__gnn_plan *plan;
+    mt__gnn_ws *ws;
+    assert_int_equal(mt__gnn_plan_make(m, s, &plan), MT_OK);
+    assert_int_equal(mt__gnn_ws_make(m, plan, 64, 1, &ws), MT_OK);
+    const float *ptr[64];
+    for (int lo = 0; lo < B; lo += 64) {
+        int b = B - lo < 64 ? B - lo : 64;
+        for (int g = 0; g < b; g++) ptr[g] = feats + (size_t)(lo + g) * s->n_nodes * F;
+        mt__gnn_input(m, plan, ws, b, ptr);
+        mt__gnn_forward(m, plan, ws, b);
+        memcpy(out + lo, ws->s, sizeof(float) * (size_t)b);
+    }
+    mt__gnn_ws_free(ws);
+    mt__gnn_plan_free(plan);
+}
+
+static double lrelu_d(double v) { return v > 0 ? v : 0.01 * v; }
+
+/* The model as mtgpu/gnn.h defines it, written out naively in double: per
+ * node and per edge, in the shape's order, no plans or batches. Both paths
+ * are checked against it. */
+static void reference_scores(const mt_gnn *m, const mt_graph_shape *s, int B, const float *feats, double *out) {
+    const mt__gnn_layout *y = &m->lay;
+    const float *W = m->w;
+    int n = s->n_nodes, H = y->H;
+    double *x = malloc(sizeof(double) * (size_t)n * F), *h = malloc(sizeof(double) * (size_t)n * H);
+    double *u = malloc(sizeof(double) * (size_t)n * H), *r = malloc(sizeof(double) * 2 * (F > H ? F : H));
+    double *z = malloc(sizeof(double) * (size_t)H), *z2 = malloc(sizeof(double) * (size_t)H);
+    assert_true(x && h && u && r && z && z2);
+    for (int g = 0; g < B; g++) {
+        for (int i = 0; i < n * F; i++) {
+            int f = i % F;
+            x[i] = ((double)feats[(size_t)g * n * F + i] - m->mean[f]) * m->istd[f];
+        }
+        const double *nodes = x;
+        int width = F;
+        if (m->p.arch != MT_GNN_MLP) {
+            for (int v = 0; v < n; v++) {
+                int t = y->nt == 1 ? 0 : s->node_type[v];
+                for (int j = 0; j < H; j++) {
+                    double a = W[y->in_b + (size_t)t * H + j];
+                    for (int f = 0; f < F; f++) a += x[v * F + f] * W[y->in_w + (size_t)t * F * H + (size_t)f * H + j];
+                    h[v * H + j] = lrelu_d(a);
+                }
+            }
+            for (int l = 0; l < y->L; l++) {
+                for (int v = 0; v < n; v++) {
+                    int t = y->nt == 1 ? 0 : s->node_type[v];
+                    for (int j = 0; j < H; j++) {
+                        double a = W[y->upd_b[l] + (size_t)t * H + j];
+                        for (int i = 0; i < H; i++) a += h[v * H + i] * W[y->upd_w[l] + (size_t)t * H * H + (size_t)i * H + j];
+                        u[v * H + j] = a;
+                    }
+                }
+                for (int e = 0; e < s->n_edges; e++) {
+                    int t = y->et == 1 ? 0 : s->edge_type[e], a = s->edge_src[e], d = s->edge_dst[e];
+                    for (int j = 0; j < H; j++)
+                        for (int i = 0; i < H; i++) u[d * H + j] += h[a * H + i] * W[y->msg_w[l] + (size_t)t * H * H + (size_t)i * H + j];
+                }
+                for (int i = 0; i < n * H; i++) h[i] += lrelu_d(u[i]);
+            }
+            nodes = h, width = H;
+        }
+        for (int j = 0; j < width; j++) {
+            double sum = 0, mx = nodes[j];
+            for (int v = 0; v < n; v++) sum += nodes[v * width + j], mx = fmax(mx, nodes[v * width + j]);
+            r[j] = sum / n, r[width + j] = mx;
+        }
+        const double *in = r;
+        int in_dim = 2 * width;
+        int layers = m->p.arch == MT_GNN_MLP ? y->L : 1;
+        for (int l = 0; l < layers; l++) {
+            size_t wo = m->p.arch == MT_GNN_MLP ? y->mlp_w[l] : y->head_w1, bo = m->p.arch == MT_GNN_MLP ? y->mlp_b[l] : y->head_b1;
+            double *o = l % 2 ? z2 : z;
+            for (int j = 0; j < H; j++) {
+                double a = W[bo + j];
+                for (int i = 0; i < in_dim; i++) a += in[i] * W[wo + (size_t)i * H + j];
+                o[j] = lrelu_d(a);
+            }
+            in = o, in_dim = H;
+        }
+        double sc = W[y->out_b];
+        for (int j = 0; j < H; j++) sc += in[j] * W[y->out_w + j];
+        out[g] = sc;
+    }
+    free(x), free(h), free(u), free(r), free(z), free(z2);
+}
+
+/* mt_gnn_score (2 threads) and a scorer against the training forward and
+ * the reference: max |difference| within 1e-4 of the largest score; the
+ * scorer gives mt_gnn_score's bits. Returns the relative difference of the
+ * two paths. */
+static double compare_paths(mt_gnn *m, const mt_graph_shape *s, int B, const float *feats, const char *what) {
+    float *a = malloc(sizeof(float) * (size_t)B), *b = malloc(sizeof(float) * (size_t)B), *c = malloc(sizeof(float) * (size_t)B);
+    double *ref = malloc(sizeof(double) * (size_t)B);
+    assert_non_null(a), assert_non_null(b), assert_non_null(c), assert_non_null(ref);
+    reference_scores(m, s, B, feats, ref);
+    char err[256];
+    mt_gnn_params p = mt_gnn_get_params(m);
+    p.threads = 2;
+    assert_int_equal(mt_gnn_set_params(m, &p, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_score(m, s, B, feats, a, err, sizeof err), MT_OK);
+    training_scores(m, s, B, feats, b);
+    mt_gnn_scorer *sc = NULL;
+    assert_int_equal(mt_gnn_scorer_create(m, s, &sc, err, sizeof err), MT_OK);
+    assert_true(mt_gnn_scorer_matches(sc, s));
+    assert_int_equal(mt_gnn_scorer_run(sc, B, feats, c, err, sizeof err), MT_OK);
+    mt_gnn_scorer_free(sc);
+    assert_memory_equal(a, c, sizeof(float) * (size_t)B);
+    double dmax = 0, dref = 0, smax = 0;
+    for (int i = 0; i < B; i++) {
+        assert_true(isfinite(a[i]) && isfinite(b[i]));
+        dmax = fmax(dmax, fabs((double)a[i] - b[i]));
+        dref = fmax(dref, fmax(fabs(a[i] - ref[i]), fabs(b[i] - ref[i])));
+        smax = fmax(smax, fabs(ref[i]));
+    }
+    assert_true(smax > 0);
+    double rel = dmax / smax;
+    printf("# %s: %d graphs, max |inference - training| %.3g (%.3g of the largest score %.3g), from the reference %.3g\n", what, B, dmax, rel,
+           smax, dref / smax);
+    if (rel > 1e-4) fail_msg("%s: inference and training scores differ by %g relative", what, rel);
+    if (dref / smax > 1e-4) fail_msg("%s: scores differ from the reference by %g relative", what, dref / smax);
+    free(a), free(b), free(c), free(ref);
+    return rel;
+}
+
+/* Odd shapes: self loops, repeated edges, no edges, one node; odd widths;
+ * batches that do not fill the last chunk. */
+static void test_infer_matches_forward(void **state) {
+    (void)state;
+    shape_buf shapes[4];
+    chain_shape(&shapes[0]);
+    random_shape(&shapes[1], 60, 100);
+    random_shape(&shapes[2], 7, 0);
+    memset(&shapes[3], 0, sizeof shapes[3]);
+    shapes[3].s.n_nodes = 1, shapes[3].nt[0] = 3, shapes[3].s.node_type = shapes[3].nt, shapes[3].s.hash = 9;
+    int self = 0;
+    for (int e = 0; e < shapes[1].s.n_edges; e++) self += shapes[1].src[e] == shapes[1].dst[e];
+    printf("# random shape: %d self loops\n", self);
+    enum { B = 75 };
+    float *x = malloc(sizeof(float) * B * 60 * F);
+    assert_non_null(x);
+    fill(x, B * 60 * F, 1.5f);
+    char err[256], what[96];
+    for (int arch = 0; arch < 3; arch++)
+        for (int hi = 0; hi < 2; hi++)
+            for (int k = 0; k < 4; k++) {
+                mt_gnn_params p = mt_gnn_default_params();
+                p.arch = (mt_gnn_arch)arch, p.hidden = hi ? 32 : 5, p.layers = 2, p.seed = 11;
+                mt_gnn *m;
+                assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+                /* weights big enough that every layer matters, biases too */
+                for (size_t i = 0; i < m->lay.total; i++) m->w[i] = 2.0f * m->w[i] + 0.05f * frand(1);
+                for (int f = 0; f < F; f++) m->mean[f] = 0.1f * (float)(f % 3), m->std[f] = 2.0f, m->istd[f] = 0.5f;
+                snprintf(what, sizeof what, "arch %d hidden %d shape %d", arch, p.hidden, k);
+                compare_paths(m, &shapes[k].s, B, x, what);
+                mt_gnn_free(m);
+            }
+    /* a scorer refuses what mt_gnn_score refuses, and knows its shape */
+    mt_gnn *m;
+    assert_int_equal(mt_gnn_create(NULL, &m, err, sizeof err), MT_OK);
+    mt_gnn_scorer *sc = (mt_gnn_scorer *)1;
+    assert_int_equal(mt_gnn_scorer_create(NULL, &shapes[0].s, &sc, err, sizeof err), MT_INVALID_ARG);
+    assert_null(sc);
+    assert_int_equal(mt_gnn_scorer_create(m, &shapes[0].s, NULL, err, sizeof err), MT_INVALID_ARG);
+    shape_buf bad = shapes[0];
+    bad.s.node_type = bad.nt;
+    bad.nt[2] = MT_GRAPH_NODE_TYPES;
+    assert_int_equal(mt_gnn_scorer_create(m, &bad.s, &sc, err, sizeof err), MT_INVALID_ARG);
+    assert_null(sc);
+    assert_int_equal(mt_gnn_scorer_create(m, &shapes[0].s, &sc, err, sizeof err), MT_OK);
+    assert_true(mt_gnn_scorer_matches(sc, &shapes[0].s));
+    assert_false(mt_gnn_scorer_matches(sc, &shapes[1].s));
+    float one;
+    assert_int_equal(mt_gnn_scorer_run(sc, -1, x, &one, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(mt_gnn_scorer_run(sc, 1, NULL, &one, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(mt_gnn_scorer_run(sc, 0, NULL, NULL, err, sizeof err), MT_OK);
+    mt_gnn_scorer_free(sc);
+    mt_gnn_scorer_free(NULL);
+    mt_gnn_free(m);
+    free(x);
+}
+
+/* Real candidates: every template's encoded configs (a batch of the ones it
+ * builds), each architecture at its default size with the normalisation of
+ * a short fit on them. */
+static void test_infer_matches_forward_encoded(void **state) {
+    (void)state;
+    static const char *wls[] = {"n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1", "n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1,groups=32",
+                                "n=1,c=64,h=14,w=14,k=96,r=1,s=1"};
+    enum { B = 130 };
+    char err[256];
+    int tested = 0;
+    for (int ti = 0; ti < mt_template_count(); ti++) {
+        const mt_template *t = mt_template_at(ti);
+        mt_graph_encoder *enc = NULL;
+        assert_int_equal(mt_graph_encoder_create(t, &enc, err, sizeof err), MT_OK);
+        const mt_graph_shape *s = mt_graph_encoder_shape(enc);
+        size_t per = (size_t)s->n_nodes * F;
+        float *x = malloc(sizeof(float) * per * B);
+        mt_gnn_sample *smp = calloc(B, sizeof *smp);
+        assert_non_null(x), assert_non_null(smp);
+        int n = 0;
+        for (size_t w = 0; w < sizeof wls / sizeof wls[0] && n < B; w++) {
+            mt_workload wl;
+            assert_int_equal(mt_workload_parse(wls[w], &wl, err, sizeof err), MT_OK);
+            if (!mt_template_accepts(t, &wl)) continue;
+            mt_space sp;
+            assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+            uint64_t rng = 31 + w;
+            for (int tries = 0; tries < 40 * B && n < B; tries++) {
+                mt_config cfg;
+                mt_space_random(&sp, &rng, &cfg);
+                int valid = 0;
+                assert_int_equal(mt_graph_encode(enc, &wl, &sp, &cfg, 1, NULL, x + (size_t)n * per, &valid, err, sizeof err), MT_OK);
+                if (!valid) continue;
+                /* a target that the features determine: the ranking loss has pairs */
+                float tg = 0;
+                for (size_t j = 0; j < per; j += 7) tg += x[(size_t)n * per + j];
+                smp[n] = (mt_gnn_sample){.shape = s, .feats = x + (size_t)n * per, .target = tg, .group = (int)w};
+                n++;
+            }
+            mt_space_free(&sp);
+        }
+        assert_true(n >= 64);
+        for (int arch = 0; arch < 3; arch++) {
+            mt_gnn_params p = mt_gnn_default_params();
+            p.arch = (mt_gnn_arch)arch, p.epochs = 1;
+            mt_gnn *m;
+            assert_int_equal(mt_gnn_create(&p, &m, err, sizeof err), MT_OK);
+            assert_int_equal(mt_gnn_fit(m, smp, n, err, sizeof err), MT_OK);
+            char what[96];
+            snprintf(what, sizeof what, "%s, arch %d", mt_template_name(t), arch);
+            compare_paths(m, s, n, x, what);
+            mt_gnn_free(m);
+        }
+        free(x), free(smp);
+        mt_graph_encoder_free(enc);
+        tested++;
+    }
+    assert_true(tested >= 3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_op_gradients),
@@ -880,6 +1134,8 @@ int main(void) {
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_file_corruption),
         cmocka_unit_test(test_score_threads_and_speed),
+        cmocka_unit_test(test_infer_matches_forward),
+        cmocka_unit_test(test_infer_matches_forward_encoded),
         cmocka_unit_test(test_learns_synthetic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* The graph encoder (graph_enc/): one shape per template whatever the
  * workload and config, features that are finite and follow the config and
- * the device, zeros for configs the template cannot build, and a read-only
- * encoder that several threads may share. Builds IR only: no device. */
+ * the device, zeros for configs the template cannot build (and none at all
+ * in the packed form), and a read-only encoder that several threads may
+ * share. Builds IR only: no device. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -503,11 +504,62 @@ static void test_threads(void **state) {
     mt_graph_encoder_free(e);
 }
 
+/* The packed form holds exactly the rows of the buildable configs, in
+ * order, with their positions; a batch of one config at a time gives the
+ * same bits as the whole batch (the walker's caches start afresh for every
+ * kernel). */
+static void test_encode_packed(void **state) {
+    (void)state;
+    mt_device_info da = dev_a();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const mt_template *t = mt_template_find(cases[c].tmpl);
+        mt_graph_encoder *e = make(cases[c].tmpl);
+        const size_t row = (size_t)mt_graph_encoder_shape(e)->n_nodes * F;
+        mt_workload wl;
+        char err[256];
+        assert_int_equal(mt_workload_parse(cases[c].wls[1], &wl, err, sizeof err), MT_OK);
+        mt_space sp;
+        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+        enum { N = 150 };
+        mt_config cfgs[N];
+        uint64_t rng = 4242;
+        for (int i = 0; i < N; i++) mt_space_random(&sp, &rng, &cfgs[i]);
+        float *full = malloc(sizeof(float) * row * N), *packed = malloc(sizeof(float) * row * N), *one = malloc(sizeof(float) * row);
+        int valid[N], index[N], nv = -1;
+        assert_true(full && packed && one);
+        assert_int_equal(mt_graph_encode(e, &wl, &sp, cfgs, N, &da, full, valid, err, sizeof err), MT_OK);
+        assert_int_equal(mt_graph_encode_packed(e, &wl, &sp, cfgs, N, &da, packed, index, &nv, err, sizeof err), MT_OK);
+        int j = 0;
+        for (int i = 0; i < N; i++) {
+            if (!valid[i]) continue;
+            assert_true(j < nv);
+            assert_int_equal(index[j], i);
+            assert_memory_equal(packed + (size_t)j * row, full + (size_t)i * row, sizeof(float) * row);
+            int v1 = 0;
+            assert_int_equal(mt_graph_encode(e, &wl, &sp, &cfgs[i], 1, &da, one, &v1, err, sizeof err), MT_OK);
+            assert_int_equal(v1, 1);
+            assert_memory_equal(one, full + (size_t)i * row, sizeof(float) * row);
+            j++;
+        }
+        assert_int_equal(j, nv);
+        assert_true(nv > 0 && nv < N); /* random configs: some build, some do not */
+        print_message("%-9s %d of %d random configs packed\n", cases[c].tmpl, nv, N);
+        /* index may be NULL; nvalid may not */
+        assert_int_equal(mt_graph_encode_packed(e, &wl, &sp, cfgs, N, &da, packed, NULL, &nv, err, sizeof err), MT_OK);
+        assert_int_equal(j, nv);
+        assert_int_equal(mt_graph_encode_packed(e, &wl, &sp, cfgs, N, &da, packed, index, NULL, err, sizeof err), MT_INVALID_ARG);
+        free(full), free(packed), free(one);
+        mt_space_free(&sp);
+        mt_graph_encoder_free(e);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_shape_stable),
         cmocka_unit_test(test_encode_many),
+        cmocka_unit_test(test_encode_packed),
         cmocka_unit_test(test_features_follow_config_and_device),
         cmocka_unit_test(test_errors_and_dump),
         cmocka_unit_test(test_unknown_structure_folds),

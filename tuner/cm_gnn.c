@@ -14,6 +14,7 @@
  * and update trains from freshly drawn weights for gnn_epochs epochs. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,14 @@
 #include "mtgpu/graph_enc.h"
 
 #define MAX_ENCODERS 8
-/* Candidates per encoding thread below which one thread does it all. */
-#define PARALLEL_ENCODE_MIN 64
+#define MAX_THREADS 8
+/* Candidates per share of a predict call. Each thread takes shares in
+ * turn, encodes a share (only the configs the template builds, packed) and
+ * scores it at once, while its features are still in cache (64 graphs of
+ * the gemm template are 1.7 MB at most). Fixed, so a candidate's score does
+ * not depend on the thread count; small, so that a batch of a few hundred
+ * still keeps both threads busy (64, 128 and 256 scored equally fast). */
+#define PREDICT_SHARE 64
 
 typedef struct stored_sample {
     const mt_graph_shape *shape; /* the encoder's; encoders live as long as the model */
@@ -53,11 +60,15 @@ typedef struct gnn_cm {
     int ns, cap;
     group_key *groups;
     int ngroups, gcap;
-    float *scratch; /* predict's features */
-    size_t scratch_floats;
-    int *valid;
-    int valid_cap;
-    float *fscores;
+    /* predict, per thread: a scorer for the last template's shape and the
+     * buffers of one share */
+    struct {
+        mt_gnn_scorer *sc;
+        float *feats;
+        size_t feats_floats;
+        int *index;
+        float *scores;
+    } th[MAX_THREADS];
 } gnn_cm;
 
 static mt_status find_encoder(gnn_cm *c, const mt_template *t, const mt_graph_encoder **out, char *err, size_t errlen) {
@@ -93,53 +104,6 @@ static int group_of(gnn_cm *c, const mt_workload *wl, const mt_template *t, cons
     snprintf(c->groups[c->ngroups].key, sizeof c->groups[c->ngroups].key, "%s", key);
     c->groups[c->ngroups].best_ms = 0;
     return c->ngroups++;
-}
-
-/* Encoding, split over threads: the encoder is read-only and thread-safe. */
-typedef struct encode_job {
-    const mt_graph_encoder *enc;
-    const mt_workload *wl;
-    const mt_space *sp;
-    const mt_config *cfgs;
-    int n;
-    const mt_device_info *dev;
-    float *feats;
-    int *valid;
-    mt_status st;
-    char err[256];
-} encode_job;
-
-static void *encode_run(void *arg) {
-    encode_job *j = arg;
-    j->st = mt_graph_encode(j->enc, j->wl, j->sp, j->cfgs, j->n, j->dev, j->feats, j->valid, j->err, sizeof j->err);
-    return NULL;
-}
-
-static mt_status encode_parallel(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
-                                 const mt_device_info *dev, float *feats, int *valid, int threads, char *err, size_t errlen) {
-    int per_graph = mt_graph_encoder_shape(enc)->n_nodes * MT_GRAPH_FEATS;
-    int nt = threads;
-    if (nt > 8) nt = 8;
-    if (nt > n / PARALLEL_ENCODE_MIN) nt = n / PARALLEL_ENCODE_MIN;
-    if (nt < 2) return mt_graph_encode(enc, wl, sp, cfgs, n, dev, feats, valid, err, errlen);
-    encode_job jobs[8];
-    pthread_t tid[8];
-    int started[8] = {0};
-    for (int i = 0; i < nt; i++) {
-        int lo = (int)((int64_t)n * i / nt), hi = (int)((int64_t)n * (i + 1) / nt);
-        jobs[i] = (encode_job){.enc = enc, .wl = wl, .sp = sp, .cfgs = cfgs + lo, .n = hi - lo, .dev = dev,
-                               .feats = feats + (size_t)lo * (size_t)per_graph, .valid = valid + lo, .st = MT_OK};
-        /* Thread 0's share runs on the calling thread. */
-        if (i > 0) started[i] = pthread_create(&tid[i], NULL, encode_run, &jobs[i]) == 0;
-    }
-    encode_run(&jobs[0]);
-    for (int i = 1; i < nt; i++) {
-        if (started[i]) pthread_join(tid[i], NULL);
-        else encode_run(&jobs[i]); /* no thread: do it here */
-    }
-    for (int i = 0; i < nt; i++)
-        if (jobs[i].st != MT_OK) return mt__fail(err, errlen, jobs[i].st, "%s", jobs[i].err);
-    return MT_OK;
 }
 
 /* Encodes and stores samples; on failure nothing is added. */
@@ -285,48 +249,106 @@ static mt_status gnn_fit(mt_costmodel *m, const mt_cm_sample *s, int n, char *er
     return MT_OK;
 }
 
-/* Candidates encoded and scored at once: bounds predict's memory (a graph is
- * 20-30 KB of features) whatever the batch, so 100k candidates cost a few
- * MiB of scratch instead of gigabytes. */
-#define PREDICT_CHUNK 2048
+/* What the threads of one predict call share: the next share to take and
+ * whether one of them failed. Threads take shares as they go, so one that
+ * the machine holds back takes fewer; a share's scores are the same
+ * whichever thread computes them. */
+typedef struct predict_shared {
+    atomic_int next, failed;
+} predict_shared;
 
+/* One thread's part of a predict call. */
+typedef struct predict_job {
+    gnn_cm *c;
+    int t; /* the thread's slot in c->th */
+    predict_shared *sh;
+    const mt_graph_encoder *enc;
+    const mt_cm_query *q;
+    const mt_config *cfgs;
+    int n, fitted;
+    double *scores;
+    mt_status st;
+    char err[256];
+} predict_job;
+
+static void *predict_run(void *arg) {
+    predict_job *j = arg;
+    gnn_cm *c = j->c;
+    float *f = c->th[j->t].feats, *fs = c->th[j->t].scores;
+    int *index = c->th[j->t].index;
+    for (int s; !atomic_load(&j->sh->failed) && (long)(s = atomic_fetch_add(&j->sh->next, 1)) * PREDICT_SHARE < j->n;) {
+        int lo = s * PREDICT_SHARE, k = j->n - lo < PREDICT_SHARE ? j->n - lo : PREDICT_SHARE, nv = 0;
+        j->st = mt_graph_encode_packed(j->enc, j->q->wl, j->q->space, j->cfgs + lo, k, j->q->dev, f, index, &nv, j->err, sizeof j->err);
+        if (j->st == MT_OK && j->fitted) j->st = mt_gnn_scorer_run(c->th[j->t].sc, nv, f, fs, j->err, sizeof j->err);
+        else if (j->st == MT_OK) memset(fs, 0, sizeof(float) * (size_t)nv);
+        if (j->st != MT_OK) {
+            atomic_store(&j->sh->failed, 1);
+            break;
+        }
+        for (int i = 0; i < k; i++) j->scores[lo + i] = MT_COSTMODEL_INVALID_SCORE;
+        for (int i = 0; i < nv; i++) {
+            double v = fs[i];
+            j->scores[lo + index[i]] = isfinite(v) ? v : MT_COSTMODEL_INVALID_SCORE / 2;
+        }
+    }
+    return NULL;
+}
+
+/* The buffers and the scorer of thread slot t for the shape of enc. */
+static mt_status predict_slot(gnn_cm *c, int t, const mt_graph_encoder *enc, char *err, size_t errlen) {
+    const mt_graph_shape *shape = mt_graph_encoder_shape(enc);
+    size_t need = (size_t)PREDICT_SHARE * (size_t)shape->n_nodes * MT_GRAPH_FEATS;
+    if (need > c->th[t].feats_floats) {
+        float *f = realloc(c->th[t].feats, sizeof *f * need);
+        if (!f) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for %d candidates' features", PREDICT_SHARE);
+        c->th[t].feats = f;
+        c->th[t].feats_floats = need;
+    }
+    if (!c->th[t].index) c->th[t].index = malloc(sizeof(int) * PREDICT_SHARE);
+    if (!c->th[t].scores) c->th[t].scores = malloc(sizeof(float) * PREDICT_SHARE);
+    if (!c->th[t].index || !c->th[t].scores) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    if (c->fitted && !mt_gnn_scorer_matches(c->th[t].sc, shape)) {
+        mt_gnn_scorer_free(c->th[t].sc);
+        c->th[t].sc = NULL;
+        mt_status st = mt_gnn_scorer_create(c->net, shape, &c->th[t].sc, err, errlen);
+        if (st != MT_OK) return st;
+    }
+    return MT_OK;
+}
+
+/* Encodes and scores on up to params.threads threads, each holding only a
+ * share's features at a time (a few MiB, whatever n), never scoring a
+ * config the template cannot build. */
 static mt_status gnn_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores, char *err,
                              size_t errlen) {
     gnn_cm *c = m->context;
     const mt_graph_encoder *enc = NULL;
     mt_status st = find_encoder(c, q->tmpl, &enc, err, errlen);
-    if (st != MT_OK) return st;
-    const mt_graph_shape *shape = mt_graph_encoder_shape(enc);
-    int chunk = n < PREDICT_CHUNK ? n : PREDICT_CHUNK;
-    size_t need = (size_t)chunk * (size_t)shape->n_nodes * MT_GRAPH_FEATS;
-    if (need > c->scratch_floats) {
-        float *f = realloc(c->scratch, sizeof *f * need);
-        if (!f) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for %d candidates", chunk);
-        c->scratch = f;
-        c->scratch_floats = need;
+    if (st != MT_OK || n == 0) return st;
+    int shares = (int)(((long)n + PREDICT_SHARE - 1) / PREDICT_SHARE);
+    int T = m->params.threads < 1 ? 1 : m->params.threads;
+    if (T > MAX_THREADS) T = MAX_THREADS;
+    if (T > shares) T = shares;
+    for (int t = 0; t < T; t++)
+        if ((st = predict_slot(c, t, enc, err, errlen)) != MT_OK) return st;
+    predict_job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    predict_shared sh;
+    atomic_init(&sh.next, 0);
+    atomic_init(&sh.failed, 0);
+    for (int t = 0; t < T; t++)
+        jobs[t] = (predict_job){.c = c, .t = t, .sh = &sh, .enc = enc, .q = q, .cfgs = cfgs, .n = n, .fitted = c->fitted, .scores = scores,
+                                .st = MT_OK};
+    /* Thread 0's shares run on the calling thread. */
+    for (int t = 1; t < T; t++) started[t] = pthread_create(&tid[t], NULL, predict_run, &jobs[t]) == 0;
+    predict_run(&jobs[0]);
+    for (int t = 1; t < T; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else predict_run(&jobs[t]); /* no thread: whatever is left is done here */
     }
-    if (chunk > c->valid_cap) {
-        int *v = realloc(c->valid, sizeof *v * (size_t)chunk);
-        if (v) c->valid = v;
-        float *fs = realloc(c->fscores, sizeof *fs * (size_t)chunk);
-        if (fs) c->fscores = fs;
-        if (!v || !fs) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for %d candidates", chunk);
-        c->valid_cap = chunk;
-    }
-    for (int lo = 0; lo < n; lo += chunk) {
-        int k = n - lo < chunk ? n - lo : chunk;
-        st = encode_parallel(enc, q->wl, q->space, cfgs + lo, k, q->dev, c->scratch, c->valid, m->params.threads, err, errlen);
-        if (st != MT_OK) return st;
-        if (c->fitted) {
-            if ((st = mt_gnn_score(c->net, shape, k, c->scratch, c->fscores, err, errlen)) != MT_OK) return st;
-        } else {
-            for (int i = 0; i < k; i++) c->fscores[i] = 0;
-        }
-        for (int i = 0; i < k; i++) {
-            double v = c->fscores[i];
-            scores[lo + i] = !c->valid[i] ? MT_COSTMODEL_INVALID_SCORE : isfinite(v) ? v : MT_COSTMODEL_INVALID_SCORE / 2;
-        }
-    }
+    for (int t = 0; t < T; t++)
+        if (jobs[t].st != MT_OK) return mt__fail(err, errlen, jobs[t].st, "%s", jobs[t].err);
     return MT_OK;
 }
 
@@ -337,10 +359,13 @@ static void gnn_free(mt_costmodel *m) {
     free(c->s);
     free(c->groups);
     for (int i = 0; i < c->nenc; i++) mt_graph_encoder_free(c->enc[i].enc);
+    for (int t = 0; t < MAX_THREADS; t++) {
+        mt_gnn_scorer_free(c->th[t].sc); /* before the model it reads */
+        free(c->th[t].feats);
+        free(c->th[t].index);
+        free(c->th[t].scores);
+    }
     mt_gnn_free(c->net);
-    free(c->scratch);
-    free(c->valid);
-    free(c->fscores);
     free(c);
     m->context = NULL;
 }

@@ -24,11 +24,15 @@
  *
  * Everything is float32, on the CPU through CBLAS. Results are deterministic:
  * training for a seed gives bit-identical weights, and scores do not depend
- * on the thread count (batches are cut into fixed chunks of 64 graphs). A
+ * on the thread count (batches are cut into fixed chunks of 16 graphs). A
  * graph scored at another place in a batch may differ in the last bits: BLAS
- * kernels treat the edge rows of a block differently. A model is not
- * thread-safe (it caches per-shape plans and workspaces): use one per thread
- * or lock around it.
+ * kernels treat the edge rows of a block differently. Training and scoring
+ * run one forward (on node-major blocks, each edge type's product taken
+ * once per distinct source or destination of its edges, which is the same
+ * sum of messages in another order: gnn/gnn-impl.h); scoring keeps nothing
+ * for a backward. A model is not thread-safe (it caches per-shape plans and
+ * workspaces): use one per thread or lock around it, or give each thread a
+ * scorer (below).
  *
  * Model file format (version 1), all integers and floats little-endian:
  *   offset  size    field
@@ -126,6 +130,23 @@ int64_t mt_gnn_trained(const mt_gnn *m);
  * a malformed shape (types or node indices out of range), B < 0 or NULL
  * pointers; MT_NOMEM. Non-finite features give non-finite scores. */
 mt_status mt_gnn_score(mt_gnn *m, const mt_graph_shape *shape, int B, const float *feats, float *scores, char *err, size_t errlen);
+
+/* A scorer: what scoring one shape with one model needs on one thread (a
+ * private copy of the shape's plan and a workspace), for callers that run
+ * threads of their own, such as the cost model, which encodes and scores
+ * each share of a batch on the thread that holds it. Any number of scorers
+ * of one model may run at once, as long as nothing changes or frees the
+ * model meanwhile (training, set_params, free): a scorer reads the model's
+ * current weights when it runs, and must be freed before the model.
+ * mt_gnn_scorer_run scores B graphs on the calling thread in the same fixed
+ * chunks as mt_gnn_score, so it gives the same bits. Create: MT_INVALID_ARG
+ * for a malformed shape, MT_NOMEM; *out is NULL on failure. */
+typedef struct mt_gnn_scorer mt_gnn_scorer;
+mt_status mt_gnn_scorer_create(const mt_gnn *m, const mt_graph_shape *shape, mt_gnn_scorer **out, char *err, size_t errlen);
+mt_status mt_gnn_scorer_run(mt_gnn_scorer *s, int B, const float *feats, float *scores, char *err, size_t errlen);
+/* Non-zero when s was made for a shape equal to shape (same nodes, edges, hash). */
+int mt_gnn_scorer_matches(const mt_gnn_scorer *s, const mt_graph_shape *shape);
+void mt_gnn_scorer_free(mt_gnn_scorer *s);
 
 /* One training sample. target: higher = better (for example the per-group
  * normalised log throughput); ranking compares targets only within a group.

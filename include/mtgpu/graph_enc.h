@@ -120,6 +120,17 @@ const char *mt_graph_encoder_node_label(const mt_graph_encoder *enc, int i);
 mt_status mt_graph_encode(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
                           const mt_device_info *dev, float *feats, int *valid, char *err, size_t errlen);
 
+/* The same for callers that only want the configs the template builds
+ * (a cost model gives the others the invalid score without scoring them):
+ * feats gets one graph per buildable config, packed in order, *nvalid of
+ * them (feats must have room for n); index[j] (n ints, may be NULL) is the
+ * position in cfgs of graph j. Nothing is written for the other configs, so
+ * a batch that is mostly unbuildable costs little more than its builds.
+ * Same errors as mt_graph_encode (nvalid must not be NULL); on MT_NOMEM
+ * *nvalid counts the graphs written before it. */
+mt_status mt_graph_encode_packed(const mt_graph_encoder *enc, const mt_workload *wl, const mt_space *sp, const mt_config *cfgs, int n,
+                                 const mt_device_info *dev, float *feats, int *index, int *nvalid, char *err, size_t errlen);
+
 /* Encodes one kernel that the encoder's template already built for wl (the
  * tuner builds kernels anyway: this saves building them twice) into feats
  * (n_nodes * MT_GRAPH_FEATS floats, all written). Any kernel is accepted:
