@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mtgpu/cuda.h"
 #include "mtgpu/device.h"
 #include "mtgpu/measure.h"
 #include "mtgpu/template.h"
@@ -11,7 +12,7 @@
 
 static void help(void) {
     printf("usage: mtgpu conv WORKLOAD [--template T] [--config CFG | --random N] [--seed S]\n"
-           "                  [--device D] [--repeats N] [--source] [--json]\n"
+           "                  [--device D] [--repeats N] [--reference] [--source] [--json]\n"
            "\n"
            "Builds the kernel of each config, checks its output against the CPU\n"
            "reference and times it. WORKLOAD is e.g. n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1\n"
@@ -23,12 +24,22 @@ static void help(void) {
            "  --seed S      random seed for configs and input data (default 1)\n"
            "  --device D    opencl:N, cuda:N or N (default: the first device)\n"
            "  --repeats N   timed runs at most (default 20; at least 3, until 30 ms are timed)\n"
+           "  --reference   also time the vendor library on the same data: on a CUDA device, cuDNN's\n"
+           "                fastest algorithm with strict fp32 math (CUDNN_FMA_MATH, no TF32) and with\n"
+           "                default math (TF32 tensor cores allowed); each config's line then shows\n"
+           "                ratio = its ms / cuDNN's strict ms (above 1: slower than cuDNN), and cuDNN's\n"
+           "                strict output is checked against the CPU reference too. Other devices have\n"
+           "                no vendor reference: that is said, and the configs run as without it\n"
+           "                (neither that nor a missing cuDNN changes the exit status)\n"
            "  --source      print each config's kernel source (OpenCL C and CUDA C) instead of running it\n"
            "  --json        one JSON object per config: template, config, index, ms, gflops,\n"
            "                max_rel_err, status (ok, build_error, launch_error, wrong_result,\n"
-           "                invalid_config, ...), message\n"
+           "                invalid_config, ...), message; with --reference also cudnn_ms,\n"
+           "                cudnn_default_ms, ratio (null where there is no reference) and reference\n"
+           "                (cuDNN's version and algorithms, or why there is no reference)\n"
            "\n"
-           "Exit status: 0 when every config ran correctly, 1 when one failed, 2 on bad usage.\n");
+           "Exit status: 0 when every config ran correctly, 1 when one failed (or cuDNN failed on a\n"
+           "CUDA device, or its output disagreed with the CPU reference), 2 on bad usage.\n");
 }
 
 typedef struct {
@@ -37,8 +48,23 @@ typedef struct {
     int have_space;
 } tmpl_space;
 
+/* The vendor reference of this run, when --reference was given. */
+typedef struct {
+    int asked;
+    int have;         /* cuDNN ran: res is valid */
+    mt_cudnn_result res;
+    char note[1100];  /* what ran, or why nothing did */
+} vendor_ref;
+
+static void json_ms_or_null(mt_strbuf *sb, const char *key, int have, double v) {
+    if (have) mt__sb_printf(sb, ", \"%s\": %.6g", key, v);
+    else mt__sb_printf(sb, ", \"%s\": null", key);
+}
+
 static void print_result(const mt_workload *wl, const mt_device_info *di, const char *tname, const char *cfg, uint64_t index,
-                         const mt_measure_result *r, int json) {
+                         const mt_measure_result *r, const vendor_ref *ref, int json) {
+    int have_ratio = ref->have && r->status == MT_OK && r->median_ms > 0 && ref->res.strict_ms > 0;
+    double ratio = have_ratio ? r->median_ms / ref->res.strict_ms : 0;
     if (json) {
         char wtext[256];
         mt_workload_format(wl, wtext, sizeof wtext);
@@ -54,12 +80,24 @@ static void print_result(const mt_workload *wl, const mt_device_info *di, const 
         mt__sb_json_str(&sb, mt_status_name(r->status));
         mt__sb_append(&sb, ", \"message\": ");
         mt__sb_json_str(&sb, r->message);
+        if (ref->asked) {
+            json_ms_or_null(&sb, "cudnn_ms", ref->have, ref->res.strict_ms);
+            json_ms_or_null(&sb, "cudnn_default_ms", ref->have, ref->res.default_ms);
+            json_ms_or_null(&sb, "ratio", have_ratio, ratio);
+            mt__sb_append(&sb, ", \"reference\": ");
+            mt__sb_json_str(&sb, ref->note);
+        }
         mt__sb_append(&sb, "}");
         if (!sb.failed) puts(sb.data);
         mt__sb_free(&sb);
     } else {
-        printf("%-9s %10.4f ms %8.1f GFLOP/s  err %-9.2g %-14s %s\n", tname, r->median_ms, r->gflops, r->max_rel_err,
-               mt_status_name(r->status), cfg);
+        char vs[32] = "";
+        if (ref->have) {
+            if (have_ratio) snprintf(vs, sizeof vs, "%6.2fx cuDNN ", ratio);
+            else snprintf(vs, sizeof vs, "%13s", "");
+        }
+        printf("%-9s %10.4f ms %8.1f GFLOP/s  err %-9.2g %-14s %s%s\n", tname, r->median_ms, r->gflops, r->max_rel_err,
+               mt_status_name(r->status), vs, cfg);
         if (r->status != MT_OK && r->message[0]) {
             /* First lines of the reason, indented. */
             char msg[sizeof r->message];
@@ -95,8 +133,34 @@ static int print_source(const mt_template *t, const mt_workload *wl, const mt_sp
     return rc;
 }
 
+/* Times cuDNN for the bench's workload into ref and says what happened
+ * (human output: one line; JSON: in each config's object). A device with
+ * no vendor reference, or no cuDNN, is a note; cuDNN failing or computing
+ * a wrong result on a CUDA device is a failure. */
+static int run_reference(mt_conv_bench *bench, const mt_measure_params *mp, vendor_ref *ref, int json) {
+    char err[1024];
+    double e = -1;
+    mt_cudnn_params cp = mt_cudnn_default_params();
+    mt_status st = mt_conv_bench_cudnn(bench, &cp, mp, &ref->res, &e, err, sizeof err);
+    const mt_cudnn_result *c = &ref->res;
+    if (st == MT_OK) {
+        ref->have = 1;
+        snprintf(ref->note, sizeof ref->note, "cuDNN %s: strict %s (%d algorithms ran), default %s with %s math (%d ran); strict output error %.2g",
+                 c->version, c->strict_algo, c->strict_algos_tried, c->default_algo, c->default_math, c->default_algos_tried, e);
+        if (!json)
+            printf("reference: cuDNN %s: %.4f ms strict fp32 (%s), %.4f ms default math (%s, %s); strict output err %.2g\n", c->version,
+                   c->strict_ms, c->strict_algo, c->default_ms, c->default_algo, c->default_math, e);
+        return MT_EXIT_OK;
+    }
+    int failure = st != MT_UNAVAILABLE && st != MT_UNSUPPORTED;
+    snprintf(ref->note, sizeof ref->note, "%s%s", failure ? "cuDNN failed: " : "", err);
+    if (failure) fprintf(stderr, "mtgpu conv: --reference: %s: %s\n", mt_status_str(st), err);
+    else if (!json) printf("reference: %s\n", err);
+    return failure ? MT_EXIT_FAIL : MT_EXIT_OK;
+}
+
 int mt_cmd_conv(int argc, char **argv) {
-    enum { O_TEMPLATE, O_CONFIG, O_RANDOM, O_SEED, O_DEVICE, O_REPEATS, O_SOURCE, O_JSON, O_COUNT };
+    enum { O_TEMPLATE, O_CONFIG, O_RANDOM, O_SEED, O_DEVICE, O_REPEATS, O_REFERENCE, O_SOURCE, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TEMPLATE] = {.name = "template", .short_name = 't', .takes_value = 1},
         [O_CONFIG] = {.name = "config", .short_name = 'c', .takes_value = 1},
@@ -104,6 +168,7 @@ int mt_cmd_conv(int argc, char **argv) {
         [O_SEED] = {.name = "seed", .takes_value = 1},
         [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
         [O_REPEATS] = {.name = "repeats", .takes_value = 1},
+        [O_REFERENCE] = {.name = "reference"},
         [O_SOURCE] = {.name = "source"},
         [O_JSON] = {.name = "json"},
     };
@@ -121,6 +186,10 @@ int mt_cmd_conv(int argc, char **argv) {
     }
     if (opts[O_CONFIG].given && opts[O_RANDOM].given) {
         fprintf(stderr, "mtgpu conv: --config and --random exclude each other\n");
+        return MT_EXIT_USAGE;
+    }
+    if (opts[O_REFERENCE].given && opts[O_SOURCE].given) {
+        fprintf(stderr, "mtgpu conv: --reference times the vendor library on a device; --source runs nothing\n");
         return MT_EXIT_USAGE;
     }
     char err[1024];
@@ -235,6 +304,12 @@ int mt_cmd_conv(int argc, char **argv) {
             fprintf(stderr, "mtgpu conv: found only %d valid configs in %d draws per template\n", ncfg, max_tries);
     }
 
+    mt_measure_params mp = mt_measure_default_params();
+    mp.max_repeats = (int)repeats;
+    if (mp.min_repeats > mp.max_repeats) mp.min_repeats = mp.max_repeats;
+    vendor_ref ref;
+    memset(&ref, 0, sizeof ref);
+    ref.asked = opts[O_REFERENCE].given;
     if (!opts[O_SOURCE].given) {
         st = mt_conv_bench_new(dev, &wl, (uint64_t)seed, &bench, err, sizeof err);
         if (st != MT_OK) {
@@ -249,10 +324,8 @@ int mt_cmd_conv(int argc, char **argv) {
             printf("workload %s: %.1f MFLOP on %s:%d (%s)\n", wtext, mt_workload_flops(&wl) / 1e6, mt_backend_name(di->backend), di->index,
                    di->name);
         }
+        if (ref.asked && run_reference(bench, &mp, &ref, opts[O_JSON].given) != MT_EXIT_OK) rc = MT_EXIT_FAIL;
     }
-    mt_measure_params mp = mt_measure_default_params();
-    mp.max_repeats = (int)repeats;
-    if (mp.min_repeats > mp.max_repeats) mp.min_repeats = mp.max_repeats;
     for (int j = 0; j < ncfg; j++) {
         tmpl_space *s = &ts[which[j]];
         char ctext[1024];
@@ -264,7 +337,7 @@ int mt_cmd_conv(int argc, char **argv) {
         }
         mt_measure_result r;
         mt_conv_bench_measure(bench, s->t, &s->space, &cfgs[j], &mp, &r);
-        print_result(&wl, mt_device_get_info(dev), mt_template_name(s->t), ctext, mt_space_config_index(&s->space, &cfgs[j]), &r,
+        print_result(&wl, mt_device_get_info(dev), mt_template_name(s->t), ctext, mt_space_config_index(&s->space, &cfgs[j]), &r, &ref,
                      opts[O_JSON].given);
         if (r.status != MT_OK) rc = MT_EXIT_FAIL;
     }

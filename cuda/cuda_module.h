@@ -16,28 +16,34 @@
  *    the first release of that ABI (MT_CUDA_MODULE_V1_SIZE is what every
  *    ABI-1 module has).
  *  - The running-kernel half of the backend (driver API: devices, contexts,
- *    module load, buffers, launch, events) will be appended in this way,
- *    mirroring mt_backend_i (src/backend-impl.h) so that the loader can wrap
- *    it one to one:
- *        mt_status (*dev_list)(mt_device_info *out, int max, int *count, char *err, size_t);
- *        mt_status (*dev_open)(int index, void **dev, mt_device_info *info, char *err, size_t);
- *        void      (*dev_close)(void *dev);
- *        mt_status (*load)(void *dev, const void *cubin, size_t len, const char *name, void **prog, char *log, size_t);
- *        ... alloc / write / read / buf_free / run ...
+ *    module load, buffers, launch, events; cuDNN) was appended in this way
+ *    (dev_list .. cudnn_conv below), mirroring mt_backend_i
+ *    (src/backend-impl.h) so that the loader (src/backend_cuda.c) wraps it
+ *    one to one; the loader checks MT_CUDA_MODULE_HAS(m, cudnn_conv) (the
+ *    last of them) before using any, and reports an older module as one to
+ *    rebuild.
+ *  - The driver (libcuda.so.1) and cuDNN (libcudnn.so.9) are dlopen'ed
+ *    inside the module, never linked: the module loads, and its compile
+ *    members work, on a machine with neither.
  *
  * Conventions for every member: a fallible call returns an mt_status and
  * writes a NUL-terminated message into (log|err, len) when len > 0; memory
  * handed back to the caller is released with free_buffer (the module and
  * libmtgpu need not share an allocator); no member exits or aborts; all
- * members are thread-safe (NVRTC and nvJitLink handles are per call).
+ * members are thread-safe (NVRTC and nvJitLink handles are per call; driver
+ * calls push the device's context in the calling thread and pop it before
+ * returning, and each device handle serialises the work on its stream).
  * The module uses only the mt_status codes (an enum), not libmtgpu's
  * functions, so it has no undefined symbols to resolve against libmtgpu. */
 #ifndef MTGPU_CUDA_MODULE_H
 #define MTGPU_CUDA_MODULE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mtgpu/cuda.h"
+#include "mtgpu/device.h"
+#include "mtgpu/workload.h"
 #include "mtgpu/status.h"
 
 #define MT_CUDA_MODULE_ABI 1
@@ -48,6 +54,37 @@ typedef enum mt_cuda_output {
     MT_CUDA_OUTPUT_PTX,  /* PTX text for compute_<sm> (NUL-terminated; len counts the NUL) */
     MT_CUDA_OUTPUT_CUBIN /* an sm_<sm> cubin, loadable with cuModuleLoadData */
 } mt_cuda_output;
+
+/* What dev_props reports of an opened device: the facts of a CUDA device
+ * that mt_device_info has no field for. */
+typedef struct mt_cuda_device_props {
+    int cc_major, cc_minor;          /* compute capability: the device runs sm_<major><minor> cubins */
+    int sm_count;                    /* multiprocessors */
+    int warp_size;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int max_regs_per_block;          /* 32-bit registers available to one block */
+    int max_regs_per_sm;
+    int max_shared_per_block;        /* bytes of static __shared__ a block may declare (48 KiB) */
+    int max_shared_per_block_optin;  /* with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) */
+    int reserved_shared_per_block;   /* bytes the driver reserves per block (1 KiB on sm_80 and later) */
+    int max_shared_per_sm;
+    int clock_khz;                   /* peak SM clock */
+    int driver_version;              /* cuDriverGetVersion: 13000 for CUDA 13.0 */
+} mt_cuda_device_props;
+
+/* What prog_info reports of a loaded kernel (cuFuncGetAttribute): the
+ * driver's own figures, authoritative for a cubin that came from the cache
+ * without a ptxas report. */
+typedef struct mt_cuda_prog_info {
+    int registers;             /* per thread */
+    int shared_bytes;          /* static __shared__ per block */
+    int local_bytes;           /* per thread */
+    int const_bytes;
+    int max_threads_per_block; /* this kernel's launch limit (registers and __launch_bounds__) */
+    int nparams;               /* kernel parameters; -1 where the driver cannot tell (before CUDA 12.4) */
+    int binary_version;        /* 10 * major + minor of the cubin's SASS */
+} mt_cuda_prog_info;
 
 typedef struct mt_cuda_module {
     /* .abi_version      = */ int abi_version;  /* MT_CUDA_MODULE_ABI the module was built with */
@@ -85,6 +122,59 @@ typedef struct mt_cuda_module {
     /* .free_buffer      = */ void (*free_buffer)(void *p);
 
     /* ---- members appended after ABI 1's first release go below; check them with MT_CUDA_MODULE_HAS ---- */
+
+    /* ---- the driver API half (cuda/driver.c), mirroring mt_backend_i ----
+     * Every member works without a GPU in the sense that it fails cleanly:
+     * where libcuda.so.1 is missing, a required entry point is missing,
+     * cuInit fails or there is no device, dev_list and dev_open return
+     * MT_UNAVAILABLE with the reason (the dynamic loader's text, or the
+     * failing call with cuGetErrorName/cuGetErrorString). */
+
+    /* Lists the CUDA devices into out[0..max) (out may be NULL with max 0)
+     * and sets *count to the number present (which may exceed max); creates
+     * no context. info.fingerprint is left empty for the caller to fill. */
+    /* .dev_list         = */ mt_status (*dev_list)(mt_device_info *out, int max, int *count, char *err, size_t errlen);
+    /* Opens device `index`: retains its primary context and creates one
+     * stream. *dev is released with dev_close; *info (may be NULL) as dev_list. */
+    /* .dev_open         = */ mt_status (*dev_open)(int index, void **dev, mt_device_info *info, char *err, size_t errlen);
+    /* Releases the opener's reference; the context and stream go when the
+     * last program and buffer of the device are freed too. NULL: no-op. */
+    /* .dev_close        = */ void (*dev_close)(void *dev);
+    /* Loads a cubin (cuModuleLoadData) and finds extern "C" kernel `name` in
+     * it; *prog is released with prog_free. MT_BUILD when the driver refuses
+     * the image (e.g. a driver older than the compiler) or the kernel is
+     * missing, with the reason in log. */
+    /* .load             = */ mt_status (*load)(void *dev, const void *cubin, size_t len, const char *name, void **prog, char *log,
+                                                size_t loglen);
+    /* .prog_free        = */ void (*prog_free)(void *prog);
+    /* Device memory (cuMemAlloc): MT_NOMEM when the device has no room. */
+    /* .alloc            = */ mt_status (*alloc)(void *dev, size_t bytes, void **buf);
+    /* Copies on the device's stream and waits for the copy. */
+    /* .write            = */ mt_status (*write)(void *dev, void *buf, size_t offset, const void *src, size_t bytes);
+    /* .read             = */ mt_status (*read)(void *dev, void *buf, size_t offset, void *dst, size_t bytes);
+    /* .buf_free         = */ void (*buf_free)(void *buf);
+    /* Launches prog over grid x block (blocks x threads per block) with the
+     * buffers args (kernel parameters, in order): `warmup` untimed launches,
+     * then `repeats` launches each between two events on the stream;
+     * times_ms[i] is launch i's event time. MT_INVALID_CONFIG for a launch
+     * the device or the kernel cannot take (block or grid over a limit,
+     * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); MT_LAUNCH when a kernel faults
+     * (the message says whether the context is now unusable). */
+    /* .run              = */ mt_status (*run)(void *dev, void *prog, void **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                                               int warmup, int repeats, double *times_ms, char *err, size_t errlen);
+    /* .dev_props        = */ mt_status (*dev_props)(void *dev, mt_cuda_device_props *out);
+    /* .prog_info        = */ mt_status (*prog_info)(void *prog, mt_cuda_prog_info *out);
+
+    /* ---- cuDNN (cuda/cudnn.c) ---- */
+
+    /* Non-zero when libcudnn.so.9 loads and has every function the reference
+     * uses; otherwise 0 with the reason. Needs no GPU. */
+    /* .cudnn_available  = */ int (*cudnn_available)(char *why, size_t whylen);
+    /* mt_cudnn_reference_dbuf (include/mtgpu/cuda.h) on the module's own
+     * handles: x, w, y are buffers of dev (y at least the output's size);
+     * p is never NULL. */
+    /* .cudnn_conv       = */ mt_status (*cudnn_conv)(void *dev, const mt_workload *wl, void *x, void *w, void *y, const mt_cudnn_params *p,
+                                                      mt_cudnn_result *res, char *err, size_t errlen);
 } mt_cuda_module;
 
 /* Every ABI-1 module's table is at least this long. */
@@ -110,5 +200,34 @@ mt_status mt__cuda_module(const mt_cuda_module **mod, char *err, size_t errlen);
  * or ABI mismatch) and nothing left loaded. For tests and tools. */
 mt_status mt__cuda_load_from(const char *path, void **handle, const mt_cuda_module **mod, char *err, size_t errlen);
 void mt__cuda_unload(void *handle);
+
+/* ---- the backend on top of the module (src/backend_cuda.c) ---- */
+
+/* Non-zero when m has every member of the driver half (dev_list ..
+ * cudnn_conv); older modules can compile-check but not run. */
+int mt__cuda_module_can_run(const mt_cuda_module *m);
+
+/* The first half of a CUDA build, which needs no GPU: compiles src with
+ * NVRTC for sm_<10*cc_major+cc_minor> of props, links it with nvJitLink
+ * (within timeout_s; <= 0: none) and checks ptxas's report against the
+ * MT_CUDA_MAX_* limits (mt_cuda_check_limits: registers, static shared
+ * memory, local memory, spills) and the device's own shared memory per
+ * block (mt__cuda_check_resources). On MT_OK
+ * *cubin (release with m->free_buffer) and *len hold the cubin, *res (may be
+ * NULL) the report. MT_INVALID_CONFIG, naming the limit, for a kernel over
+ * one: rejected before anything is loaded or launched; MT_BUILD (with the
+ * compiler's log), MT_TIMEOUT, MT_UNSUPPORTED as mt_cuda_compile_check. */
+mt_status mt__cuda_build_cubin(const mt_cuda_module *m, const char *src, const char *name, const mt_cuda_device_props *props,
+                               double timeout_s, char **cubin, size_t *len, mt_cuda_resources *res, char *log, size_t loglen);
+
+/* MT_INVALID_CONFIG when a kernel with resources r exceeds a limit of the
+ * device described by props (the MT_CUDA_MAX_* limits included); MT_OK
+ * otherwise. For the report of a fresh compile and, with spills unknown
+ * (0), for the driver's figures of a cubin loaded from the cache. */
+mt_status mt__cuda_check_resources(const mt_cuda_resources *r, const mt_cuda_device_props *props, char *err, size_t errlen);
+
+/* The module and the module's device handle behind a CUDA backend device
+ * handle (what mt__device_backend_handle returns for a CUDA device). */
+void mt__cuda_backend_module_dev(void *backend_dev, const mt_cuda_module **m, void **module_dev);
 
 #endif

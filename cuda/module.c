@@ -1,46 +1,20 @@
-/* The CUDA module: NVRTC compilation and nvJitLink resource reports.
+/* The CUDA module: NVRTC compilation, nvJitLink resource reports, and the
+ * table of every member (the driver half is in driver.c, cuDNN in cudnn.c).
  *
  * Built as libmtgpu_cuda.so and loaded by src/cuda_loader.c; exports only
  * mt_cuda_module_get (see cuda_module.h for the ABI). Needs NVRTC and
- * nvJitLink, never a GPU: the driver (libcuda.so.1) is only probed, with
- * dlopen, so that this module loads on machines without it. */
-#include "cuda_module.h"
+ * nvJitLink, never a GPU: the driver (libcuda.so.1) and cuDNN are reached
+ * with dlopen, so that this module loads on machines without them. */
+#include "module-impl.h"
 #include "ptxas_log.h"
 
-#include <dlfcn.h>
 #include <limits.h>
 #include <nvJitLink.h>
 #include <nvrtc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* ---- messages ---- */
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static mt_status fail(char *msg, size_t len, mt_status s, const char *fmt, ...) {
-    if (msg && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, len, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
-/* Appends text to a NUL-terminated log, truncating at loglen. */
-static void log_append(char *log, size_t loglen, const char *text) {
-    if (!log || loglen == 0 || !text) return;
-    size_t used = strnlen(log, loglen - 1);
-    size_t room = loglen - 1 - used, n = strlen(text);
-    if (n > room) n = room;
-    memcpy(log + used, text, n);
-    log[used + n] = '\0';
-}
 
 /* ---- NVRTC ---- */
 
@@ -55,7 +29,7 @@ static int over_limit(const char *errlog) {
 static mt_status check_arch(int sm, char *log, size_t loglen) {
     int n = 0;
     if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 256)
-        return sm >= 10 && sm < 1000 ? MT_OK : fail(log, loglen, MT_UNSUPPORTED, "sm_%d is not a CUDA architecture", sm);
+        return sm >= 10 && sm < 1000 ? MT_OK : mt__cu_fail(log, loglen, MT_UNSUPPORTED, "sm_%d is not a CUDA architecture", sm);
     int archs[256];
     if (nvrtcGetSupportedArchs(archs) != NVRTC_SUCCESS) return MT_OK; /* let the compile decide */
     for (int i = 0; i < n; i++)
@@ -64,9 +38,9 @@ static mt_status check_arch(int sm, char *log, size_t loglen) {
     for (int i = 0; i < n; i++) {
         char one[16];
         snprintf(one, sizeof one, "%s%d", i ? " " : "", archs[i]);
-        log_append(list, sizeof list, one);
+        mt__cu_log_append(list, sizeof list, one);
     }
-    return fail(log, loglen, MT_UNSUPPORTED, "sm_%d is not supported by this NVRTC (supported: %s)", sm, list);
+    return mt__cu_fail(log, loglen, MT_UNSUPPORTED, "sm_%d is not supported by this NVRTC (supported: %s)", sm, list);
 }
 
 static mt_status nvrtc_status(nvrtcResult r) {
@@ -102,7 +76,7 @@ static mt_status nvrtc_build(const char *src, const char *name, const char *arch
     nvrtcResult r = nvrtcCreateProgram(prog, src, progname, 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {
         *prog = NULL;
-        return fail(log, loglen, nvrtc_status(r), "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
+        return mt__cu_fail(log, loglen, nvrtc_status(r), "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
     }
     double deadline = now_s() + timeout_s;
     if (timeout_s > 0) nvrtcSetFlowCallback(*prog, past_deadline, &deadline);
@@ -111,20 +85,20 @@ static mt_status nvrtc_build(const char *src, const char *name, const char *arch
     if (r == NVRTC_ERROR_CANCELLED) {
         nvrtcDestroyProgram(prog);
         *prog = NULL;
-        return fail(log, loglen, MT_TIMEOUT, "NVRTC compilation stopped at the time limit of %g s", timeout_s);
+        return mt__cu_fail(log, loglen, MT_TIMEOUT, "NVRTC compilation stopped at the time limit of %g s", timeout_s);
     }
 
     size_t n = 0;
     char *text = NULL;
     if (nvrtcGetProgramLogSize(*prog, &n) == NVRTC_SUCCESS && n > 1) {
         text = malloc(n);
-        if (text && nvrtcGetProgramLog(*prog, text) == NVRTC_SUCCESS) log_append(log, loglen, text);
+        if (text && nvrtcGetProgramLog(*prog, text) == NVRTC_SUCCESS) mt__cu_log_append(log, loglen, text);
     }
     int limit = text && over_limit(text); /* ptxas ran inside NVRTC (sm_XX) and refused */
     free(text);
     if (r != NVRTC_SUCCESS) {
         mt_status s = r == NVRTC_ERROR_COMPILATION && limit ? MT_INVALID_CONFIG : nvrtc_status(r);
-        if (log && loglen > 0 && log[0] == '\0') fail(log, loglen, s, "nvrtcCompileProgram: %s", nvrtcGetErrorString(r));
+        if (log && loglen > 0 && log[0] == '\0') mt__cu_fail(log, loglen, s, "nvrtcCompileProgram: %s", nvrtcGetErrorString(r));
         nvrtcDestroyProgram(prog);
         *prog = NULL;
         return s;
@@ -136,13 +110,13 @@ static mt_status nvrtc_build(const char *src, const char *name, const char *arch
 static mt_status get_ptx(nvrtcProgram prog, char **ptx, size_t *len, char *log, size_t loglen) {
     size_t n = 0;
     nvrtcResult r = nvrtcGetPTXSize(prog, &n);
-    if (r != NVRTC_SUCCESS || n == 0) return fail(log, loglen, MT_BUILD, "nvrtcGetPTXSize: %s", nvrtcGetErrorString(r));
+    if (r != NVRTC_SUCCESS || n == 0) return mt__cu_fail(log, loglen, MT_BUILD, "nvrtcGetPTXSize: %s", nvrtcGetErrorString(r));
     char *p = malloc(n);
-    if (!p) return fail(log, loglen, MT_NOMEM, "out of memory for %zu bytes of PTX", n);
+    if (!p) return mt__cu_fail(log, loglen, MT_NOMEM, "out of memory for %zu bytes of PTX", n);
     r = nvrtcGetPTX(prog, p);
     if (r != NVRTC_SUCCESS) {
         free(p);
-        return fail(log, loglen, MT_BUILD, "nvrtcGetPTX: %s", nvrtcGetErrorString(r));
+        return mt__cu_fail(log, loglen, MT_BUILD, "nvrtcGetPTX: %s", nvrtcGetErrorString(r));
     }
     *ptx = p;
     *len = n;
@@ -163,7 +137,7 @@ static int ptx_has_entry(const char *ptx, const char *name) {
 }
 
 static mt_status missing_kernel(const char *name, char *log, size_t loglen) {
-    return fail(log, loglen, MT_NOT_FOUND,
+    return mt__cu_fail(log, loglen, MT_NOT_FOUND,
                 "kernel '%s' is not in the program (a __global__ function must be declared extern \"C\" to keep its name)", name);
 }
 
@@ -173,7 +147,7 @@ static mt_status cuda_compile(const char *src, const char *name, const mt_cuda_c
     if (out) *out = NULL;
     if (len) *len = 0;
     if (!src || !p || !out || !len || (kind != MT_CUDA_OUTPUT_PTX && kind != MT_CUDA_OUTPUT_CUBIN))
-        return fail(log, loglen, MT_INVALID_ARG, "compile: NULL source, params or output, or unknown output kind");
+        return mt__cu_fail(log, loglen, MT_INVALID_ARG, "compile: NULL source, params or output, or unknown output kind");
     int sm = p->sm_arch;
     mt_status s = check_arch(sm, log, loglen);
     if (s != MT_OK) return s;
@@ -197,11 +171,11 @@ static mt_status cuda_compile(const char *src, const char *name, const mt_cuda_c
         nvrtcResult r = nvrtcGetCUBINSize(prog, &n);
         char *bin = r == NVRTC_SUCCESS && n > 0 ? malloc(n) : NULL;
         if (r != NVRTC_SUCCESS || n == 0)
-            s = fail(log, loglen, MT_BUILD, "nvrtcGetCUBINSize: %s", nvrtcGetErrorString(r));
+            s = mt__cu_fail(log, loglen, MT_BUILD, "nvrtcGetCUBINSize: %s", nvrtcGetErrorString(r));
         else if (!bin)
-            s = fail(log, loglen, MT_NOMEM, "out of memory for a %zu-byte cubin", n);
+            s = mt__cu_fail(log, loglen, MT_NOMEM, "out of memory for a %zu-byte cubin", n);
         else if ((r = nvrtcGetCUBIN(prog, bin)) != NVRTC_SUCCESS)
-            s = fail(log, loglen, MT_BUILD, "nvrtcGetCUBIN: %s", nvrtcGetErrorString(r));
+            s = mt__cu_fail(log, loglen, MT_BUILD, "nvrtcGetCUBIN: %s", nvrtcGetErrorString(r));
         if (s == MT_OK) {
             *out = bin;
             *len = n;
@@ -254,7 +228,7 @@ static mt_status cuda_resources(const char *src, const char *name, const mt_cuda
     if (cubin_len) *cubin_len = 0;
     if (res) memset(res, 0, sizeof *res);
     if (!src || !p || !res || (cubin && !cubin_len))
-        return fail(log, loglen, MT_INVALID_ARG, "resources: NULL source, params or output");
+        return mt__cu_fail(log, loglen, MT_INVALID_ARG, "resources: NULL source, params or output");
     int sm = p->sm_arch;
     mt_status s = check_arch(sm, log, loglen);
     if (s != MT_OK) return s;
@@ -283,7 +257,7 @@ static mt_status cuda_resources(const char *src, const char *name, const mt_cuda
     if (smem > MT_CUDA_MAX_STATIC_SHARED) {
         free(ptx);
         res->shared_bytes = smem > INT_MAX ? INT_MAX : (int)smem;
-        return fail(log, loglen, MT_INVALID_CONFIG,
+        return mt__cu_fail(log, loglen, MT_INVALID_CONFIG,
                     "kernel '%s' declares %lld bytes of static shared memory, over the limit of %d on sm_%d (rejected before linking)",
                     name && *name ? name : "(first)", smem, MT_CUDA_MAX_STATIC_SHARED, sm);
     }
@@ -295,7 +269,7 @@ static mt_status cuda_resources(const char *src, const char *name, const mt_cuda
     nvJitLinkResult r = nvJitLinkCreate(&h, 2, opts);
     if (r != NVJITLINK_SUCCESS) {
         free(ptx);
-        return fail(log, loglen, r == NVJITLINK_ERROR_UNRECOGNIZED_ARCH || r == NVJITLINK_ERROR_UNSUPPORTED_ARCH ? MT_UNSUPPORTED : MT_BUILD,
+        return mt__cu_fail(log, loglen, r == NVJITLINK_ERROR_UNRECOGNIZED_ARCH || r == NVJITLINK_ERROR_UNSUPPORTED_ARCH ? MT_UNSUPPORTED : MT_BUILD,
                     "nvJitLinkCreate(%s): %s", link_arch, jit_result_name(r));
     }
     r = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx, ptx_len, "kernel.ptx");
@@ -309,31 +283,31 @@ static mt_status cuda_resources(const char *src, const char *name, const mt_cuda
         s = over_limit(err) ? MT_INVALID_CONFIG : MT_BUILD;
         char head[96];
         snprintf(head, sizeof head, "nvJitLink (%s): %s\n", link_arch, jit_result_name(r));
-        log_append(log, loglen, head);
-        log_append(log, loglen, err);
-        log_append(log, loglen, info);
+        mt__cu_log_append(log, loglen, head);
+        mt__cu_log_append(log, loglen, err);
+        mt__cu_log_append(log, loglen, info);
         free(err);
     } else if (!info) {
-        s = fail(log, loglen, MT_NOMEM, "out of memory reading nvJitLink's log");
+        s = mt__cu_fail(log, loglen, MT_NOMEM, "out of memory reading nvJitLink's log");
     } else if (!found) {
         s = MT_PARSE;
-        log_append(log, loglen, "no resource report for the kernel in nvJitLink's log:\n");
-        log_append(log, loglen, info);
+        mt__cu_log_append(log, loglen, "no resource report for the kernel in nvJitLink's log:\n");
+        mt__cu_log_append(log, loglen, info);
     } else {
-        log_append(log, loglen, info);
+        mt__cu_log_append(log, loglen, info);
         size_t n = 0;
         r = nvJitLinkGetLinkedCubinSize(h, &n);
         if (r != NVJITLINK_SUCCESS) {
-            s = fail(log, loglen, MT_BUILD, "nvJitLinkGetLinkedCubinSize: %s", jit_result_name(r));
+            s = mt__cu_fail(log, loglen, MT_BUILD, "nvJitLinkGetLinkedCubinSize: %s", jit_result_name(r));
         } else {
             res->cubin_bytes = n;
             if (cubin) {
                 char *bin = malloc(n ? n : 1);
                 if (!bin) {
-                    s = fail(log, loglen, MT_NOMEM, "out of memory for a %zu-byte cubin", n);
+                    s = mt__cu_fail(log, loglen, MT_NOMEM, "out of memory for a %zu-byte cubin", n);
                 } else if ((r = nvJitLinkGetLinkedCubin(h, bin)) != NVJITLINK_SUCCESS) {
                     free(bin);
-                    s = fail(log, loglen, MT_BUILD, "nvJitLinkGetLinkedCubin: %s", jit_result_name(r));
+                    s = mt__cu_fail(log, loglen, MT_BUILD, "nvJitLinkGetLinkedCubin: %s", jit_result_name(r));
                 } else {
                     *cubin = bin;
                     *cubin_len = n;
@@ -348,18 +322,11 @@ static mt_status cuda_resources(const char *src, const char *name, const mt_cuda
 
 /* ---- the rest of the table ---- */
 
+/* The driver is usable once libcuda.so.1 loads, has every entry point the
+ * module calls and cuInit succeeds (driver_api.c keeps that outcome). */
 static int cuda_driver_available(char *why, size_t whylen) {
     if (why && whylen > 0) why[0] = '\0';
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        fail(why, whylen, MT_UNAVAILABLE, "%s", e ? e : "libcuda.so.1 cannot be loaded");
-        return 0;
-    }
-    int ok = dlsym(h, "cuInit") != NULL;
-    if (!ok) fail(why, whylen, MT_UNAVAILABLE, "libcuda.so.1 has no cuInit");
-    dlclose(h);
-    return ok;
+    return mt__cu_api_get(why, whylen) != NULL;
 }
 
 static void cuda_toolkit_version(char *buf, size_t len) {
@@ -381,6 +348,20 @@ static const mt_cuda_module module_v1 = {
     /* .compile          = */ cuda_compile,
     /* .resources        = */ cuda_resources,
     /* .free_buffer      = */ cuda_free_buffer,
+    /* .dev_list         = */ mt__cu_dev_list,
+    /* .dev_open         = */ mt__cu_dev_open,
+    /* .dev_close        = */ mt__cu_dev_close,
+    /* .load             = */ mt__cu_load,
+    /* .prog_free        = */ mt__cu_prog_free,
+    /* .alloc            = */ mt__cu_alloc,
+    /* .write            = */ mt__cu_write,
+    /* .read             = */ mt__cu_read,
+    /* .buf_free         = */ mt__cu_buf_free,
+    /* .run              = */ mt__cu_run,
+    /* .dev_props        = */ mt__cu_dev_props,
+    /* .prog_info        = */ mt__cu_prog_info,
+    /* .cudnn_available  = */ mt__cudnn_available,
+    /* .cudnn_conv       = */ mt__cudnn_conv,
 };
 
 __attribute__((visibility("default"))) const mt_cuda_module *mt_cuda_module_get(int abi_version) {

@@ -4,17 +4,12 @@
 
 #include "mtgpu/cuda.h"
 
+#ifndef MT__CUDA_HIDDEN
 #if defined(__GNUC__)
 #define MT__CUDA_HIDDEN __attribute__((visibility("hidden")))
 #else
 #define MT__CUDA_HIDDEN
-/* A lower bound on the static shared memory (bytes) that entry `name`
- * (NULL or "": the first entry) of PTX text declares: the sum of its
- * function-scope ".shared" arrays, plus module-scope ones when the PTX has a
- * single entry. Declarations it cannot read count as 0, so the result never
- * overstates; it is meant for rejecting a kernel before linking. */
-MT__CUDA_HIDDEN long long mt__cuda_ptx_shared_bytes(const char *ptx, const char *name);
-
+#endif
 #endif
 
 /* Reads the report that nvJitLink -verbose (ptxas and the finalizer) writes

@@ -21,7 +21,7 @@
 #endif
 
 #include "backend-impl.h"
-#include "cache.h"
+#include "kernel_cache.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #define CL_PLATFORM_NOT_FOUND_KHR -1001
@@ -85,7 +85,7 @@ typedef struct cl_dev {
     cl_command_queue queue;
     mt_device_info info;
     int use_cache;                      /* cache_dir resolved and writable */
-    char cache_dir[MT_CLCACHE_DIR_MAX];
+    char cache_dir[MT_KCACHE_DIR_MAX];
 } cl_dev;
 
 typedef struct cl_prog {
@@ -261,23 +261,7 @@ static int cpu_fma_lanes(const char *name, const char *version, const char *exte
     return native_width > 0 ? native_width : 1;
 }
 
-/* MTGPU_PEAK_GFLOPS when set to a positive number, else 0. */
-static double env_peak_gflops(void) {
-    const char *s = getenv("MTGPU_PEAK_GFLOPS");
-    if (!s || !*s) return 0;
-    char *end;
-    double v = strtod(s, &end);
-    while (*end && isspace((unsigned char)*end)) end++;
-    if (end == s || *end || !isfinite(v) || v <= 0) return 0;
-    return v;
-}
-
 static uint64_t hash_str(const char *s, uint64_t h) { return mt__hash64(s, strlen(s) + 1, h); }
-static uint64_t hash_u64(uint64_t v, uint64_t h) {
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
-    return mt__hash64(b, sizeof b, h);
-}
 
 /* Fills *info for device `dev` of platform `plat`, listed at `index`. */
 static mt_status cl_fill_info(cl_platform_id plat, cl_device_id dev, int index, mt_device_info *info, char *err, size_t errlen) {
@@ -351,7 +335,7 @@ static mt_status cl_fill_info(cl_platform_id plat, cl_device_id dev, int index, 
     info->native_vector_width = (int)native;
     info->max_registers_per_thread = 0;
 
-    double peak = env_peak_gflops();
+    double peak = mt__env_peak_gflops();
     if (peak <= 0 && info->is_cpu) {
         /* cores x clock x 2 (FMA) x lanes x 2 FMA units. OpenCL CPU drivers
          * count hardware threads as compute units; SMT siblings share the FMA
@@ -368,15 +352,7 @@ static mt_status cl_fill_info(cl_platform_id plat, cl_device_id dev, int index, 
     }
     info->peak_gflops = peak;
 
-    uint64_t h = hash_u64((uint64_t)MT_BACKEND_OPENCL, 0);
-    h = hash_str(info->platform, h);
-    h = hash_str(info->name, h);
-    h = hash_str(info->vendor, h);
-    h = hash_str(info->driver, h);
-    h = hash_u64((uint64_t)cu, h);
-    h = hash_u64((uint64_t)lmem, h);
-    h = hash_u64((uint64_t)wg, h);
-    snprintf(info->fingerprint, sizeof info->fingerprint, "%016llx", (unsigned long long)h);
+    mt__device_fingerprint(info);
     free(extensions);
     free(version);
     return MT_OK;
@@ -456,7 +432,7 @@ static mt_status cl_open(int index, const mt_device_params *params, void **devp,
         return cl_fail(err, errlen, cl_mem_status(e, MT_DEVICE), "clCreateCommandQueue", e);
     }
     int use_cache = params ? params->use_cache : 1;
-    if (use_cache) d->use_cache = mt__clcache_dir(params ? params->cache_dir : NULL, d->cache_dir, sizeof d->cache_dir) == 0;
+    if (use_cache) d->use_cache = mt__kcache_dir(params ? params->cache_dir : NULL, d->cache_dir, sizeof d->cache_dir) == 0;
     if (info) *info = d->info;
     *devp = d;
     return MT_OK;
@@ -560,7 +536,7 @@ static void store_binary(cl_dev *d, cl_program prog, uint64_t key) {
     unsigned char *bin = malloc(size);
     if (!bin) return;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-        (void)mt__clcache_store(d->cache_dir, key, bin, size);
+        (void)mt__kcache_store(d->cache_dir, "clbin", key, bin, size);
     free(bin);
 }
 
@@ -586,7 +562,7 @@ static mt_status cl_build(void *devp, const char *src, const char *kernel_name, 
     uint64_t key = cache_key(d, src);
     if (d->use_cache) {
         size_t len = 0;
-        unsigned char *bin = mt__clcache_load(d->cache_dir, key, &len);
+        unsigned char *bin = mt__kcache_load(d->cache_dir, "clbin", key, &len);
         if (bin) {
             mt_status st = build_from_binary(d, bin, len, kernel_name, p);
             free(bin);

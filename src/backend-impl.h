@@ -31,4 +31,20 @@ const mt_backend_i *mt__backend_cuda(char *err, size_t errlen);
 /* Content hash used by the binary caches (FNV-1a 64). */
 uint64_t mt__hash64(const void *data, size_t len, uint64_t seed);
 
+/* Writes info->fingerprint from the fields that change kernel speed (backend,
+ * platform, name, vendor, driver, compute units, local memory, work-group
+ * size), the same way for every backend (src/device_info.c). */
+void mt__device_fingerprint(mt_device_info *info);
+
+/* MTGPU_PEAK_GFLOPS when set to a positive number (a user's override of a
+ * backend's peak estimate), else 0. */
+double mt__env_peak_gflops(void);
+
+/* The backend's own handles behind a device and a buffer (src/device.c), for
+ * backend-specific calls such as the cuDNN reference; NULL for NULL. */
+void *mt__device_backend_handle(const mt_device *dev);
+void *mt__dbuf_backend_handle(const mt_dbuf *b);
+/* The device a buffer was allocated on; NULL for NULL. */
+const mt_device *mt__dbuf_device(const mt_dbuf *b);
+
 #endif

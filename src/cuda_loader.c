@@ -1,4 +1,5 @@
-/* Loading the CUDA module, and the CUDA calls that need nothing more.
+/* Loading the CUDA module, and the CUDA calls that need nothing more (the
+ * backend table on top of it is in backend_cuda.c).
  *
  * libmtgpu is built without CUDA headers or libraries: everything CUDA lives
  * in libmtgpu_cuda.so (cuda/), reached through the table of
@@ -123,23 +124,6 @@ mt_status mt__cuda_module(const mt_cuda_module **mod, char *err, size_t errlen) 
     if (!g_mod) return mt__fail(err, errlen, MT_UNAVAILABLE, "%s", g_err[0] ? g_err : "CUDA module not found");
     *mod = g_mod;
     return MT_OK;
-}
-
-/* ---- the backend table ---- */
-
-const mt_backend_i *mt__backend_cuda(char *err, size_t errlen) {
-    const mt_cuda_module *m;
-    char why[1536];
-    if (mt__cuda_module(&m, why, sizeof why) != MT_OK) {
-        mt__fail(err, errlen, MT_UNAVAILABLE, "CUDA module not found: %s", why);
-        return NULL;
-    }
-    if (!m->driver_available(why, sizeof why)) {
-        mt__fail(err, errlen, MT_UNAVAILABLE, "no CUDA driver (libcuda.so.1) on this machine: %s", why);
-        return NULL;
-    }
-    mt__fail(err, errlen, MT_UNAVAILABLE, "running CUDA kernels is not implemented yet (compile checks work: see mtgpu/cuda.h)");
-    return NULL;
 }
 
 /* ---- public API ---- */

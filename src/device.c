@@ -226,6 +226,12 @@ void mt_device_close(mt_device *dev) {
 
 const mt_device_info *mt_device_get_info(const mt_device *dev) { return dev ? &dev->info : NULL; }
 
+void *mt__device_backend_handle(const mt_device *dev) { return dev ? dev->h : NULL; }
+
+void *mt__dbuf_backend_handle(const mt_dbuf *b) { return b ? b->h : NULL; }
+
+const mt_device *mt__dbuf_device(const mt_dbuf *b) { return b ? b->dev : NULL; }
+
 mt_device_limits mt_device_get_limits(const mt_device *dev) {
     if (!dev) {
         mt_device_limits none;

@@ -1,9 +1,13 @@
 /* What can be said of a device from its description alone: its backend's
  * name, its launch limits, its JSON form. Kept apart from src/device.c so that
  * code without a backend (the database, fuzzers) can use it. */
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "backend-impl.h"
 #include "device-info-json.h"
 #include "mtgpu/device.h"
 
@@ -16,6 +20,37 @@ const char *mt_backend_name(mt_backend_kind b) {
     case MT_BACKEND_COUNT: break;
     }
     return "unknown";
+}
+
+static uint64_t hash_str(const char *s, uint64_t h) { return mt__hash64(s, strlen(s) + 1, h); }
+static uint64_t hash_u64(uint64_t v, uint64_t h) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    return mt__hash64(b, sizeof b, h);
+}
+
+/* The fields hashed are those of the first OpenCL release: changing them
+ * would orphan every record of every database, keyed by this value. */
+void mt__device_fingerprint(mt_device_info *info) {
+    uint64_t h = hash_u64((uint64_t)info->backend, 0);
+    h = hash_str(info->platform, h);
+    h = hash_str(info->name, h);
+    h = hash_str(info->vendor, h);
+    h = hash_str(info->driver, h);
+    h = hash_u64((uint64_t)info->compute_units, h);
+    h = hash_u64((uint64_t)info->local_mem_bytes, h);
+    h = hash_u64((uint64_t)info->max_work_group_size, h);
+    snprintf(info->fingerprint, sizeof info->fingerprint, "%016llx", (unsigned long long)h);
+}
+
+double mt__env_peak_gflops(void) {
+    const char *s = getenv("MTGPU_PEAK_GFLOPS");
+    if (!s || !*s) return 0;
+    char *end;
+    double v = strtod(s, &end);
+    while (*end && isspace((unsigned char)*end)) end++;
+    if (end == s || *end || !isfinite(v) || v <= 0) return 0;
+    return v;
 }
 
 mt_device_limits mt_device_info_limits(const mt_device_info *in) {
@@ -32,6 +67,13 @@ mt_device_limits mt_device_info_limits(const mt_device_info *in) {
     for (int i = 0; i < 3; i++) {
         lim.max_block_dim[i] = in->max_work_item_sizes[i];
         lim.max_grid_dim[i] = 0;
+    }
+    if (in->backend == MT_BACKEND_CUDA) {
+        /* Every compute capability CUDA 13 supports (and every one since 3.0):
+         * mt_device_info has no field for them, OpenCL has no such limit. */
+        lim.max_grid_dim[0] = 2147483647;
+        lim.max_grid_dim[1] = 65535;
+        lim.max_grid_dim[2] = 65535;
     }
     lim.local_mem_bytes = (int64_t)in->local_mem_bytes;
     /* CPUs spill to cache without a cliff, so no register budget applies;

@@ -52,6 +52,7 @@ contains out '"count"' "tasks JSON"
 expect 0 "print sources" -- conv "c=4,h=8,w=8,k=4,r=3,s=3,pad=1" --random 2 --source
 contains out "__kernel" "OpenCL source"
 contains out "__global__" "CUDA source"
+expect 2 "--reference with --source" -- conv "c=4,h=8,w=8,k=4,r=3,s=3,pad=1" --reference --source
 expect 2 "unknown cost model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model nope
 expect 2 "--model without a gnn" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model xgb --model "$tmp/m.gnn"
 expect 2 "train without --out" -- train --db "$tmp/tuning.db"
@@ -63,6 +64,12 @@ expect 1 "eval-model on a missing database" -- eval-model --db "$tmp/none/x.db" 
 if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "devices --json" -- devices --json
   contains out '"fingerprint"' "device JSON"
+  expect 0 "devices" -- devices
+  contains out "cuda" "the CUDA backend is listed, or said to be unavailable and why"
+  # On a CUDA device cuDNN is timed beside the configs; elsewhere the output says there is no reference.
+  expect 0 "conv --reference" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --random 1 --json --repeats 2 --reference
+  contains out '"cudnn_ms"' "conv JSON has cuDNN's time (or null)"
+  contains out '"reference": ' "conv JSON says what the reference was"
   expect 0 "conv random JSON" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --random 2 --json --repeats 2
   contains out '"status": "ok"' "conv result ok"
   contains out '"max_rel_err"' "conv result has error"

@@ -1,5 +1,8 @@
-/* CUDA compile checks: the module loader, NVRTC + nvJitLink resource reports,
- * the limits, and every template's kernels printed as CUDA C.
+/* CUDA without a GPU: the module loader, NVRTC + nvJitLink resource reports,
+ * the limits (and the CUDA build's rejection of kernels over them), every
+ * template's kernels printed as CUDA C, the driver half of the module and
+ * the cuDNN reference failing cleanly where there is no driver or no CUDA
+ * device. The tests that run kernels are in test_cuda_gpu.
  *
  * Needs no GPU. Where the CUDA module cannot be loaded, the tests that need
  * it are skipped with the reason printed, and the binary still passes. */
@@ -17,6 +20,9 @@
 #include <unistd.h>
 
 #include "mtgpu/cuda.h"
+#include "mtgpu/device.h"
+#include "mtgpu/measure.h"
+#include "mtgpu/reference.h"
 #include "mtgpu/template.h"
 #include "mtgpu/workload.h"
 
@@ -278,13 +284,236 @@ static void test_built_module_loads(void **state) {
     if (!getenv("MTGPU_CUDA_MODULE")) assert_int_equal(mt_cuda_available(err, sizeof err), MT_OK);
 }
 
+/* Non-zero when this machine has a usable CUDA driver (the GPU tests are in
+ * test_cuda_gpu); the tests below check what happens without one. */
+static int have_driver(void) { return mt__backend_cuda(NULL, 0) != NULL; }
+
 static void test_backend_reason(void **state) {
     (void)state;
     char err[2048] = "";
-    assert_null(mt__backend_cuda(err, sizeof err)); /* no way to run kernels yet, whatever the machine */
+    const mt_backend_i *be = mt__backend_cuda(err, sizeof err);
+    if (be) {
+        printf("mt__backend_cuda: available (GPU machine)\n");
+        assert_int_equal(be->kind, MT_BACKEND_CUDA);
+        assert_int_equal(be->lang, MT_LANG_CUDA);
+        return;
+    }
     assert_true(strlen(err) > 0);
     printf("mt__backend_cuda: %s\n", err);
-    if (mt_cuda_available(NULL, 0) == MT_OK) assert_null(strstr(err, "module not found"));
+    if (mt_cuda_available(NULL, 0) == MT_OK) {
+        assert_null(strstr(err, "module not found"));
+        assert_non_null(strstr(err, "CUDA driver")); /* the module loads: the driver is what is missing */
+    }
+}
+
+/* The driver half of the module on a machine without a driver: every member
+ * that needs one fails cleanly, with a reason. */
+static void test_module_driver_members(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    const mt_cuda_module *m;
+    char err[2048];
+    assert_int_equal(mt__cuda_module(&m, err, sizeof err), MT_OK);
+    assert_true(mt__cuda_module_can_run(m));
+    assert_true(MT_CUDA_MODULE_HAS(m, cudnn_conv));
+    if (have_driver()) {
+        int n = 0;
+        assert_int_equal(m->dev_list(NULL, 0, &n, err, sizeof err), MT_OK);
+        printf("driver present: %d CUDA device(s); the GPU tests are in test_cuda_gpu\n", n);
+        assert_true(n > 0);
+        return;
+    }
+    int n = -1;
+    mt_device_info info[2];
+    memset(err, 0, sizeof err);
+    assert_int_equal(m->dev_list(info, 2, &n, err, sizeof err), MT_UNAVAILABLE);
+    assert_int_equal(n, 0);
+    assert_true(strlen(err) > 0);
+    printf("dev_list: %s\n", err);
+    char why[1024] = "";
+    assert_int_equal(m->driver_available(why, sizeof why), 0);
+    assert_string_equal(why, err); /* one reason, however it is asked */
+    assert_int_equal(m->dev_list(NULL, 0, NULL, err, sizeof err), MT_INVALID_ARG);
+
+    void *dev = (void *)1;
+    char err2[2048] = "";
+    assert_int_equal(m->dev_open(0, &dev, info, err2, sizeof err2), MT_UNAVAILABLE);
+    assert_null(dev);
+    assert_string_equal(err2, why);
+    m->dev_close(NULL);
+    m->prog_free(NULL);
+    m->buf_free(NULL);
+    assert_int_equal(m->dev_props(NULL, NULL), MT_INVALID_ARG);
+    assert_int_equal(m->prog_info(NULL, NULL), MT_INVALID_ARG);
+    double t = 0;
+    int64_t one[3] = {1, 1, 1};
+    assert_int_equal(m->run(NULL, NULL, NULL, 0, one, one, 0, 1, &t, err, sizeof err), MT_INVALID_ARG);
+    void *buf = (void *)1;
+    assert_int_equal(m->alloc(NULL, 16, &buf), MT_INVALID_ARG);
+    assert_null(buf);
+}
+
+/* Opening cuda:0 through the public API fails cleanly, saying why, and the
+ * listing notes the backend as unavailable with the same reason. */
+static void test_open_cuda0_fails(void **state) {
+    (void)state;
+    if (have_driver()) {
+        printf("skipped: a CUDA driver is present (test_cuda_gpu opens cuda:0)\n");
+        skip();
+    }
+    char err[2048] = "";
+    mt_device *dev = (mt_device *)1;
+    assert_int_equal(mt_device_open("cuda:0", NULL, &dev, err, sizeof err), MT_UNAVAILABLE);
+    assert_null(dev);
+    printf("mt_device_open(cuda:0): %s\n", err);
+    assert_non_null(strstr(err, "cuda"));
+    assert_true(strlen(err) > strlen("cuda backend unavailable: "));
+    assert_int_equal(mt_device_open("cuda", NULL, &dev, err, sizeof err), MT_UNAVAILABLE);
+    assert_null(dev);
+
+    mt_device_info infos[8];
+    int count = 0;
+    char notes[4096] = "";
+    assert_int_equal(mt_device_list(infos, 8, &count, notes, sizeof notes), MT_OK);
+    for (int i = 0; i < count && i < 8; i++) assert_int_not_equal(infos[i].backend, MT_BACKEND_CUDA);
+    printf("device notes: %s", notes);
+    assert_non_null(strstr(notes, "cuda: "));
+}
+
+/* A description of an H200 (sm_90, 132 SMs) as dev_props gives it. */
+static mt_cuda_device_props h200_props(void) {
+    mt_cuda_device_props p;
+    memset(&p, 0, sizeof p);
+    p.cc_major = 9;
+    p.cc_minor = 0;
+    p.sm_count = 132;
+    p.warp_size = 32;
+    p.max_threads_per_block = 1024;
+    p.max_threads_per_sm = 2048;
+    p.max_regs_per_block = 65536;
+    p.max_regs_per_sm = 65536;
+    p.max_shared_per_block = 48 * 1024;
+    p.max_shared_per_block_optin = 227 * 1024;
+    p.reserved_shared_per_block = 1024;
+    p.max_shared_per_sm = 228 * 1024;
+    p.clock_khz = 1980000;
+    p.driver_version = 13000;
+    return p;
+}
+
+/* The same limits on the driver's figures (a cubin from the cache). */
+static void test_check_resources(void **state) {
+    (void)state;
+    mt_cuda_device_props h200 = h200_props();
+    mt_cuda_resources r;
+    memset(&r, 0, sizeof r);
+    char err[256];
+    r.registers = 128;
+    r.shared_bytes = 48 * 1024;
+    assert_int_equal(mt__cuda_check_resources(&r, &h200, err, sizeof err), MT_OK);
+    r.registers = 256;
+    assert_int_equal(mt__cuda_check_resources(&r, &h200, err, sizeof err), MT_INVALID_CONFIG);
+    assert_non_null(strstr(err, "registers"));
+    r.registers = 32;
+    r.shared_bytes = 48 * 1024 + 4;
+    assert_int_equal(mt__cuda_check_resources(&r, &h200, err, sizeof err), MT_INVALID_CONFIG);
+    assert_non_null(strstr(err, "shared"));
+    assert_int_equal(mt__cuda_check_resources(NULL, &h200, err, sizeof err), MT_INVALID_ARG);
+}
+
+/* A CUDA device's description gives launch limits that reject, before any
+ * compile, the configs a CUDA GPU cannot take: grids over 65535 blocks in y
+ * and z, blocks over 1024 threads, shared memory over 48 KiB, and more
+ * private floats than registers. */
+static void test_cuda_device_limits(void **state) {
+    (void)state;
+    mt_device_info info;
+    memset(&info, 0, sizeof info);
+    info.backend = MT_BACKEND_CUDA;
+    info.max_work_group_size = 1024;
+    info.max_work_item_sizes[0] = 1024;
+    info.max_work_item_sizes[1] = 1024;
+    info.max_work_item_sizes[2] = 64;
+    info.local_mem_bytes = 48 * 1024;
+    info.max_registers_per_thread = MT_CUDA_MAX_REGISTERS;
+    mt_device_limits lim = mt_device_info_limits(&info);
+    assert_int_equal(lim.max_grid_dim[0], 2147483647);
+    assert_int_equal(lim.max_grid_dim[1], 65535);
+    assert_int_equal(lim.max_grid_dim[2], 65535);
+    assert_int_equal(lim.max_threads_per_block, 1024);
+    assert_int_equal(lim.local_mem_bytes, 48 * 1024);
+    assert_int_equal(lim.max_private_floats, MT_CUDA_MAX_REGISTERS);
+    info.backend = MT_BACKEND_OPENCL;
+    assert_int_equal(mt_device_info_limits(&info).max_grid_dim[1], 0); /* OpenCL has no such limit */
+
+    /* Random direct configs of a large layer: some are over the shared
+     * memory or the register budget, and the template check says which. */
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", &wl, NULL, 0), MT_OK);
+    const mt_template *t = mt_template_find("direct");
+    assert_non_null(t);
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+    uint64_t rng = 77;
+    int ok = 0, shared = 0, regs = 0, threads = 0;
+    char err[512];
+    for (int i = 0; i < 3000 && (!ok || !shared || !regs); i++) {
+        mt_config cfg;
+        mt_space_random(&sp, &rng, &cfg);
+        mt_status s = mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err);
+        if (s == MT_OK) ok++;
+        else if (s == MT_INVALID_CONFIG && strstr(err, "local memory")) shared++;
+        else if (s == MT_INVALID_CONFIG && strstr(err, "private floats")) regs++;
+        else if (s == MT_INVALID_CONFIG && strstr(err, "work-items")) threads++;
+    }
+    mt_space_free(&sp);
+    printf("direct on a CUDA device's limits: %d valid, rejected: %d over shared memory, %d over registers, %d over threads\n", ok,
+           shared, regs, threads);
+    assert_true(ok > 0);
+    assert_true(shared > 0);
+    assert_true(regs > 0);
+}
+
+/* cuDNN is a reference for CUDA devices only: on any other device it is
+ * MT_UNAVAILABLE with the reason, never a crash. */
+static void test_cudnn_on_other_device(void **state) {
+    (void)state;
+    char why[1024] = "";
+    int dnn = mt_cudnn_available(why, sizeof why);
+    printf("mt_cudnn_available: %d (%s)\n", dnn, why);
+    assert_true(strlen(why) > 0);
+    mt_cudnn_params p = mt_cudnn_default_params();
+    assert_int_equal(p.warmup, 3);
+    assert_int_equal(p.repeats, 20);
+
+    mt_device *dev = NULL;
+    char err[1024];
+    if (mt_device_open("opencl:0", NULL, &dev, err, sizeof err) != MT_OK) {
+        printf("skipped: no OpenCL device to try cuDNN on: %s\n", err);
+        skip();
+    }
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=4,h=6,w=6,k=4,r=3,s=3,pad=1", &wl, NULL, 0), MT_OK);
+    float in[4 * 36], wt[4 * 4 * 9], out[4 * 36];
+    mt_fill_random(in, 4 * 36, 1);
+    mt_fill_random(wt, 4 * 4 * 9, 2);
+    mt_cudnn_result res;
+    memset(&res, 0x5a, sizeof res);
+    err[0] = '\0';
+    assert_int_equal(mt_cudnn_reference(dev, &wl, NULL, in, wt, out, &res, err, sizeof err), MT_UNAVAILABLE);
+    printf("mt_cudnn_reference on opencl:0: %s\n", err);
+    assert_non_null(strstr(err, "no vendor reference"));
+    assert_true(res.strict_ms == 0 && res.version[0] == '\0'); /* zeroed */
+
+    mt_conv_bench *b = NULL;
+    assert_int_equal(mt_conv_bench_new(dev, &wl, 3, &b, err, sizeof err), MT_OK);
+    double e = 0;
+    assert_int_equal(mt_conv_bench_cudnn(b, NULL, NULL, &res, &e, err, sizeof err), MT_UNAVAILABLE);
+    assert_non_null(strstr(err, "opencl:0"));
+    assert_true(e < 0);
+    mt_conv_bench_free(b);
+    assert_int_equal(mt_cudnn_reference(dev, &wl, NULL, NULL, wt, out, &res, err, sizeof err), MT_INVALID_ARG);
+    mt_device_close(dev);
 }
 
 /* ---- compiling ---- */
@@ -469,6 +698,90 @@ static void test_module_compile(void **state) {
     printf("driver: %s\n", drv ? "present" : why);
 }
 
+/* So many live accumulators under __launch_bounds__(1024) (64 registers a
+ * thread) that ptxas spills most of them. */
+static const char REG_STARVED[] =
+    "extern \"C\" __global__ void __launch_bounds__(1024) starved(const float *__restrict__ a, float *__restrict__ c) {\n"
+    "    float acc[192];\n"
+    "    int t = blockIdx.x * 1024 + threadIdx.x;\n"
+    "    #pragma unroll\n"
+    "    for (int j = 0; j < 192; j++) acc[j] = a[t + j];\n"
+    "    for (int it = 0; it < 64; it++) {\n"
+    "        #pragma unroll\n"
+    "        for (int j = 0; j < 192; j++) acc[j] = fmaf(acc[j], acc[(j + 1) % 192], a[it]);\n"
+    "    }\n"
+    "    float r = 0.0f;\n"
+    "    #pragma unroll\n"
+    "    for (int j = 0; j < 192; j++) r += acc[j];\n"
+    "    c[t] = r;\n"
+    "}\n";
+
+/* Kernels over a limit are rejected by the CUDA build before anything is
+ * loaded, from ptxas's report: shared memory and register pressure. */
+static void test_build_rejects_limits(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    const mt_cuda_module *m;
+    char log[16384];
+    assert_int_equal(mt__cuda_module(&m, log, sizeof log), MT_OK);
+    mt_cuda_device_props h200 = h200_props();
+    char *cubin = (char *)1;
+    size_t len = 1;
+    mt_cuda_resources r;
+
+    /* Within every limit: a cubin for the device's own sm_90. */
+    assert_int_equal(mt__cuda_build_cubin(m, SAXPY_TILE, "tile", &h200, 60, &cubin, &len, &r, log, sizeof log), MT_OK);
+    assert_non_null(cubin);
+    assert_true(len > 4);
+    assert_memory_equal(cubin, "\177ELF", 4);
+    assert_int_equal(r.shared_bytes, 1024);
+    assert_string_equal(log, "");
+    m->free_buffer(cubin);
+
+    /* 64 KiB of static shared memory. */
+    static const char big[] = "extern \"C\" __global__ void big(float *p) {\n"
+                              "    __shared__ float s[16384];\n"
+                              "    s[threadIdx.x] = p[threadIdx.x];\n"
+                              "    __syncthreads();\n"
+                              "    p[threadIdx.x] = s[(threadIdx.x * 97) & 16383];\n"
+                              "}\n";
+    cubin = (char *)1;
+    assert_int_equal(mt__cuda_build_cubin(m, big, "big", &h200, 60, &cubin, &len, &r, log, sizeof log), MT_INVALID_CONFIG);
+    assert_null(cubin);
+    assert_int_equal(len, 0);
+    assert_non_null(strstr(log, "shared"));
+    printf("64 KiB shared: %s\n", log);
+
+    /* Register pressure: ptxas spills, over the spill policy. */
+    mt_status s = mt__cuda_build_cubin(m, REG_STARVED, "starved", &h200, 120, &cubin, &len, &r, log, sizeof log);
+    print_res("starved (sm_90, launch bounds 1024)", &r);
+    printf("  %s: %s\n", mt_status_name(s), log);
+    assert_int_equal(s, MT_INVALID_CONFIG);
+    assert_null(cubin);
+    assert_true(r.registers <= 64);
+    assert_true(r.spill_store_bytes + r.spill_load_bytes > MT_CUDA_MAX_SPILL_BYTES);
+    assert_non_null(strstr(log, "spill"));
+
+    /* The device's own shared-memory limit, below the 48 KiB every sm_xx has. */
+    static const char forty[] = "extern \"C\" __global__ void forty(float *p) {\n"
+                                "    __shared__ float s[10240];\n"
+                                "    s[threadIdx.x] = p[threadIdx.x];\n"
+                                "    __syncthreads();\n"
+                                "    p[threadIdx.x] = s[(threadIdx.x * 97) % 10240];\n"
+                                "}\n";
+    mt_cuda_device_props small = h200;
+    small.max_shared_per_block = 32 * 1024;
+    assert_int_equal(mt__cuda_build_cubin(m, forty, "forty", &h200, 60, &cubin, &len, &r, log, sizeof log), MT_OK);
+    m->free_buffer(cubin);
+    assert_int_equal(mt__cuda_build_cubin(m, forty, "forty", &small, 60, &cubin, &len, &r, log, sizeof log), MT_INVALID_CONFIG);
+    assert_null(cubin);
+    assert_non_null(strstr(log, "this device"));
+
+    /* A broken source is a build error, not an invalid config. */
+    assert_int_equal(mt__cuda_build_cubin(m, "broken(", "k", &h200, 60, &cubin, &len, &r, log, sizeof log), MT_BUILD);
+    assert_int_equal(mt__cuda_build_cubin(m, SAXPY_TILE, "tile", NULL, 60, &cubin, &len, &r, log, sizeof log), MT_INVALID_ARG);
+}
+
 /* ---- every template, printed as CUDA C ---- */
 
 /* One (template, workload) pair of test_templates. */
@@ -626,12 +939,18 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_load_bogus_env),
         cmocka_unit_test(test_built_module_loads),
         cmocka_unit_test(test_backend_reason),
+        cmocka_unit_test(test_module_driver_members),
+        cmocka_unit_test(test_open_cuda0_fails),
+        cmocka_unit_test(test_check_resources),
+        cmocka_unit_test(test_cuda_device_limits),
+        cmocka_unit_test(test_cudnn_on_other_device),
         cmocka_unit_test(test_compile_ok),
         cmocka_unit_test(test_syntax_error),
         cmocka_unit_test(test_big_shared),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_module_compile),
+        cmocka_unit_test(test_build_rejects_limits),
         cmocka_unit_test(test_templates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

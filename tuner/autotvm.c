@@ -522,7 +522,7 @@ mt_status mt_autotvm_import(mt_db *db, const char *path, mt_autotvm_stats *stats
         if (o == MT_AUTOTVM_UNSUPPORTED_TEMPLATE && d.task[0]) note_task(s, d.task);
         if (o != MT_AUTOTVM_IMPORTED && o != MT_AUTOTVM_DUPLICATE && o != MT_AUTOTVM_BLANK && o != MT_AUTOTVM_COMMENT && !s->first_skip_line) {
             s->first_skip_line = s->lines;
-            snprintf(s->first_skip, sizeof s->first_skip, "%s: %s", mt_autotvm_outcome_str(o), why);
+            snprintf(s->first_skip, sizeof s->first_skip, "%s: %.200s", mt_autotvm_outcome_str(o), why);
         }
     }
     if (st == MT_OK && r < 0) st = mt__fail(err, errlen, MT_IO, "reading %s failed after line %lld: %s", path, (long long)s->lines, strerror(errno));

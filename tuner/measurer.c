@@ -754,7 +754,10 @@ static void compile_one(compile_job *j, int i) {
     if (st != MT_OK) goto done;
     st = mt_program_build(j->dev, k, &prog, r->message, sizeof r->message);
     if (st != MT_OK) {
-        if (st != MT_NOMEM) st = MT_BUILD;
+        /* A kernel over a limit only the compiler sees (CUDA: registers
+         * spilled, shared memory in ptxas's report) is a config the device
+         * cannot take, not a broken build. */
+        if (st != MT_NOMEM && st != MT_INVALID_CONFIG) st = MT_BUILD;
         goto done;
     }
     r->build_s = mt_program_build_seconds(prog);
@@ -963,7 +966,7 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
                 }
                 if (++failures >= m->p.max_consecutive_failures) {
                     ret = MT_DEVICE;
-                    snprintf(abort_msg, sizeof abort_msg, "the measurement worker failed %d times in a row (last: %s); batch abandoned",
+                    snprintf(abort_msg, sizeof abort_msg, "the measurement worker failed %d times in a row (last: %.900s); batch abandoned",
                              failures, outcome == NOT_SENT ? "gone before a request" : r->message);
                 }
                 if (outcome != NOT_SENT) break;
@@ -972,7 +975,7 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
             if (outcome != NOT_SENT) continue;
         }
         r->status = ret;
-        snprintf(r->message, sizeof r->message, "not measured: %s", abort_msg);
+        snprintf(r->message, sizeof r->message, "not measured: %.1000s", abort_msg);
     }
     free(ready);
     if (ret != MT_OK) mt__fail(err, errlen, ret, "%s", abort_msg);

@@ -1,6 +1,7 @@
-/* CUDA compile checks: NVRTC compilation and nvJitLink's resource report.
+/* CUDA compile checks (NVRTC compilation and nvJitLink's resource report)
+ * and the cuDNN reference on CUDA devices.
  *
- * These calls need the CUDA module (libmtgpu_cuda.so, loaded with dlopen on
+ * The compile checks need the CUDA module (libmtgpu_cuda.so, loaded with dlopen on
  * first use) and the CUDA toolkit's NVRTC and nvJitLink libraries, but no GPU
  * and no NVIDIA driver: a kernel is compiled for an architecture given by
  * number (90 for sm_90) and ptxas reports what it uses. Where the module
@@ -16,8 +17,10 @@
 
 #include <stddef.h>
 
+#include "mtgpu/device.h"
 #include "mtgpu/ir.h"
 #include "mtgpu/status.h"
+#include "mtgpu/workload.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +97,62 @@ mt_status mt_cuda_kernel_check_ex(const mt_kernel *k, const mt_cuda_check_params
 /* MT_INVALID_CONFIG, with the limit named in err, when r exceeds one of the
  * MT_CUDA_MAX_* limits above for sm_<sm_arch>; MT_OK otherwise. */
 mt_status mt_cuda_check_limits(const mt_cuda_resources *r, int sm_arch, char *err, size_t errlen);
+
+/* ---- the vendor reference: cuDNN on a CUDA device ----
+ *
+ * cuDNN 9 (libcudnn.so.9) is loaded with dlopen inside the CUDA module on
+ * first use; it is never needed to build or run anything else. */
+
+typedef struct mt_cudnn_params {
+    int warmup;             /* untimed runs of each chosen algorithm before timing (default 3) */
+    int repeats;            /* timed runs of each chosen algorithm; the median is reported (default 20) */
+    size_t workspace_limit; /* largest workspace an algorithm may use, bytes; 0: the largest any
+                               algorithm asks for, up to 1 GiB and half the free device memory (default 0) */
+} mt_cudnn_params;
+
+mt_cudnn_params mt_cudnn_default_params(void);
+
+/* One workload's cuDNN timings. "strict" is CUDNN_FMA_MATH: fp32 FMA only, no
+ * TF32 tensor cores, the same arithmetic as mtgpu's kernels; "default" is
+ * CUDNN_DEFAULT_MATH, which lets cuDNN use TF32 tensor cores on sm_80 and
+ * later (about 10 mantissa bits: faster, and not comparable in accuracy). */
+typedef struct mt_cudnn_result {
+    double strict_ms;         /* median time of the fastest strict algorithm (cudnnFind's pick, re-timed on the stream) */
+    double default_ms;        /* likewise with default math */
+    double strict_find_ms;    /* the times cudnnFindConvolutionForwardAlgorithmEx reported for them */
+    double default_find_ms;
+    char strict_algo[40];     /* e.g. "implicit_precomp_gemm" */
+    char default_algo[40];
+    char default_math[32];    /* math type the default winner runs with: "fma", "tensor_op", "tensor_op_allow_conversion", "default" */
+    size_t strict_workspace;  /* bytes of workspace the chosen algorithms use */
+    size_t default_workspace;
+    int strict_algos_tried;   /* algorithms cudnnFind ran successfully, per math type */
+    int default_algos_tried;
+    int repeats;              /* timed runs behind each median */
+    char version[32];         /* the loaded cuDNN, e.g. "9.19.0" */
+} mt_cudnn_result;
+
+/* Non-zero when libcudnn.so.9 loads in this process (no GPU needed to
+ * check); otherwise 0 with the reason (module or library missing) in why. */
+int mt_cudnn_available(char *why, size_t whylen);
+
+/* Runs workload wl (fp32, NCHW input `in`, OIHW weights `wt`, as in
+ * mtgpu/workload.h) with cuDNN on dev: cudnnFindConvolutionForwardAlgorithmEx
+ * once with strict math and once with default math, each winner then timed
+ * (params: NULL for the defaults), times into *res. When out is not NULL it
+ * receives the output of the strict winner (NKPQ, mt_workload_output_elems
+ * floats), for correctness checks. MT_UNAVAILABLE with the reason when dev
+ * is not a CUDA device or cuDNN cannot be loaded; MT_UNSUPPORTED when cuDNN
+ * has no algorithm for the workload; MT_DEVICE / MT_NOMEM for device errors.
+ * Serialised with every other use of dev's stream; thread-safe. */
+mt_status mt_cudnn_reference(mt_device *dev, const mt_workload *wl, const mt_cudnn_params *params, const float *in, const float *wt,
+                             float *out, mt_cudnn_result *res, char *err, size_t errlen);
+
+/* The same on buffers already on dev: in and wt hold the input and weights,
+ * out (at least mt_workload_output_elems floats) receives the strict
+ * winner's output. */
+mt_status mt_cudnn_reference_dbuf(mt_device *dev, const mt_workload *wl, const mt_cudnn_params *params, mt_dbuf *in, mt_dbuf *wt,
+                                  mt_dbuf *out, mt_cudnn_result *res, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #ifndef MTGPU_MEASURE_H
 #define MTGPU_MEASURE_H
 
+#include "mtgpu/cuda.h"
 #include "mtgpu/device.h"
 #include "mtgpu/template.h"
 
@@ -58,6 +59,16 @@ void mt_conv_bench_free(mt_conv_bench *b);
  * are results. */
 mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt_space *sp, const mt_config *cfg,
                                 const mt_measure_params *params, mt_measure_result *res);
+
+/* Runs the vendor reference (cuDNN: mt_cudnn_reference_dbuf) on the bench's
+ * input and weights and compares its strict-math output with the bench's
+ * CPU reference: *res gets cuDNN's times and algorithms, *max_rel_err (may
+ * be NULL) the normalised error of that output. MT_UNAVAILABLE with the
+ * reason on a device without a vendor reference (any non-CUDA device) or
+ * where cuDNN cannot be loaded; MT_WRONG_RESULT when cuDNN's output is
+ * NaN/Inf or over params' tolerance (NULL: the default measure params). */
+mt_status mt_conv_bench_cudnn(mt_conv_bench *b, const mt_cudnn_params *cp, const mt_measure_params *params, mt_cudnn_result *res,
+                              double *max_rel_err, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-/* On-disk cache of compiled OpenCL program binaries (see cache.h). */
-#include "cache.h"
+/* On-disk cache of compiled kernel binaries (see kernel_cache.h). */
+#include "kernel_cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,10 +12,10 @@
 
 #include "backend-impl.h"
 
-#define CLCACHE_MAGIC "MTCLBIN1"
-#define CLCACHE_HEADER 32
+#define KCACHE_MAGIC "MTKBIN01"
+#define KCACHE_HEADER 32
 /* A program binary larger than this is not cached (and a header claiming more is corrupt). */
-#define CLCACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
+#define KCACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
 
 static void put_u64(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -33,7 +33,7 @@ static uint64_t payload_checksum(const void *payload, size_t len, uint64_t key) 
 
 /* Creates path and its parents (mkdir -p). 0 if it ends up an existing directory. */
 static int mkdir_p(const char *path) {
-    char tmp[MT_CLCACHE_DIR_MAX];
+    char tmp[MT_KCACHE_DIR_MAX];
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof tmp) return -1;
     memcpy(tmp, path, n + 1);
@@ -49,7 +49,7 @@ static int mkdir_p(const char *path) {
     return 0;
 }
 
-int mt__clcache_dir(const char *requested, char *dir, size_t dirlen) {
+int mt__kcache_dir(const char *requested, char *dir, size_t dirlen) {
     if (!dir || dirlen == 0) return -1;
     dir[0] = '\0';
     int n = -1;
@@ -64,7 +64,7 @@ int mt__clcache_dir(const char *requested, char *dir, size_t dirlen) {
         n = snprintf(dir, dirlen, "%s/.cache/mtgpu/kernels", env);
     }
     /* Entry names are appended to dir; leave room for them. */
-    if (n <= 0 || (size_t)n + 64 >= dirlen || (size_t)n + 64 >= MT_CLCACHE_DIR_MAX) {
+    if (n <= 0 || (size_t)n + 64 >= dirlen || (size_t)n + 64 >= MT_KCACHE_DIR_MAX) {
         dir[0] = '\0';
         return -1;
     }
@@ -76,24 +76,33 @@ int mt__clcache_dir(const char *requested, char *dir, size_t dirlen) {
     return 0;
 }
 
-static void entry_path(const char *dir, uint64_t key, char *path, size_t len) {
-    snprintf(path, len, "%s/%016llx.clbin", dir, (unsigned long long)key);
+/* A kind names a file extension: a short lower-case word, nothing that could
+ * leave the directory. */
+static int kind_ok(const char *kind) {
+    if (!kind || !*kind || strlen(kind) > 16) return 0;
+    for (const char *p = kind; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))) return 0;
+    return 1;
 }
 
-unsigned char *mt__clcache_load(const char *dir, uint64_t key, size_t *len) {
-    if (!dir || !*dir || !len) return NULL;
-    char path[MT_CLCACHE_DIR_MAX + 64];
-    entry_path(dir, key, path, sizeof path);
+static void entry_path(const char *dir, const char *kind, uint64_t key, char *path, size_t len) {
+    snprintf(path, len, "%s/%016llx.%s", dir, (unsigned long long)key, kind);
+}
+
+unsigned char *mt__kcache_load(const char *dir, const char *kind, uint64_t key, size_t *len) {
+    if (!dir || !*dir || !len || !kind_ok(kind)) return NULL;
+    char path[MT_KCACHE_DIR_MAX + 64];
+    entry_path(dir, kind, key, path, sizeof path);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     unsigned char *payload = NULL;
-    unsigned char hdr[CLCACHE_HEADER];
+    unsigned char hdr[KCACHE_HEADER];
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) goto fail;
     if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr) goto fail;
-    if (memcmp(hdr, CLCACHE_MAGIC, 8) != 0 || get_u64(hdr + 8) != key) goto fail;
+    if (memcmp(hdr, KCACHE_MAGIC, 8) != 0 || get_u64(hdr + 8) != key) goto fail;
     uint64_t plen = get_u64(hdr + 16);
-    if (plen == 0 || plen > CLCACHE_MAX_PAYLOAD || (uint64_t)st.st_size != CLCACHE_HEADER + plen) goto fail;
+    if (plen == 0 || plen > KCACHE_MAX_PAYLOAD || (uint64_t)st.st_size != KCACHE_HEADER + plen) goto fail;
     payload = malloc((size_t)plen);
     if (!payload) goto fail;
     if (fread(payload, 1, (size_t)plen, f) != (size_t)plen) goto fail;
@@ -120,15 +129,15 @@ static int write_all(int fd, const unsigned char *p, size_t n) {
     return 0;
 }
 
-int mt__clcache_store(const char *dir, uint64_t key, const void *payload, size_t len) {
-    if (!dir || !*dir || !payload || len == 0 || (uint64_t)len > CLCACHE_MAX_PAYLOAD) return -1;
-    char path[MT_CLCACHE_DIR_MAX + 64], tmp[MT_CLCACHE_DIR_MAX + 64];
-    entry_path(dir, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s/%016llx.clbin.tmpXXXXXX", dir, (unsigned long long)key);
+int mt__kcache_store(const char *dir, const char *kind, uint64_t key, const void *payload, size_t len) {
+    if (!dir || !*dir || !payload || len == 0 || (uint64_t)len > KCACHE_MAX_PAYLOAD || !kind_ok(kind)) return -1;
+    char path[MT_KCACHE_DIR_MAX + 64], tmp[MT_KCACHE_DIR_MAX + 64];
+    entry_path(dir, kind, key, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s/%016llx.%s.tmpXXXXXX", dir, (unsigned long long)key, kind);
     int fd = mkstemp(tmp);
     if (fd < 0) return -1;
-    unsigned char hdr[CLCACHE_HEADER];
-    memcpy(hdr, CLCACHE_MAGIC, 8);
+    unsigned char hdr[KCACHE_HEADER];
+    memcpy(hdr, KCACHE_MAGIC, 8);
     put_u64(hdr + 8, key);
     put_u64(hdr + 16, (uint64_t)len);
     put_u64(hdr + 24, payload_checksum(payload, len, key));

@@ -1,0 +1,143 @@
+/* Private to the CUDA module (the files of cuda/): what they share.
+ *
+ * The module's internal symbols are hidden: the module is dlopen'ed into
+ * programs that link libmtgpu statically, and a default-visibility mt__
+ * symbol here would be interposed by (or interpose) one of libmtgpu's. */
+#ifndef MTGPU_CUDA_MODULE_IMPL_H
+#define MTGPU_CUDA_MODULE_IMPL_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "cuda_module.h"
+
+#ifndef MT__CUDA_HIDDEN
+#if defined(__GNUC__)
+#define MT__CUDA_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define MT__CUDA_HIDDEN
+#endif
+#endif
+
+/* ---- messages (msg.c) ---- */
+
+/* Formats into msg (when len > 0; always NUL-terminated) and returns s. */
+MT__CUDA_HIDDEN mt_status mt__cu_fail(char *msg, size_t len, mt_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Appends text to a NUL-terminated log, truncating at loglen. */
+MT__CUDA_HIDDEN void mt__cu_log_append(char *log, size_t loglen, const char *text);
+
+/* ---- the driver API, resolved from libcuda.so.1 (driver_api.c) ---- */
+
+/* Every entry point the module calls. The names are macros in cuda.h for
+ * the versioned symbols (cuMemAlloc is cuMemAlloc_v2), so a member declared
+ * as X(cuMemAlloc) is named, typed and looked up as cuMemAlloc_v2: exactly
+ * what a program linked against libcuda would bind to. */
+#define MT__CU_REQUIRED(X)                                                                                          \
+    X(cuGetErrorName) X(cuGetErrorString) X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)        \
+    X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                      \
+    X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuStreamCreate) X(cuStreamDestroy)        \
+    X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
+    X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)              \
+    X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                     \
+    X(cuEventElapsedTime)
+/* Entry points the module can do without (NULL when the driver lacks them):
+ * cuFuncGetParamInfo (CUDA 12.4) lets a launch check its argument count. */
+#define MT__CU_OPTIONAL(X) X(cuFuncGetParamInfo)
+
+typedef struct mt__cu_api {
+#define MT__CU_MEMBER(f) __typeof__(f) *f;
+    MT__CU_REQUIRED(MT__CU_MEMBER)
+    MT__CU_OPTIONAL(MT__CU_MEMBER)
+#undef MT__CU_MEMBER
+    int driver_version; /* cuDriverGetVersion: 1000 * major + 10 * minor */
+} mt__cu_api;
+
+/* The process-wide driver table: libcuda.so.1 loaded, every required entry
+ * point resolved and cuInit(0) successful, done once (pthread_once) and
+ * kept for the life of the process. NULL with the reason in why when any
+ * step failed: the library is missing, a symbol is missing (a driver older
+ * than the toolkit), or cuInit failed (no device, driver/kernel-module
+ * mismatch, ...). Thread-safe. */
+MT__CUDA_HIDDEN const mt__cu_api *mt__cu_api_get(char *why, size_t whylen);
+
+/* Formats "<what>: CUDA_ERROR_X (n): <cuGetErrorString text>" into err and
+ * returns s; `what` is printf-style. */
+MT__CUDA_HIDDEN mt_status mt__cu_fail_r(char *err, size_t errlen, mt_status s, CUresult r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* Non-zero for the errors after which the context is unusable (an illegal
+ * address, a trap, a launch timeout): every later call in it fails too. */
+MT__CUDA_HIDDEN int mt__cu_sticky(CUresult r);
+
+/* ---- devices, programs, buffers (driver.c) ---- */
+
+/* An opened device. One per dev_open; several may share a device (and its
+ * primary context). Programs and buffers hold a reference, so the context
+ * and stream outlive dev_close until the last of them is freed. */
+typedef struct mt__cu_dev {
+    const mt__cu_api *api;
+    CUdevice dev;
+    CUcontext ctx;          /* the device's primary context, retained */
+    CUstream stream;        /* every copy, launch and cuDNN call of this handle */
+    int index;
+    mt_cuda_device_props props;
+    mt_device_info info;
+    pthread_mutex_t mu;     /* serialises the stream: runs, copies, cuDNN (their timings and results would interleave) */
+    atomic_int refs;        /* 1 for the opener + one per live program and buffer */
+    void *cudnn;            /* cudnnHandle_t, created on first use under mu (cudnn.c) */
+} mt__cu_dev;
+
+typedef struct mt__cu_buf {
+    mt__cu_dev *d;
+    CUdeviceptr ptr;
+    size_t size;
+} mt__cu_buf;
+
+/* Makes d's context current in this thread (cuCtxPushCurrent), or returns
+ * MT_DEVICE with the reason. Every driver call that needs a context sits
+ * between mt__cu_push and mt__cu_pop, so any thread may use any handle. */
+MT__CUDA_HIDDEN mt_status mt__cu_push(const mt__cu_dev *d, char *err, size_t errlen);
+MT__CUDA_HIDDEN void mt__cu_pop(const mt__cu_dev *d);
+
+/* Members of the table (see cuda_module.h for their contracts). */
+MT__CUDA_HIDDEN mt_status mt__cu_dev_list(mt_device_info *out, int max, int *count, char *err, size_t errlen);
+MT__CUDA_HIDDEN mt_status mt__cu_dev_open(int index, void **dev, mt_device_info *info, char *err, size_t errlen);
+MT__CUDA_HIDDEN void mt__cu_dev_close(void *dev);
+MT__CUDA_HIDDEN mt_status mt__cu_dev_props(void *dev, mt_cuda_device_props *out);
+MT__CUDA_HIDDEN mt_status mt__cu_load(void *dev, const void *cubin, size_t len, const char *name, void **prog, char *log,
+                                      size_t loglen);
+MT__CUDA_HIDDEN mt_status mt__cu_prog_info(void *prog, mt_cuda_prog_info *out);
+MT__CUDA_HIDDEN void mt__cu_prog_free(void *prog);
+MT__CUDA_HIDDEN mt_status mt__cu_alloc(void *dev, size_t bytes, void **buf);
+MT__CUDA_HIDDEN mt_status mt__cu_write(void *dev, void *buf, size_t offset, const void *src, size_t bytes);
+MT__CUDA_HIDDEN mt_status mt__cu_read(void *dev, void *buf, size_t offset, void *dst, size_t bytes);
+MT__CUDA_HIDDEN void mt__cu_buf_free(void *buf);
+MT__CUDA_HIDDEN mt_status mt__cu_run(void *dev, void *prog, void **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                                     int warmup, int repeats, double *times_ms, char *err, size_t errlen);
+
+/* Median (ms) of `repeats` runs of launch(ctx) on d's stream, each bracketed
+ * by an event pair, after `warmup` untimed runs; d->mu held and d's context
+ * current. For cudnn.c's timing of the algorithms it found. */
+MT__CUDA_HIDDEN mt_status mt__cu_time_on_stream(mt__cu_dev *d, mt_status (*launch)(void *ctx, char *err, size_t errlen), void *ctx,
+                                                int warmup, int repeats, double *median_ms, char *err, size_t errlen);
+
+/* ---- the cuDNN reference (cudnn.c) ---- */
+
+MT__CUDA_HIDDEN int mt__cudnn_available(char *why, size_t whylen);
+MT__CUDA_HIDDEN mt_status mt__cudnn_conv(void *dev, const mt_workload *wl, void *x, void *w, void *y, const mt_cudnn_params *p,
+                                         mt_cudnn_result *res, char *err, size_t errlen);
+/* Destroys d's cuDNN handle, if any; d's context current. Called by the
+ * last release of d. */
+MT__CUDA_HIDDEN void mt__cudnn_dev_release(mt__cu_dev *d);
+
+#endif
