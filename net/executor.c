@@ -479,14 +479,27 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
     mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
+    char lerr[1024];
+    if (!times) {
+        /* Queue the whole pass and wait once: no round trip to the host per kernel. */
+        for (int i = 0; i < ex->nlaunches; i++) {
+            ex_launch *l = &ex->launches[i];
+            st = mt_program_launch(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, lerr, sizeof lerr);
+            if (st != MT_OK) {
+                mt_device_finish(ex->dev, NULL, 0);
+                return mt__fail(err, errlen, st, "layer '%s': %s", mt_network_layer(ex->net, l->layer)->name, lerr);
+            }
+        }
+        st = mt_device_finish(ex->dev, lerr, sizeof lerr);
+        return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
+    }
     for (int i = 0; i < ex->nlaunches; i++) {
         ex_launch *l = &ex->launches[i];
         double ms = 0;
-        char lerr[1024];
         st = mt_program_run(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, 0, 1, &ms, lerr, sizeof lerr);
         if (st != MT_OK)
             return mt__fail(err, errlen, st, "layer '%s': %s", mt_network_layer(ex->net, l->layer)->name, lerr);
-        if (times) times[l->layer].kernel_ms += ms;
+        times[l->layer].kernel_ms += ms;
     }
     return MT_OK;
 }

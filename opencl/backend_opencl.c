@@ -632,16 +632,13 @@ static void cl_buf_free(void *bufp) {
 
 /* ------------------------------------------------------------------- run */
 
-static mt_status cl_run(void *devp, void *progp, void **args, int nargs, const int64_t grid[3], const int64_t block[3], int warmup,
-                        int repeats, double *times_ms, char *err, size_t errlen) {
-    cl_dev *d = devp;
-    cl_prog *p = progp;
-    if (!d || !p || !grid || !block || nargs < 0 || (nargs > 0 && !args) || warmup < 0 || repeats < 1 || !times_ms)
-        return mt__fail(err, errlen, MT_INVALID_ARG, "cl_run: bad arguments");
+/* Checks a launch against the device's and the kernel's limits, sets the
+ * kernel's arguments and gives the NDRange (global, local). */
+static mt_status cl_prepare(cl_dev *d, cl_prog *p, void **args, int nargs, const int64_t grid[3], const int64_t block[3], size_t global[3],
+                            size_t local[3], char *err, size_t errlen) {
     if ((cl_uint)nargs != p->nargs)
         return mt__fail(err, errlen, MT_INVALID_ARG, "kernel takes %u argument%s, got %d", (unsigned)p->nargs, p->nargs == 1 ? "" : "s", nargs);
 
-    size_t global[3], local[3];
     int64_t threads = 1;
     for (int i = 0; i < 3; i++) {
         if (block[i] < 1 || grid[i] < 1)
@@ -676,7 +673,19 @@ static mt_status cl_run(void *devp, void *progp, void **args, int nargs, const i
             return cl_fail(err, errlen, MT_LAUNCH, what, e);
         }
     }
+    return MT_OK;
+}
 
+static mt_status cl_run(void *devp, void *progp, void **args, int nargs, const int64_t grid[3], const int64_t block[3], int warmup,
+                        int repeats, double *times_ms, char *err, size_t errlen) {
+    cl_dev *d = devp;
+    cl_prog *p = progp;
+    if (!d || !p || !grid || !block || nargs < 0 || (nargs > 0 && !args) || warmup < 0 || repeats < 1 || !times_ms)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "cl_run: bad arguments");
+    size_t global[3], local[3];
+    mt_status pst = cl_prepare(d, p, args, nargs, grid, block, global, local, err, errlen);
+    if (pst != MT_OK) return pst;
+    cl_int e;
     for (int w = 0; w < warmup; w++) {
         if ((e = clEnqueueNDRangeKernel(d->queue, p->kernel, 3, NULL, global, local, 0, NULL, NULL)) != CL_SUCCESS) {
             clFinish(d->queue);
@@ -728,6 +737,25 @@ static mt_status cl_run(void *devp, void *progp, void **args, int nargs, const i
     return st;
 }
 
+static mt_status cl_launch(void *devp, void *progp, void **args, int nargs, const int64_t grid[3], const int64_t block[3], char *err,
+                           size_t errlen) {
+    cl_dev *d = devp;
+    cl_prog *p = progp;
+    if (!d || !p || !grid || !block || nargs < 0 || (nargs > 0 && !args)) return mt__fail(err, errlen, MT_INVALID_ARG, "cl_launch: bad arguments");
+    size_t global[3], local[3];
+    mt_status st = cl_prepare(d, p, args, nargs, grid, block, global, local, err, errlen);
+    if (st != MT_OK) return st;
+    cl_int e = clEnqueueNDRangeKernel(d->queue, p->kernel, 3, NULL, global, local, 0, NULL, NULL);
+    return e == CL_SUCCESS ? MT_OK : cl_fail(err, errlen, MT_LAUNCH, "clEnqueueNDRangeKernel", e);
+}
+
+static mt_status cl_finish(void *devp, char *err, size_t errlen) {
+    cl_dev *d = devp;
+    if (!d) return mt__fail(err, errlen, MT_INVALID_ARG, "cl_finish: NULL device");
+    cl_int e = clFinish(d->queue);
+    return e == CL_SUCCESS ? MT_OK : cl_fail(err, errlen, MT_LAUNCH, "clFinish", e);
+}
+
 /* ----------------------------------------------------------------- table */
 
 static const mt_backend_i cl_backend = {
@@ -743,6 +771,8 @@ static const mt_backend_i cl_backend = {
     /* .read      = */ cl_read,
     /* .buf_free  = */ cl_buf_free,
     /* .run       = */ cl_run,
+    /* .launch    = */ cl_launch,
+    /* .finish    = */ cl_finish,
 };
 
 const mt_backend_i *mt__backend_opencl(void) { return &cl_backend; }

@@ -273,6 +273,8 @@ static const mt_backend_i cuda_backend = {
     /* .read      = */ cu_read,
     /* .buf_free  = */ cu_buf_free,
     /* .run       = */ cu_run,
+    /* .launch    = */ NULL, /* each launch runs to completion (the executor is OpenCL-only for now) */
+    /* .finish    = */ NULL,
 };
 
 const mt_backend_i *mt__backend_cuda(char *err, size_t errlen) {

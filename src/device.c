@@ -348,28 +348,54 @@ void mt_dbuf_free(mt_dbuf *b) {
 
 size_t mt_dbuf_size(const mt_dbuf *b) { return b ? b->size : 0; }
 
-mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
-                         int warmup, int repeats, double *times_ms, char *err, size_t errlen) {
+/* The checks every launch passes before it reaches the backend; fills
+ * handles[0..nargs) with the backends' buffers. */
+static mt_status launch_args(const mt_device *dev, const mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3],
+                             const int64_t block[3], void **handles, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
-    if (!dev || !p) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_program_run: NULL %s", dev ? "program" : "device");
+    if (!dev || !p) return mt__fail(err, errlen, MT_INVALID_ARG, "launch: NULL %s", dev ? "program" : "device");
     if (p->dev != dev) return mt__fail(err, errlen, MT_INVALID_ARG, "program was built for another device");
     if (nargs < 0 || nargs > MT__MAX_RUN_ARGS || (nargs > 0 && !args))
         return mt__fail(err, errlen, MT_INVALID_ARG, "bad argument list (nargs=%d)", nargs);
     if (p->nparams >= 0 && nargs != p->nparams)
         return mt__fail(err, errlen, MT_INVALID_ARG, "kernel takes %d buffer%s, got %d", p->nparams, p->nparams == 1 ? "" : "s", nargs);
-    if (!grid || !block) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_program_run: NULL grid or block");
+    if (!grid || !block) return mt__fail(err, errlen, MT_INVALID_ARG, "launch: NULL grid or block");
     for (int i = 0; i < 3; i++)
         if (grid[i] < 1 || block[i] < 1)
             return mt__fail(err, errlen, MT_INVALID_ARG, "grid[%d]=%lld and block[%d]=%lld must be at least 1", i, (long long)grid[i], i,
                             (long long)block[i]);
-    if (warmup < 0 || repeats < 1 || !times_ms)
-        return mt__fail(err, errlen, MT_INVALID_ARG, "need warmup >= 0, repeats >= 1 and a times array (warmup=%d, repeats=%d)", warmup,
-                        repeats);
-    void *handles[MT__MAX_RUN_ARGS];
     for (int i = 0; i < nargs; i++) {
         if (!args[i]) return mt__fail(err, errlen, MT_INVALID_ARG, "argument %d is NULL", i);
         if (args[i]->dev != dev) return mt__fail(err, errlen, MT_INVALID_ARG, "argument %d belongs to another device", i);
         handles[i] = args[i]->h;
     }
+    return MT_OK;
+}
+
+mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                         int warmup, int repeats, double *times_ms, char *err, size_t errlen) {
+    void *handles[MT__MAX_RUN_ARGS];
+    mt_status st = launch_args(dev, p, args, nargs, grid, block, handles, err, errlen);
+    if (st != MT_OK) return st;
+    if (warmup < 0 || repeats < 1 || !times_ms)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "need warmup >= 0, repeats >= 1 and a times array (warmup=%d, repeats=%d)", warmup,
+                        repeats);
     return dev->be->run(dev->h, p->h, handles, nargs, grid, block, warmup, repeats, times_ms, err, errlen);
+}
+
+mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                            char *err, size_t errlen) {
+    void *handles[MT__MAX_RUN_ARGS];
+    mt_status st = launch_args(dev, p, args, nargs, grid, block, handles, err, errlen);
+    if (st != MT_OK) return st;
+    if (dev->be->launch && dev->be->finish) return dev->be->launch(dev->h, p->h, handles, nargs, grid, block, err, errlen);
+    double ms;
+    return dev->be->run(dev->h, p->h, handles, nargs, grid, block, 0, 1, &ms, err, errlen);
+}
+
+mt_status mt_device_finish(mt_device *dev, char *err, size_t errlen) {
+    if (err && errlen) err[0] = '\0';
+    if (!dev) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_device_finish: NULL device");
+    if (dev->be->launch && dev->be->finish) return dev->be->finish(dev->h, err, errlen);
+    return MT_OK;
 }

@@ -352,6 +352,45 @@ static void test_build_and_run(void **state) {
     mt_device_close(dev);
 }
 
+/* Queued launches: saxpy in place twice, then one wait; the read sees both,
+ * in order. Bad launches are refused at the call, before anything is queued. */
+static void test_queued_launches(void **state) {
+    (void)state;
+    REQUIRE_OPENCL();
+    mt_device *dev = open_dev(NULL, 1);
+    mt_program *p = build(dev, saxpy_src, -1);
+    float x[N_ELEMS], y[N_ELEMS];
+    for (int i = 0; i < N_ELEMS; i++) {
+        x[i] = (float)(i % 11);
+        y[i] = 1.0f;
+    }
+    mt_dbuf *bx, *by;
+    assert_int_equal(mt_dbuf_alloc(dev, sizeof x, &bx), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(dev, sizeof y, &by), MT_OK);
+    assert_int_equal(mt_dbuf_write(dev, bx, 0, x, sizeof x), MT_OK);
+    assert_int_equal(mt_dbuf_write(dev, by, 0, y, sizeof y), MT_OK);
+    /* out = 2x + y written over y: twice gives 4x + y. */
+    mt_dbuf *args[3] = {bx, by, by};
+    const int64_t grid[3] = {16, 1, 1}, block[3] = {64, 1, 1};
+    char err[256];
+    for (int r = 0; r < 2; r++) assert_int_equal(mt_program_launch(dev, p, args, 3, grid, block, err, sizeof err), MT_OK);
+    assert_int_equal(mt_device_finish(dev, err, sizeof err), MT_OK);
+    float out[N_ELEMS];
+    assert_int_equal(mt_dbuf_read(dev, by, 0, out, sizeof out), MT_OK);
+    for (int i = 0; i < N_ELEMS; i++) assert_true(out[i] == 4.0f * x[i] + 1.0f);
+    assert_int_equal(mt_program_launch(dev, p, args, 2, grid, block, err, sizeof err), MT_INVALID_ARG);
+    const int64_t g0[3] = {0, 1, 1};
+    assert_int_equal(mt_program_launch(dev, p, args, 3, g0, block, err, sizeof err), MT_INVALID_ARG);
+    const int64_t wide[3] = {mt_device_get_info(dev)->max_work_item_sizes[0] + 1, 1, 1};
+    assert_int_equal(mt_program_launch(dev, p, args, 3, grid, wide, err, sizeof err), MT_INVALID_CONFIG);
+    assert_int_equal(mt_device_finish(dev, err, sizeof err), MT_OK);
+    assert_int_equal(mt_device_finish(NULL, err, sizeof err), MT_INVALID_ARG);
+    mt_dbuf_free(bx);
+    mt_dbuf_free(by);
+    mt_program_free(p);
+    mt_device_close(dev);
+}
+
 static void test_build_error(void **state) {
     (void)state;
     REQUIRE_OPENCL();
@@ -590,7 +629,8 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_open_specs),
-        cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_build_error), cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
+        cmocka_unit_test(test_cache),
         cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

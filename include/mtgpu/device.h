@@ -95,6 +95,17 @@ size_t mt_dbuf_size(const mt_dbuf *b);
 mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
                          int warmup, int repeats, double *times_ms, char *err, size_t errlen);
 
+/* Queues one launch of p (as mt_program_run, untimed) without waiting for
+ * it: launches on a device run in the order they were queued, and buffer
+ * reads and writes wait for the launches queued before them. Argument and
+ * limit errors are returned here; a failure of the kernel itself may only be
+ * reported by mt_device_finish. Backends that cannot queue run the launch to
+ * completion. An inference pass queues all its kernels and waits once. */
+mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                            char *err, size_t errlen);
+/* Waits for every launch queued on dev; MT_LAUNCH when one of them failed. */
+mt_status mt_device_finish(mt_device *dev, char *err, size_t errlen);
+
 /* Measures the device's fp32 FMA throughput with a kernel of independent
  * vector FMA chains (src/peak.c): best of 5 runs, in GFLOP/s. */
 mt_status mt_device_measure_peak(mt_device *dev, double *gflops, char *err, size_t errlen);

@@ -85,9 +85,11 @@ typedef struct mt_layer_time {
                          residual / activation, the pool, ... (0 for flatten) */
 } mt_layer_time;
 
-/* One forward pass: uploads the input and runs every layer, waiting for each
- * kernel. times (NULL, or mt_network_num_layers entries) receives each
- * layer's device time. MT_LAUNCH/MT_DEVICE with the layer named in err. */
+/* One forward pass: uploads the input and runs every layer. With times NULL
+ * the whole pass is queued and waited for once; with times
+ * (mt_network_num_layers entries) each kernel is waited for and its device
+ * time goes to its layer (a profile, slower by one round trip per kernel).
+ * MT_LAUNCH/MT_DEVICE with the layer named in err (when it can be told). */
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen);
 
 /* Copies the last layer's output of the latest pass (count = its elements). */
