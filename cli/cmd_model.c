@@ -288,9 +288,12 @@ int mt_cmd_eval_model(int argc, char **argv) {
         fprintf(stderr, "mtgpu eval-model: out of memory\n");
         goto out;
     }
+    int nheld = 0;
+    for (int w = 0; w < nw; w++) nheld += holdout[w];
     if (ntest == 0 || (ntrain == 0 && !opts[O_MODEL].given)) {
-        fprintf(stderr, "mtgpu eval-model: the split left %d training and %d held-out records; the database needs records of at least two workloads\n",
-                ntrain, ntest);
+        fprintf(stderr, "mtgpu eval-model: the split left %d training and %d held-out records; %s\n", ntrain, ntest,
+                ntest > 0 && nheld < nw && trainf < 1 ? "--train-frac kept none of the training records (raise it)"
+                                        : "the database needs records of at least two workloads, and some must be left for training");
         goto out;
     }
     if (mt_costmodel_create(kind, &cp, &cm, err, sizeof err) != MT_OK) {
@@ -311,8 +314,6 @@ int mt_cmd_eval_model(int argc, char **argv) {
         fprintf(stderr, "mtgpu eval-model: %s\n", err);
         goto out;
     }
-    int nheld = 0;
-    for (int w = 0; w < nw; w++) nheld += holdout[w];
     const char *name = opts[O_MODEL].given ? opts[O_MODEL].value : kind;
     if (opts[O_JSON].given) {
         mt_strbuf sb = {0};
