@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 G=.gpu
-BUILD="$G/build"
+BUILD=build-gpu-prep   # outside .gpu: only bin/ and deps travel
 command -v nvcc >/dev/null || { echo "prepare: the CUDA toolkit (nvcc, NVRTC, nvJitLink) is needed to build the CUDA module" >&2; exit 1; }
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_CUDA=ON -DMTGPU_TESTS=ON >/dev/null
 targets=(mtgpu_cli mtgpu_worker mtgpu_cuda bench_cm_speed)
