@@ -275,7 +275,7 @@ void mt__gnn_input(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b
 }
 
 /* mx = max(mx, x) elementwise, 8 wide and branch-free (x > m ? x : m, as
- * mt__readout compares). */
+ * mt__gnn_readout compares). */
 static inline void max_row(float *restrict mx, const float *restrict x, int n) {
     int j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -284,6 +284,39 @@ static inline void max_row(float *restrict mx, const float *restrict x, int n) {
         for (int k = 0; k < 8; k++) mx[j + k] = a[k];
     }
     for (; j < n; j++) mx[j] = x[j] > mx[j] ? x[j] : mx[j];
+}
+
+static void zero(float *x, size_t n) { memset(x, 0, sizeof(float) * n); }
+
+/* ---- the forward's pieces and their backwards (gnn-impl.h) ---- */
+
+void mt__gnn_embed(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, float *h) {
+    const mt__gnn_layout *y = &m->lay;
+    const float *W = m->w;
+    const int H = y->H, F = y->F;
+    /* each node module is one product on its block of places */
+    for (int t = 0; t < p->nt; t++) {
+        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
+        if (r == 0) continue;
+        mt__mm(r, H, F, w->X + (size_t)r0 * F, W + y->in_w + (size_t)t * F * H, 0.0f, h + (size_t)r0 * H);
+        mt__bias_lrelu(r, H, h + (size_t)r0 * H, W + y->in_b + (size_t)t * H);
+    }
+}
+
+void mt__gnn_embed_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *h, float *grad) {
+    const mt__gnn_layout *y = &m->lay;
+    const float *W = m->w;
+    const int H = y->H, F = y->F;
+    const size_t NH = (size_t)p->n * b * H;
+    zero(w->dU, NH);
+    mt__lrelu_backward(NH, h, w->dH, w->dU);
+    for (int t = 0; t < p->nt; t++) {
+        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
+        if (r == 0) continue;
+        mt__mm_backward(r, H, F, w->X + (size_t)r0 * F, W + y->in_w + (size_t)t * F * H, w->dU + (size_t)r0 * H, NULL,
+                        grad + y->in_w + (size_t)t * F * H);
+        mt__bias_backward(r, H, w->dU + (size_t)r0 * H, grad + y->in_b + (size_t)t * H);
+    }
 }
 
 /* Layer l's products from states h: the node modules' into U (no bias),
@@ -323,105 +356,30 @@ static void messages(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int 
     }
 }
 
-static void forward_gnn(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b) {
+void mt__gnn_layer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, int l, const float *h, float *hn, float *a) {
     const mt__gnn_layout *y = &m->lay;
-    const float *W = m->w;
-    const int H = y->H, F = y->F, n = p->n;
-    const size_t bH = (size_t)b * H, NH = (size_t)n * bH;
-    const int keep = w->keep;
-    /* each node module is one product on its block of places */
-    for (int t = 0; t < p->nt; t++) {
-        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
-        if (r == 0) continue;
-        mt__mm(r, H, F, w->X + (size_t)r0 * F, W + y->in_w + (size_t)t * F * H, 0.0f, w->H + (size_t)r0 * H);
-        mt__bias_lrelu(r, H, w->H + (size_t)r0 * H, W + y->in_b + (size_t)t * H);
-    }
-    for (int l = 0; l < y->L; l++) {
-        float *h = w->H + (keep ? (size_t)l * NH : 0), *hn = keep ? h + NH : h, *a = keep ? w->A + (size_t)l * NH : NULL;
-        messages(m, p, w, b, l, h);
-        /* h' = h + lrelu(update + bias + messages), place by place */
-        for (int t = 0; t < p->nt; t++)
-            for (int q = p->node_off[t]; q < p->node_off[t + 1]; q++) {
-                int j0 = p->in_off[q], k = p->in_off[q + 1] - j0;
-                for (int j = 0; j < k; j++) w->ptr[j] = w->M + (size_t)p->in_row[j0 + j] * bH;
-                size_t o = (size_t)q * bH;
-                mt__update_pull(b, H, h + o, hn + o, a ? a + o : NULL, w->U + o, W + y->upd_b[l] + (size_t)t * H, w->ptr, k);
-            }
-    }
-    /* readout in node order, as mt__readout: the sum, and the maximum with
-     * the first node of it (for the backward) */
-    const float *h = w->H + (keep ? (size_t)y->L * NH : 0);
-    float *R = w->R;
-    for (int g = 0; g < b; g++) {
-        const float *x = h + ((size_t)p->pos[0] * b + g) * H;
-        memset(R + (size_t)g * 2 * H, 0, sizeof(float) * (size_t)H);
-        memcpy(R + (size_t)g * 2 * H + H, x, sizeof(float) * (size_t)H);
-        if (keep) memset(w->argmax + (size_t)g * H, 0, sizeof(int) * (size_t)H);
-    }
-    for (int v = 0; v < n; v++) {
-        const float *hq = h + (size_t)p->pos[v] * bH;
-        for (int g = 0; g < b; g++) {
-            float *sum = R + (size_t)g * 2 * H, *mx = sum + H;
-            const float *x = hq + (size_t)g * H;
-            mt__add((size_t)H, sum, x);
-            if (v == 0) continue;
-            if (!keep) {
-                max_row(mx, x, H);
-                continue;
-            }
-            int *am = w->argmax + (size_t)g * H;
-            for (int j = 0; j < H; j++)
-                if (x[j] > mx[j]) mx[j] = x[j], am[j] = v;
+    const int H = y->H;
+    const size_t bH = (size_t)b * H;
+    messages(m, p, w, b, l, h);
+    /* h' = h + lrelu(update + bias + messages), place by place */
+    for (int t = 0; t < p->nt; t++)
+        for (int q = p->node_off[t]; q < p->node_off[t + 1]; q++) {
+            int j0 = p->in_off[q], k = p->in_off[q + 1] - j0;
+            for (int j = 0; j < k; j++) w->ptr[j] = w->M + (size_t)p->in_row[j0 + j] * bH;
+            size_t o = (size_t)q * bH;
+            mt__update_pull(b, H, h + o, hn + o, a ? a + o : NULL, w->U + o, m->w + y->upd_b[l] + (size_t)t * H, w->ptr, k);
         }
-    }
-    float scale = 1.0f / (float)n;
-    for (int g = 0; g < b; g++)
-        for (int j = 0; j < H; j++) R[(size_t)g * 2 * H + j] *= scale;
-    mt__mm(b, H, 2 * H, w->R, W + y->head_w1, 0.0f, w->Z);
-    mt__bias_lrelu(b, H, w->Z, W + y->head_b1);
-    mt__mm(b, 1, H, w->Z, W + y->out_w, 0.0f, w->s);
-    for (int g = 0; g < b; g++) w->s[g] += W[y->out_b];
 }
 
-static void forward_mlp(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b) {
-    const mt__gnn_layout *y = &m->lay;
-    int H = y->H, F = y->F;
-    mt__readout(b, p->n, F, w->X, w->rowmap, 1.0f / (float)p->n, w->R, 2 * F, w->R + F, 2 * F, w->argmax);
-    const float *in = w->R;
-    int in_dim = 2 * F;
-    for (int l = 0; l < y->L; l++) {
-        float *z = w->Z + (size_t)(w->keep ? l : l % 2) * w->cap * H;
-        mt__mm(b, H, in_dim, in, m->w + y->mlp_w[l], 0.0f, z);
-        mt__bias_lrelu(b, H, z, m->w + y->mlp_b[l]);
-        in = z, in_dim = H;
-    }
-    mt__mm(b, 1, H, in, m->w + y->out_w, 0.0f, w->s);
-    for (int g = 0; g < b; g++) w->s[g] += m->w[y->out_b];
-}
-
-void mt__gnn_forward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b) {
-    if (m->p.arch == MT_GNN_MLP) forward_mlp(m, p, ws, b);
-    else forward_gnn(m, p, ws, b);
-}
-
-static void zero(float *x, size_t n) { memset(x, 0, sizeof(float) * n); }
-
-/* The output layer: s = z w_out + b_out; fills w->dZ with dL/dz. */
-static void backward_out(const mt_gnn *m, mt__gnn_ws *w, int b, const float *z, const float *ds, float *grad) {
-    const mt__gnn_layout *y = &m->lay;
-    zero(w->dZ, (size_t)b * y->H);
-    mt__mm_backward(b, 1, y->H, z, m->w + y->out_w, ds, w->dZ, grad + y->out_w);
-    for (int g = 0; g < b; g++) grad[y->out_b] += ds[g];
-}
-
-/* Layer l's backward from dU (dL/d the update's pre-activation) and states
- * h: weight gradients into grad, state gradients added onto w->dH (which
- * holds dL/dh' and so becomes dL/dh through the residual). */
-static void backward_layer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, int l, const float *h, float *grad) {
+void mt__gnn_layer_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, int l, const float *h, const float *act, float *grad) {
     const mt__gnn_layout *y = &m->lay;
     const float *W = m->w;
     const int H = y->H, n = p->n;
     const size_t bH = (size_t)b * H;
+    /* h' = h + act, act = lrelu(pre-activation): dU = dL/d the
+     * pre-activation; dH (dL/dh') already is the residual's share of dL/dh */
+    zero(w->dU, (size_t)n * bH);
+    mt__lrelu_backward((size_t)n * bH, act, w->dH, w->dU);
     const float *dU = w->dU;
     for (int t = 0; t < p->nt; t++) {
         int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
@@ -477,77 +435,135 @@ static void backward_layer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w
     }
 }
 
-static void backward_gnn(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *ds, float *grad) {
-    const mt__gnn_layout *y = &m->lay;
-    const float *W = m->w;
-    int H = y->H, F = y->F, n = p->n;
-    size_t bH = (size_t)b * H, NH = (size_t)n * bH;
-    backward_out(m, w, b, w->Z, ds, grad);
-    zero(w->dZ2, (size_t)b * H);
-    mt__lrelu_backward((size_t)b * H, w->Z, w->dZ, w->dZ2);
-    mt__bias_backward(b, H, w->dZ2, grad + y->head_b1);
-    zero(w->dR, (size_t)b * 2 * H);
-    mt__mm_backward(b, H, 2 * H, w->R, W + y->head_w1, w->dZ2, w->dR, grad + y->head_w1);
-    /* readout: the mean reaches every node, the maximum its first node */
-    zero(w->dH, NH);
+void mt__gnn_readout(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *x) {
+    const int c = m->p.arch == MT_GNN_MLP ? m->lay.F : m->lay.H, n = p->n;
+    const size_t bc = (size_t)b * c;
+    const int keep = w->keep;
+    float *R = w->R;
+    /* node by node (each node's block of b rows is contiguous), the sum
+     * and the maximum in node order, with the first node of the maximum */
+    for (int g = 0; g < b; g++) {
+        const float *x0 = x + ((size_t)p->pos[0] * b + g) * c;
+        memset(R + (size_t)g * 2 * c, 0, sizeof(float) * (size_t)c);
+        memcpy(R + (size_t)g * 2 * c + c, x0, sizeof(float) * (size_t)c);
+        if (keep) memset(w->argmax + (size_t)g * c, 0, sizeof(int) * (size_t)c);
+    }
+    for (int v = 0; v < n; v++) {
+        const float *xq = x + (size_t)p->pos[v] * bc;
+        for (int g = 0; g < b; g++) {
+            float *sum = R + (size_t)g * 2 * c, *mx = sum + c;
+            const float *xv = xq + (size_t)g * c;
+            mt__add((size_t)c, sum, xv);
+            if (v == 0) continue;
+            if (!keep) {
+                max_row(mx, xv, c);
+                continue;
+            }
+            int *am = w->argmax + (size_t)g * c;
+            for (int j = 0; j < c; j++)
+                if (xv[j] > mx[j]) mx[j] = xv[j], am[j] = v;
+        }
+    }
     float scale = 1.0f / (float)n;
-    float *d = w->dZ2; /* free again: one row of the mean's gradient */
+    for (int g = 0; g < b; g++)
+        for (int j = 0; j < c; j++) R[(size_t)g * 2 * c + j] *= scale;
+}
+
+void mt__gnn_readout_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, float *dh) {
+    const int H = m->lay.H, n = p->n;
+    /* the mean reaches every node, the maximum its first node */
+    float scale = 1.0f / (float)n;
+    float *d = w->dZ2; /* one row of the mean's gradient */
     for (int g = 0; g < b; g++) {
         const float *dsum = w->dR + (size_t)g * 2 * H, *dmax = dsum + H;
         for (int j = 0; j < H; j++) d[j] = scale * dsum[j];
-        for (int q = 0; q < n; q++) mt__add((size_t)H, w->dH + ((size_t)q * b + g) * H, d);
+        for (int q = 0; q < n; q++) mt__add((size_t)H, dh + ((size_t)q * b + g) * H, d);
         const int *am = w->argmax + (size_t)g * H;
-        for (int j = 0; j < H; j++) w->dH[((size_t)p->pos[am[j]] * b + g) * H + j] += dmax[j];
-    }
-    for (int l = y->L - 1; l >= 0; l--) {
-        /* H[l+1] = H[l] + A[l], A[l] = lrelu(U): dH holds dL/dH[l+1] and becomes dL/dH[l] */
-        zero(w->dU, NH);
-        mt__lrelu_backward(NH, w->A + (size_t)l * NH, w->dH, w->dU);
-        backward_layer(m, p, w, b, l, w->H + (size_t)l * NH, grad);
-    }
-    zero(w->dU, NH);
-    mt__lrelu_backward(NH, w->H, w->dH, w->dU);
-    for (int t = 0; t < p->nt; t++) {
-        int r0 = p->node_off[t] * b, r = p->node_cnt[t] * b;
-        if (r == 0) continue;
-        mt__mm_backward(r, H, F, w->X + (size_t)r0 * F, W + y->in_w + (size_t)t * F * H, w->dU + (size_t)r0 * H, NULL,
-                        grad + y->in_w + (size_t)t * F * H);
-        mt__bias_backward(r, H, w->dU + (size_t)r0 * H, grad + y->in_b + (size_t)t * H);
+        for (int j = 0; j < H; j++) dh[((size_t)p->pos[am[j]] * b + g) * H + j] += dmax[j];
     }
 }
 
-static void backward_mlp(const mt_gnn *m, mt__gnn_ws *w, int b, const float *ds, float *grad) {
+/* The head's hidden layers: the MLP's L, the GNN's one. */
+static int head_layers(const mt_gnn *m) { return m->p.arch == MT_GNN_MLP ? m->lay.L : 1; }
+static size_t head_w(const mt_gnn *m, int l) { return m->p.arch == MT_GNN_MLP ? m->lay.mlp_w[l] : m->lay.head_w1; }
+static size_t head_b(const mt_gnn *m, int l) { return m->p.arch == MT_GNN_MLP ? m->lay.mlp_b[l] : m->lay.head_b1; }
+/* Layer l's hidden values: all kept for a backward, else two in turn. */
+static float *head_z(mt__gnn_ws *w, int l, int H) { return w->Z + (size_t)(w->keep ? l : l % 2) * w->cap * H; }
+
+void mt__gnn_head(const mt_gnn *m, mt__gnn_ws *w, int b) {
     const mt__gnn_layout *y = &m->lay;
-    int H = y->H;
-    size_t cH = (size_t)w->cap * H;
-    backward_out(m, w, b, w->Z + (size_t)(y->L - 1) * cH, ds, grad);
-    for (int l = y->L - 1; l >= 0; l--) {
-        const float *z = w->Z + (size_t)l * cH;
+    const int H = y->H;
+    const float *in = w->R;
+    int in_dim = 2 * (m->p.arch == MT_GNN_MLP ? y->F : H);
+    for (int l = 0; l < head_layers(m); l++) {
+        float *z = head_z(w, l, H);
+        mt__mm(b, H, in_dim, in, m->w + head_w(m, l), 0.0f, z);
+        mt__bias_lrelu(b, H, z, m->w + head_b(m, l));
+        in = z, in_dim = H;
+    }
+    mt__mm(b, 1, H, in, m->w + y->out_w, 0.0f, w->s);
+    for (int g = 0; g < b; g++) w->s[g] += m->w[y->out_b];
+}
+
+void mt__gnn_head_backward(const mt_gnn *m, mt__gnn_ws *w, int b, const float *ds, float *grad) {
+    const mt__gnn_layout *y = &m->lay;
+    const int H = y->H, L = head_layers(m);
+    /* the output s = z w_out + b_out */
+    zero(w->dZ, (size_t)b * H);
+    mt__mm_backward(b, 1, H, head_z(w, L - 1, H), m->w + y->out_w, ds, w->dZ, grad + y->out_w);
+    for (int g = 0; g < b; g++) grad[y->out_b] += ds[g];
+    for (int l = L - 1; l >= 0; l--) {
         zero(w->dZ2, (size_t)b * H);
-        mt__lrelu_backward((size_t)b * H, z, w->dZ, w->dZ2);
-        mt__bias_backward(b, H, w->dZ2, grad + y->mlp_b[l]);
+        mt__lrelu_backward((size_t)b * H, head_z(w, l, H), w->dZ, w->dZ2);
+        mt__bias_backward(b, H, w->dZ2, grad + head_b(m, l));
         if (l > 0) {
             zero(w->dZ, (size_t)b * H);
-            mt__mm_backward(b, H, H, w->Z + (size_t)(l - 1) * cH, m->w + y->mlp_w[l], w->dZ2, w->dZ, grad + y->mlp_w[l]);
+            mt__mm_backward(b, H, H, head_z(w, l - 1, H), m->w + head_w(m, l), w->dZ2, w->dZ, grad + head_w(m, l));
+        } else if (m->p.arch == MT_GNN_MLP) { /* the features are no parameters */
+            mt__mm_backward(b, H, 2 * y->F, w->R, m->w + head_w(m, 0), w->dZ2, NULL, grad + head_w(m, 0));
         } else {
-            mt__mm_backward(b, H, 2 * y->F, w->R, m->w + y->mlp_w[0], w->dZ2, NULL, grad + y->mlp_w[0]);
+            zero(w->dR, (size_t)b * 2 * H);
+            mt__mm_backward(b, H, 2 * H, w->R, m->w + head_w(m, 0), w->dZ2, w->dR, grad + head_w(m, 0));
         }
     }
 }
 
+/* ---- the whole model ---- */
+
+void mt__gnn_forward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b) {
+    if (m->p.arch == MT_GNN_MLP) {
+        mt__gnn_readout(m, p, ws, b, ws->X);
+    } else {
+        const size_t NH = (size_t)p->n * b * m->lay.H;
+        const int keep = ws->keep;
+        mt__gnn_embed(m, p, ws, b, ws->H);
+        for (int l = 0; l < m->lay.L; l++) {
+            float *h = ws->H + (keep ? (size_t)l * NH : 0);
+            mt__gnn_layer(m, p, ws, b, l, h, keep ? h + NH : h, keep ? ws->A + (size_t)l * NH : NULL);
+        }
+        mt__gnn_readout(m, p, ws, b, ws->H + (keep ? (size_t)m->lay.L * NH : 0));
+    }
+    mt__gnn_head(m, ws, b);
+}
+
 void mt__gnn_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b, const float *ds, float *grad) {
-    if (m->p.arch == MT_GNN_MLP) backward_mlp(m, ws, b, ds, grad);
-    else backward_gnn(m, p, ws, b, ds, grad);
+    mt__gnn_head_backward(m, ws, b, ds, grad);
+    if (m->p.arch == MT_GNN_MLP) return;
+    const size_t NH = (size_t)p->n * b * m->lay.H;
+    zero(ws->dH, NH);
+    mt__gnn_readout_backward(m, p, ws, b, ws->dH);
+    /* dH holds dL/dH[l+1] and becomes dL/dH[l] */
+    for (int l = m->lay.L - 1; l >= 0; l--) mt__gnn_layer_backward(m, p, ws, b, l, ws->H + (size_t)l * NH, ws->A + (size_t)l * NH, grad);
+    mt__gnn_embed_backward(m, p, ws, b, ws->H, grad);
 }
 
 /* ---- inference ---- */
 
 /* The MLP reads the normalised features only through their mean and max:
- * computed graph by graph in node order, as forward_mlp does (the same
+ * computed graph by graph in node order, as mt__gnn_readout does (the same
  * bits), without storing the normalised rows. */
 static void infer_mlp(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *feats) {
-    const mt__gnn_layout *y = &m->lay;
-    int H = y->H, F = y->F, n = p->n;
+    int F = m->lay.F, n = p->n;
     float scale = 1.0f / (float)n;
     for (int g = 0; g < b; g++) {
         float *sum = w->R + (size_t)g * 2 * F, *mx = sum + F, *x = w->xrow;
@@ -563,16 +579,7 @@ static void infer_mlp(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int
         }
         for (int j = 0; j < F; j++) sum[j] *= scale;
     }
-    const float *in = w->R;
-    int in_dim = 2 * F;
-    for (int l = 0; l < y->L; l++) {
-        float *z = w->Z + (size_t)(l % 2) * w->cap * H;
-        mt__mm(b, H, in_dim, in, m->w + y->mlp_w[l], 0.0f, z);
-        mt__bias_lrelu(b, H, z, m->w + y->mlp_b[l]);
-        in = z, in_dim = H;
-    }
-    mt__mm(b, 1, H, in, m->w + y->out_w, 0.0f, w->s);
-    for (int g = 0; g < b; g++) w->s[g] += m->w[y->out_b];
+    mt__gnn_head(m, w, b);
 }
 
 void mt__gnn_infer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b, const float *feats) {
@@ -585,7 +592,7 @@ void mt__gnn_infer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b
     build_index(p, ws, b);
     for (int g = 0; g < b; g++)
         for (int v = 0; v < n; v++) normalise_row(m, feats + ((size_t)g * n + v) * F, ws->X + (size_t)ws->rowmap[g * n + v] * F, F);
-    forward_gnn(m, p, ws, b);
+    mt__gnn_forward(m, p, ws, b);
 }
 
 /* ---- scoring ---- */

@@ -156,11 +156,44 @@ mt_status mt__gnn_ws_make(const mt_gnn *m, const mt__gnn_plan *p, int cap, int k
 /* Normalises b graphs' features (feats[i] is graph i's n x F) into ws->X,
  * in the sorted row order (and builds the index lists for b graphs). */
 void mt__gnn_input(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b, const float *const *feats);
-/* Forward of the b graphs in ws->X; scores in ws->s. */
+/* Forward of the b graphs in ws->X; scores in ws->s. The GNN's is
+ * mt__gnn_embed, mt__gnn_layer per layer, mt__gnn_readout, mt__gnn_head;
+ * the MLP's is mt__gnn_readout of the features, mt__gnn_head. */
 void mt__gnn_forward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b);
 /* Backward after mt__gnn_forward on a keep workspace: ds[b] is the loss
- * gradient of the scores; adds the weight gradients to grad. */
+ * gradient of the scores; adds the weight gradients to grad. The pieces'
+ * backwards in reverse order. */
 void mt__gnn_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b, const float *ds, float *grad);
+
+/* The pieces of the forward, each with its backward (tests/test_gnn.c
+ * checks them one by one against finite differences). They work on b
+ * graphs' node-major rows ([n*b, H] node states: place q's b rows at
+ * q*b) in a workspace; the backwards need a keep workspace, add weight
+ * gradients to grad, and overwrite the workspace's scratch (dU, M, G, G2,
+ * dZ, dZ2). */
+/* h = lrelu(X W_in + b_in), one product per node module over ws->X. */
+void mt__gnn_embed(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, float *h);
+/* From ws->dH = dL/dh (h: the forward's output): W_in's and b_in's gradients. */
+void mt__gnn_embed_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *h, float *grad);
+/* Layer l: hn = h + a, a = lrelu(h U_t + b_t + the sum of the messages
+ * h_src W_e into each node), the messages as the plan schedules them (a
+ * product per distinct source or destination, pulled sums). hn may be h;
+ * a may be NULL (not kept). */
+void mt__gnn_layer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, int l, const float *h, float *hn, float *a);
+/* Its backward from the forward's h and a (act): ws->dH holds dL/dhn and becomes dL/dh. */
+void mt__gnn_layer_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, int l, const float *h, const float *act, float *grad);
+/* The readout of x (the GNN's states, c = H; the MLP's features, c = F):
+ * ws->R[g] = [mean | max] of graph g's nodes (row stride 2c), summed and
+ * compared in node order; with keep, ws->argmax[g*c + j] = the first node
+ * of the maximum. */
+void mt__gnn_readout(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, const float *x);
+/* The GNN's: adds dL/dh from ws->dR onto dh. */
+void mt__gnn_readout_backward(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *w, int b, float *dh);
+/* The head on ws->R: hidden layers z = lrelu(in W + b) (the GNN's one,
+ * the MLP's L), then ws->s = z w_out + b_out. */
+void mt__gnn_head(const mt_gnn *m, mt__gnn_ws *w, int b);
+/* From ds[b]: the head's gradients, and for the GNN dL/dR into ws->dR. */
+void mt__gnn_head_backward(const mt_gnn *m, mt__gnn_ws *w, int b, const float *ds, float *grad);
 
 /* Inference (scoring): the scores of b <= ws->cap graphs into ws->s, from
  * feats as mt_gnn_score takes them (graph-major, contiguous). ws may lack

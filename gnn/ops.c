@@ -82,22 +82,8 @@ void mt__mm_backward(int m, int n, int k, const float *A, const float *B, const 
     }
 }
 
-void mt__bias_add(int m, int n, float *Y, const float *b) {
-    for (int i = 0; i < m; i++) add_row(Y + (size_t)i * n, b, n);
-}
-
 void mt__bias_backward(int m, int n, const float *dY, float *db) {
     for (int i = 0; i < m; i++) add_row(db, dY + (size_t)i * n, n);
-}
-
-void mt__lrelu(size_t n, const float *x, float *y) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float a[8];
-        for (int k = 0; k < 8; k++) a[k] = lrelu1(x[i + k]);
-        for (int k = 0; k < 8; k++) y[i + k] = a[k];
-    }
-    for (; i < n; i++) y[i] = lrelu1(x[i]);
 }
 
 void mt__lrelu_backward(size_t n, const float *y, const float *dy, float *dx) {
@@ -213,135 +199,6 @@ void mt__update_pull(int rows, int H, const float *h, float *hn, float *a, const
             if (a) a[o + j] = v;
             hn[o + j] = h[o + j] + v;
         }
-    }
-}
-
-void mt__gather(int n_idx, int cols, const float *X, const int *idx, float *Y) {
-    for (int i = 0; i < n_idx; i++) memcpy(Y + (size_t)i * cols, X + (size_t)idx[i] * cols, sizeof(float) * (size_t)cols);
-}
-
-void mt__scatter_add(int n_idx, int cols, const float *X, const int *idx, float *Y) {
-    for (int i = 0; i < n_idx; i++) add_row(Y + (size_t)idx[i] * cols, X + (size_t)i * cols, cols);
-}
-
-void mt__gather_backward(int n_idx, int cols, const float *dY, const int *idx, float *dX) { mt__scatter_add(n_idx, cols, dY, idx, dX); }
-
-void mt__scatter_add_backward(int n_idx, int cols, const float *dY, const int *idx, float *dX) {
-    for (int i = 0; i < n_idx; i++) add_row(dX + (size_t)i * cols, dY + (size_t)idx[i] * cols, cols);
-}
-
-void mt__typed_linear(const mt__typed_index *ti, int in, int out, const float *X, const float *W, const float *b, float *Y, float *ws_in,
-                      float *ws_out) {
-    int rows = ti->start[ti->ntypes];
-    int blocks = !ti->src && !ti->dst;
-    if (!blocks) mt__gather(rows, in, X, ti->src, ws_in);
-    for (int t = 0; t < ti->ntypes; t++) {
-        int a = ti->start[t], r = ti->start[t + 1] - a;
-        if (r <= 0) continue;
-        const float *x = (blocks ? X : ws_in) + (size_t)a * in;
-        float *o = (blocks ? Y : ws_out) + (size_t)a * out;
-        mt__mm(r, out, in, x, W + (size_t)t * in * out, blocks ? 1.0f : 0.0f, o);
-        if (b) mt__bias_add(r, out, o, b + (size_t)t * out);
-    }
-    if (!blocks) mt__scatter_add(rows, out, ws_out, ti->dst, Y);
-}
-
-void mt__typed_linear_backward(const mt__typed_index *ti, int in, int out, const float *X, const float *W, const float *dY, float *dX, float *dW,
-                               float *db, float *ws_in, float *ws_out) {
-    int rows = ti->start[ti->ntypes];
-    if (rows <= 0) return;
-    int blocks = !ti->src && !ti->dst;
-    /* g = dY[dst]; x = X[src] (re-gathered: cheaper than keeping it) */
-    const float *g = dY, *x = X;
-    if (!blocks) {
-        mt__gather(rows, out, dY, ti->dst, ws_out);
-        if (dW) mt__gather(rows, in, X, ti->src, ws_in);
-        g = ws_out, x = ws_in;
-    }
-    for (int t = 0; t < ti->ntypes; t++) {
-        int a = ti->start[t], r = ti->start[t + 1] - a;
-        if (r <= 0) continue;
-        if (db) mt__bias_backward(r, out, g + (size_t)a * out, db + (size_t)t * out);
-        if (dW) mt__mm_backward(r, out, in, x + (size_t)a * in, W + (size_t)t * in * out, g + (size_t)a * out, NULL, dW + (size_t)t * in * out);
-    }
-    if (!dX) return;
-    /* dX[src] += dY[dst] W_t^T: straight into dX for blocks, else through ws_in */
-    float *dx = blocks ? dX : ws_in;
-    if (!blocks) memset(ws_in, 0, sizeof(float) * (size_t)rows * in);
-    for (int t = 0; t < ti->ntypes; t++) {
-        int a = ti->start[t], r = ti->start[t + 1] - a;
-        if (r <= 0) continue;
-        mt__mm_backward(r, out, in, NULL, W + (size_t)t * in * out, g + (size_t)a * out, dx + (size_t)a * in, NULL);
-    }
-    if (!blocks) mt__scatter_add(rows, in, ws_in, ti->src, dX);
-}
-
-void mt__readout(int B, int n, int c, const float *X, const int *rows, float scale, float *sum, int ld_sum, float *max, int ld_max, int *argmax) {
-    for (int b = 0; b < B; b++) {
-        const int *rw = rows ? rows + (size_t)b * n : NULL;
-#define ROW(v) (X + (size_t)(rw ? rw[v] : b * n + (v)) * c)
-        if (sum) {
-            float *s = sum + (size_t)b * ld_sum;
-            for (int j = 0; j < c; j++) s[j] = 0;
-            for (int v = 0; v < n; v++) add_row(s, ROW(v), c);
-            for (int j = 0; j < c; j++) s[j] *= scale;
-        }
-        if (max) {
-            float *mx = max + (size_t)b * ld_max;
-            int *am = argmax ? argmax + (size_t)b * c : NULL;
-            const float *x0 = ROW(0);
-            for (int j = 0; j < c; j++) {
-                mx[j] = n > 0 ? x0[j] : 0;
-                if (am) am[j] = 0;
-            }
-            for (int v = 1; v < n; v++) {
-                const float *x = ROW(v);
-                for (int j = 0; j < c; j++)
-                    if (x[j] > mx[j]) {
-                        mx[j] = x[j];
-                        if (am) am[j] = v;
-                    }
-            }
-        }
-#undef ROW
-    }
-}
-
-void mt__readout_backward(int B, int n, int c, const int *rows, float scale, const float *dsum, int ld_sum, const float *dmax, int ld_max,
-                          const int *argmax, float *dX) {
-    for (int b = 0; b < B; b++) {
-        const int *rw = rows ? rows + (size_t)b * n : NULL;
-#define ROW(v) (dX + (size_t)(rw ? rw[v] : b * n + (v)) * c)
-        if (dsum) {
-            const float *ds = dsum + (size_t)b * ld_sum;
-            for (int v = 0; v < n; v++) {
-                float *dx = ROW(v);
-                for (int j = 0; j < c; j++) dx[j] += scale * ds[j];
-            }
-        }
-        if (dmax && n > 0) {
-            const float *dm = dmax + (size_t)b * ld_max;
-            const int *am = argmax + (size_t)b * c;
-            for (int j = 0; j < c; j++) ROW(am[j])[j] += dm[j];
-        }
-#undef ROW
-    }
-}
-
-void mt__concat(int rows, int ca, const float *A, int cb, const float *B, float *Y) {
-    for (int r = 0; r < rows; r++) {
-        memcpy(Y + (size_t)r * (ca + cb), A + (size_t)r * ca, sizeof(float) * (size_t)ca);
-        memcpy(Y + (size_t)r * (ca + cb) + ca, B + (size_t)r * cb, sizeof(float) * (size_t)cb);
-    }
-}
-
-void mt__concat_backward(int rows, int ca, int cb, const float *dY, float *dA, float *dB) {
-    for (int r = 0; r < rows; r++) {
-        const float *d = dY + (size_t)r * (ca + cb);
-        if (dA)
-            for (int j = 0; j < ca; j++) dA[(size_t)r * ca + j] += d[j];
-        if (dB)
-            for (int j = 0; j < cb; j++) dB[(size_t)r * cb + j] += d[ca + j];
     }
 }
 
