@@ -86,6 +86,34 @@ typedef struct mt_cuda_prog_info {
     int binary_version;        /* 10 * major + minor of the cubin's SASS */
 } mt_cuda_prog_info;
 
+/* What gnn_create needs of a GNN model and its plan for one graph shape
+ * (gnn/gnn-impl.h: mt__gnn_layout and mt__gnn_plan, whose meaning these
+ * fields keep): the weights' offsets in the flat array and the message
+ * schedule over places (node-major: place q's b rows at q*b). The arrays are
+ * copied by gnn_create. */
+#define MT_CUDA_GNN_MAX_LAYERS 64
+typedef struct mt_cuda_gnn_desc {
+    int arch;             /* mt_gnn_arch: 0 modular, 1 shared, 2 MLP */
+    int F, H, L;          /* features, hidden width, layers (MLP: hidden layers) */
+    int n, nt, et;        /* nodes per graph; node and edge modules (>= 1) */
+    int nrows, maxrows;   /* product rows of all edge modules; most of one module */
+    const int *pos;       /* [n] place of node v */
+    const int *node_off;  /* [nt + 1] first place of each node module */
+    const int *mrow_off;  /* [et + 1] each edge module's rows */
+    const int *mside;     /* [et] 0: a row per distinct source, 1: per destination */
+    const int *mrun;      /* [et] 1: the module's rows are consecutive places */
+    const int *mrow_pos;  /* [nrows] the place of each row */
+    const int *madj_off;  /* [nrows + 1] each row's edges in madj_pos */
+    const int *madj_pos;  /* [madj_off[nrows]] the place at the other end */
+    const int *in_off;    /* [n + 1] per place: its product rows in in_row */
+    const int *in_row;    /* [in_off[n]] */
+    size_t nweights;      /* floats in the weight array */
+    size_t in_w, in_b, head_w1, head_b1, out_w, out_b;
+    size_t msg_w[MT_CUDA_GNN_MAX_LAYERS], upd_w[MT_CUDA_GNN_MAX_LAYERS], upd_b[MT_CUDA_GNN_MAX_LAYERS];
+    size_t mlp_w[MT_CUDA_GNN_MAX_LAYERS], mlp_b[MT_CUDA_GNN_MAX_LAYERS];
+    int max_graphs;       /* graphs per device pass (0: the module's default, 4096; bounded by free memory) */
+} mt_cuda_gnn_desc;
+
 typedef struct mt_cuda_module {
     /* .abi_version      = */ int abi_version;  /* MT_CUDA_MODULE_ABI the module was built with */
     /* .struct_size      = */ size_t struct_size; /* sizeof(mt_cuda_module) in the module */
@@ -175,6 +203,37 @@ typedef struct mt_cuda_module {
      * p is never NULL. */
     /* .cudnn_conv       = */ mt_status (*cudnn_conv)(void *dev, const mt_workload *wl, void *x, void *w, void *y, const mt_cudnn_params *p,
                                                       mt_cudnn_result *res, char *err, size_t errlen);
+
+    /* ---- the GNN's scoring forward on the GPU (cuda/gnn.c, cuda/gnn_kernels.c) ----
+     * cuBLAS (libcublas.so.13, else .so.12) is dlopen'ed inside the module
+     * and runs the GEMMs on the device's primary context and stream; the
+     * other operations are the module's own kernels (CUDA C, compiled with
+     * NVRTC for the device's sm at the first gnn_create of a device and kept
+     * with the device handle). The loader checks
+     * MT_CUDA_MODULE_HAS(m, gnn_free) (the last of them) before using any. */
+
+    /* The CUDA C of every GNN kernel and their names (*names[0..*count)),
+     * static; for compile checks (no GPU needed). */
+    /* .gnn_kernels      = */ const char *(*gnn_kernels)(const char *const **names, int *count);
+    /* Non-zero when cuBLAS loads and has every function the forward uses
+     * (no GPU needed); otherwise 0 with the reason. */
+    /* .gnn_available    = */ int (*gnn_available)(char *why, size_t whylen);
+    /* A scorer of one model architecture and graph shape on dev (a
+     * dev_open handle, which it references until gnn_free): desc is copied.
+     * Weights are set with gnn_set_weights before the first gnn_score.
+     * MT_UNAVAILABLE when cuBLAS is missing, MT_BUILD when a kernel does not
+     * compile or load, MT_NOMEM, MT_DEVICE with the failing call named. */
+    /* .gnn_create       = */ mt_status (*gnn_create)(void *dev, const struct mt_cuda_gnn_desc *desc, void **gnn, char *err, size_t errlen);
+    /* Uploads desc->nweights weights and the F-feature normalisation
+     * (mean, 1/std); the next gnn_score uses them. */
+    /* .gnn_set_weights  = */ mt_status (*gnn_set_weights)(void *gnn, const float *w, const float *mean, const float *istd, char *err,
+                                                           size_t errlen);
+    /* Scores B graphs (feats: B x n x F floats, graph-major as mt_gnn_score
+     * takes them) into scores[B]. Thread-safe: a scorer has a mutex, and the
+     * device's stream is held (its mutex) for the whole call. */
+    /* .gnn_score        = */ mt_status (*gnn_score)(void *gnn, int B, const float *feats, float *scores, char *err, size_t errlen);
+    /* Frees every device and host buffer and the cuBLAS handle; NULL: no-op. */
+    /* .gnn_free         = */ void (*gnn_free)(void *gnn);
 } mt_cuda_module;
 
 /* Every ABI-1 module's table is at least this long. */

@@ -264,6 +264,8 @@ mt_status mt__cu_dev_open(int index, void **devp, mt_device_info *info, char *er
 
 void mt__cu_dev_close(void *devp) { dev_unref(devp); }
 
+void mt__cu_dev_unref(mt__cu_dev *d) { dev_unref(d); }
+
 mt_status mt__cu_dev_props(void *devp, mt_cuda_device_props *out) {
     const mt__cu_dev *d = devp;
     if (!d || !out) return MT_INVALID_ARG;

@@ -140,4 +140,19 @@ MT__CUDA_HIDDEN mt_status mt__cudnn_conv(void *dev, const mt_workload *wl, void 
  * last release of d. */
 MT__CUDA_HIDDEN void mt__cudnn_dev_release(mt__cu_dev *d);
 
+/* ---- the GNN on the GPU (gnn.c, gnn_kernels.c) ---- */
+
+/* Drops a reference taken with atomic_fetch_add(&d->refs, 1) (driver.c). */
+MT__CUDA_HIDDEN void mt__cu_dev_unref(mt__cu_dev *d);
+/* The table's compile member (module.c), for the module's own kernels. */
+MT__CUDA_HIDDEN mt_status mt__cu_compile(const char *src, const char *name, const mt_cuda_check_params *p, mt_cuda_output kind,
+                                         char **out, size_t *len, char *log, size_t loglen);
+MT__CUDA_HIDDEN const char *mt__gnn_cuda_source(const char *const **names, int *count);
+MT__CUDA_HIDDEN int mt__gnn_cuda_available(char *why, size_t whylen);
+MT__CUDA_HIDDEN mt_status mt__gnn_cuda_create(void *dev, const mt_cuda_gnn_desc *desc, void **gnn, char *err, size_t errlen);
+MT__CUDA_HIDDEN mt_status mt__gnn_cuda_set_weights(void *gnn, const float *w, const float *mean, const float *istd, char *err,
+                                                   size_t errlen);
+MT__CUDA_HIDDEN mt_status mt__gnn_cuda_score(void *gnn, int B, const float *feats, float *scores, char *err, size_t errlen);
+MT__CUDA_HIDDEN void mt__gnn_cuda_free(void *gnn);
+
 #endif

@@ -320,6 +320,11 @@ static mt_status cuda_resources(const char *src, const char *name, const mt_cuda
     return s;
 }
 
+mt_status mt__cu_compile(const char *src, const char *name, const mt_cuda_check_params *p, mt_cuda_output kind, char **out, size_t *len,
+                         char *log, size_t loglen) {
+    return cuda_compile(src, name, p, kind, out, len, log, loglen);
+}
+
 /* ---- the rest of the table ---- */
 
 /* The driver is usable once libcuda.so.1 loads, has every entry point the
@@ -362,6 +367,12 @@ static const mt_cuda_module module_v1 = {
     /* .prog_info        = */ mt__cu_prog_info,
     /* .cudnn_available  = */ mt__cudnn_available,
     /* .cudnn_conv       = */ mt__cudnn_conv,
+    /* .gnn_kernels      = */ mt__gnn_cuda_source,
+    /* .gnn_available    = */ mt__gnn_cuda_available,
+    /* .gnn_create       = */ mt__gnn_cuda_create,
+    /* .gnn_set_weights  = */ mt__gnn_cuda_set_weights,
+    /* .gnn_score        = */ mt__gnn_cuda_score,
+    /* .gnn_free         = */ mt__gnn_cuda_free,
 };
 
 __attribute__((visibility("default"))) const mt_cuda_module *mt_cuda_module_get(int abi_version) {

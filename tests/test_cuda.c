@@ -854,6 +854,44 @@ static int check_one_config(tmpl_job *job, const mt_device_limits *lim, uint64_t
  * printed as CUDA C and compiled for sm_90: the printer's output must
  * compile and ptxas must report registers. Round-robin over the pairs, so
  * that every template is checked before the time budget can run out. */
+/* Every GNN kernel (cuda/gnn_kernels.c) compiles with NVRTC for sm_90 and
+ * links with nvJitLink, whose report is printed; cuBLAS's presence is
+ * reported (no GPU needed for either). */
+static void test_gnn_kernels_compile(void **state) {
+    (void)state;
+    REQUIRE_MODULE();
+    const mt_cuda_module *m = NULL;
+    char log[8192];
+    assert_int_equal(mt__cuda_module(&m, log, sizeof log), MT_OK);
+    if (!MT_CUDA_MODULE_HAS(m, gnn_free)) fail_msg("the CUDA module has no GNN members: rebuild it");
+    const char *const *names = NULL;
+    int count = 0;
+    const char *src = m->gnn_kernels(&names, &count);
+    assert_non_null(src);
+    assert_true(count >= 9);
+    mt_cuda_check_params p = mt_cuda_check_default_params();
+    p.sm_arch = SM;
+    for (int i = 0; i < count; i++) {
+        mt_cuda_resources r;
+        mt_status st = m->resources(src, names[i], &p, &r, NULL, NULL, log, sizeof log);
+        if (st != MT_OK) fail_msg("%s for sm_%d: %s: %s", names[i], SM, mt_status_str(st), log);
+        print_res(names[i], &r);
+        assert_true(r.registers > 0 && r.registers <= MT_CUDA_MAX_REGISTERS);
+        assert_int_equal(r.spill_store_bytes + r.spill_load_bytes, 0);
+        assert_int_equal(mt_cuda_check_limits(&r, SM, log, sizeof log), MT_OK);
+    }
+    /* and the whole program as one cubin, as cuda/gnn.c builds it */
+    char *bin = NULL;
+    size_t len = 0;
+    assert_int_equal(m->compile(src, NULL, &p, MT_CUDA_OUTPUT_CUBIN, &bin, &len, log, sizeof log), MT_OK);
+    assert_true(len > 0);
+    m->free_buffer(bin);
+    char why[1024];
+    int cb = m->gnn_available(why, sizeof why);
+    printf("cuBLAS for the GNN: %s\n", cb ? why : "unavailable");
+    if (!cb) printf("  (%s)\n", why);
+}
+
 static void test_templates(void **state) {
     (void)state;
     REQUIRE_MODULE();
@@ -952,6 +990,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_module_compile),
         cmocka_unit_test(test_build_rejects_limits),
         cmocka_unit_test(test_templates),
+        cmocka_unit_test(test_gnn_kernels_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

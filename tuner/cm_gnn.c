@@ -21,6 +21,7 @@
 
 #include "costmodel-impl.h"
 #include "mtgpu/gnn.h"
+#include "mtgpu/gnn_gpu.h"
 #include "mtgpu/graph_enc.h"
 
 #define MAX_ENCODERS 8
@@ -32,6 +33,11 @@
  * not depend on the thread count; small, so that a batch of a few hundred
  * still keeps both threads busy (64, 128 and 256 scored equally fast). */
 #define PREDICT_SHARE 64
+/* Candidates per GPU pass of a predict call (when the GNN scores on a GPU,
+ * include/mtgpu/gnn_gpu.h): the threads encode its shares, then one
+ * scorer call runs them all on the device. */
+#define GPU_CHUNK 4096
+#define GPU_SHARES (GPU_CHUNK / PREDICT_SHARE)
 
 typedef struct stored_sample {
     const mt_graph_shape *shape; /* the encoder's; encoders live as long as the model */
@@ -69,6 +75,15 @@ typedef struct gnn_cm {
         int *index;
         float *scores;
     } th[MAX_THREADS];
+    /* GPU scoring: gpu is 1 where a device is usable (decided at init),
+     * 0 where not or after a failure (then the CPU scores, with a note) */
+    int gpu;
+    mt_gnn_gpu_scorer *gsc;
+    float *gfeats;            /* [GPU_CHUNK][n][F]: the shares' encodings, then packed */
+    size_t gfeats_floats;
+    int *gindex;              /* [GPU_CHUNK]: each packed graph's place in its share */
+    int gnv[GPU_SHARES];      /* buildable configs per share */
+    float *gscores;           /* [GPU_CHUNK] */
 } gnn_cm;
 
 static mt_status find_encoder(gnn_cm *c, const mt_template *t, const mt_graph_encoder **out, char *err, size_t errlen) {
@@ -208,6 +223,7 @@ static mt_status gnn_init_arch(mt_costmodel *m, mt_gnn_arch arch, char *err, siz
         return st;
     }
     c->arch = mt_gnn_get_params(c->net).arch;
+    c->gpu = mt_gnn_gpu_available(NULL, 0) == MT_OK;
     m->context = c;
     return MT_OK;
 }
@@ -316,6 +332,104 @@ static mt_status predict_slot(gnn_cm *c, int t, const mt_graph_encoder *enc, cha
     return MT_OK;
 }
 
+/* ---- scoring on the GPU ---- */
+
+/* One thread's part of encoding one GPU chunk: shares of it claimed in
+ * turn, each encoded (packed) into its own slot of c->gfeats. */
+typedef struct gpu_encode_job {
+    gnn_cm *c;
+    atomic_int *next, *failed;
+    const mt_graph_encoder *enc;
+    const mt_cm_query *q;
+    const mt_config *cfgs; /* the chunk's */
+    int n;                 /* the chunk's candidates */
+    size_t per;            /* floats per graph */
+    mt_status st;
+    char err[256];
+} gpu_encode_job;
+
+static void *gpu_encode_run(void *arg) {
+    gpu_encode_job *j = arg;
+    gnn_cm *c = j->c;
+    for (int s; !atomic_load(j->failed) && (long)(s = atomic_fetch_add(j->next, 1)) * PREDICT_SHARE < j->n;) {
+        int lo = s * PREDICT_SHARE, k = j->n - lo < PREDICT_SHARE ? j->n - lo : PREDICT_SHARE;
+        j->st = mt_graph_encode_packed(j->enc, j->q->wl, j->q->space, j->cfgs + lo, k, j->q->dev, c->gfeats + (size_t)lo * j->per,
+                                       c->gindex + lo, &c->gnv[s], j->err, sizeof j->err);
+        if (j->st != MT_OK) {
+            atomic_store(j->failed, 1);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Scores n candidates on the GPU, GPU_CHUNK at a time: the threads encode
+ * a chunk's shares, the packed graphs go to the device in one call. */
+static mt_status gpu_predict(mt_costmodel *m, gnn_cm *c, const mt_graph_encoder *enc, const mt_cm_query *q, const mt_config *cfgs, int n,
+                             double *scores, char *err, size_t errlen) {
+    const mt_graph_shape *shape = mt_graph_encoder_shape(enc);
+    size_t per = (size_t)shape->n_nodes * MT_GRAPH_FEATS, need = (size_t)GPU_CHUNK * per;
+    if (need > c->gfeats_floats) {
+        float *f = realloc(c->gfeats, sizeof *f * need);
+        if (!f) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for %d candidates' features", GPU_CHUNK);
+        c->gfeats = f;
+        c->gfeats_floats = need;
+    }
+    if (!c->gindex) c->gindex = malloc(sizeof(int) * GPU_CHUNK);
+    if (!c->gscores) c->gscores = malloc(sizeof(float) * GPU_CHUNK);
+    if (!c->gindex || !c->gscores) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    mt_status st;
+    if (!mt_gnn_gpu_scorer_matches(c->gsc, shape)) {
+        mt_gnn_gpu_scorer_free(c->gsc);
+        c->gsc = NULL;
+        if ((st = mt_gnn_gpu_scorer_create(c->net, shape, &c->gsc, err, errlen)) != MT_OK) return st;
+    }
+    int T = m->params.threads < 1 ? 1 : m->params.threads;
+    if (T > MAX_THREADS) T = MAX_THREADS;
+    for (int lo = 0; lo < n; lo += GPU_CHUNK) {
+        int k = n - lo < GPU_CHUNK ? n - lo : GPU_CHUNK, shares = (k + PREDICT_SHARE - 1) / PREDICT_SHARE;
+        int Tc = T < shares ? T : shares;
+        atomic_int next, failed;
+        atomic_init(&next, 0);
+        atomic_init(&failed, 0);
+        gpu_encode_job jobs[MAX_THREADS];
+        pthread_t tid[MAX_THREADS];
+        int started[MAX_THREADS] = {0};
+        for (int t = 0; t < Tc; t++)
+            jobs[t] = (gpu_encode_job){.c = c, .next = &next, .failed = &failed, .enc = enc, .q = q, .cfgs = cfgs + lo, .n = k, .per = per,
+                                       .st = MT_OK};
+        for (int t = 1; t < Tc; t++) started[t] = pthread_create(&tid[t], NULL, gpu_encode_run, &jobs[t]) == 0;
+        gpu_encode_run(&jobs[0]);
+        for (int t = 1; t < Tc; t++) {
+            if (started[t]) pthread_join(tid[t], NULL);
+            else gpu_encode_run(&jobs[t]);
+        }
+        for (int t = 0; t < Tc; t++)
+            if (jobs[t].st != MT_OK) return mt__fail(err, errlen, jobs[t].st, "%s", jobs[t].err);
+        /* pack the shares' graphs (and their places) one after another */
+        int nv = 0;
+        for (int s = 0; s < shares; s++) {
+            int s0 = s * PREDICT_SHARE;
+            if (nv != s0 && c->gnv[s] > 0) {
+                memmove(c->gfeats + (size_t)nv * per, c->gfeats + (size_t)s0 * per, sizeof(float) * per * (size_t)c->gnv[s]);
+                memmove(c->gindex + nv, c->gindex + s0, sizeof(int) * (size_t)c->gnv[s]);
+            }
+            for (int i = 0; i < c->gnv[s]; i++) c->gindex[nv + i] += s0;
+            nv += c->gnv[s];
+        }
+        if ((st = mt_gnn_gpu_scorer_run(c->gsc, nv, c->gfeats, c->gscores, err, errlen)) != MT_OK) return st;
+        for (int i = 0; i < k; i++) scores[lo + i] = MT_COSTMODEL_INVALID_SCORE;
+        for (int i = 0; i < nv; i++) {
+            double v = c->gscores[i];
+            scores[lo + c->gindex[i]] = isfinite(v) ? v : MT_COSTMODEL_INVALID_SCORE / 2;
+        }
+    }
+    return MT_OK;
+}
+
+/* Said once per process: a GPU that failed and the CPU taking over. */
+static atomic_int g_gpu_noted;
+
 /* Encodes and scores on up to params.threads threads, each holding only a
  * share's features at a time (a few MiB, whatever n), never scoring a
  * config the template cannot build. */
@@ -325,6 +439,16 @@ static mt_status gnn_predict(mt_costmodel *m, const mt_cm_query *q, const mt_con
     const mt_graph_encoder *enc = NULL;
     mt_status st = find_encoder(c, q->tmpl, &enc, err, errlen);
     if (st != MT_OK || n == 0) return st;
+    if (c->gpu && c->fitted) {
+        char gerr[1024];
+        if ((st = gpu_predict(m, c, enc, q, cfgs, n, scores, gerr, sizeof gerr)) == MT_OK) return MT_OK;
+        /* any GPU failure: the CPU scores from now on */
+        c->gpu = 0;
+        mt_gnn_gpu_scorer_free(c->gsc);
+        c->gsc = NULL;
+        if (atomic_exchange(&g_gpu_noted, 1) == 0)
+            fprintf(stderr, "mtgpu: gnn: GPU scoring failed (%s: %s); scoring on the CPU from now on\n", mt_status_str(st), gerr);
+    }
     int shares = (int)(((long)n + PREDICT_SHARE - 1) / PREDICT_SHARE);
     int T = m->params.threads < 1 ? 1 : m->params.threads;
     if (T > MAX_THREADS) T = MAX_THREADS;
@@ -359,6 +483,10 @@ static void gnn_free(mt_costmodel *m) {
     free(c->s);
     free(c->groups);
     for (int i = 0; i < c->nenc; i++) mt_graph_encoder_free(c->enc[i].enc);
+    mt_gnn_gpu_scorer_free(c->gsc); /* before the model it reads */
+    free(c->gfeats);
+    free(c->gindex);
+    free(c->gscores);
     for (int t = 0; t < MAX_THREADS; t++) {
         mt_gnn_scorer_free(c->th[t].sc); /* before the model it reads */
         free(c->th[t].feats);
