@@ -17,14 +17,14 @@ BUILD=build-gpu-prep   # outside .gpu: only bin/ and deps travel
 command -v nvcc >/dev/null || { echo "prepare: the CUDA toolkit (nvcc, NVRTC, nvJitLink) is needed to build the CUDA module" >&2; exit 1; }
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_CUDA=ON -DMTGPU_TESTS=ON >/dev/null
 targets=(mtgpu_cli mtgpu_worker mtgpu_cuda bench_cm_speed)
-for t in test_cuda test_cuda_gpu test_gnn; do
+for t in test_cuda test_cuda_gpu test_gnn test_gnn_gpu; do
   if grep -q "^$t:" <(cmake --build "$BUILD" --target help 2>/dev/null | sed -n 's/^\.\.\. \([a-z_]*\).*/\1:/p'); then targets+=("$t"); fi
 done
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 rm -rf "$G/bin" "$G/deps" "$G/deps.tar.xz"
 mkdir -p "$G/bin" "$G/deps/lib"
 cp "$BUILD/mtgpu" "$BUILD/mtgpu-worker" "$BUILD/libmtgpu_cuda.so" "$BUILD/bench_cm_speed" "$G/bin/"
-for t in "$BUILD"/tests/test_cuda "$BUILD"/tests/test_cuda_gpu "$BUILD"/tests/test_gnn; do
+for t in "$BUILD"/tests/test_cuda "$BUILD"/tests/test_cuda_gpu "$BUILD"/tests/test_gnn "$BUILD"/tests/test_gnn_gpu; do
   [ -x "$t" ] && cp "$t" "$G/bin/"
 done
 # The libraries the GPU machine lacks: everything ldd resolves outside glibc,

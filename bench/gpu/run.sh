@@ -4,7 +4,8 @@
 #   summary.md              what was measured, in short (also printed)
 #   tests.log               the CUDA tests: kernels of every template on the
 #                           harness's workloads against the CPU reference and
-#                           cuDNN, event timings, the cubin cache, GNN tests
+#                           cuDNN, event timings, the cubin cache, GNN tests and
+#                           GNN scores on the GPU against the CPU
 #   devices.json            `mtgpu devices --json`
 #   resnet50_vs_cudnn.csv   per ResNet-50 convolution: mtgpu's tuned time beside
 #                           cuDNN's (strict fp32 and default math), and the sums
@@ -50,7 +51,7 @@ else
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DMTGPU_CUDA=ON >>"$LOG" 2>&1 &&
     cmake --build build-gpu -j"$(nproc)" >>"$LOG" 2>&1 || { say "build failed (see run.log)"; exit 1; }
   BIN="$ROOT/build-gpu"
-  for t in build-gpu/tests/test_cuda build-gpu/tests/test_cuda_gpu build-gpu/tests/test_gnn; do [ -x "$t" ] && ln -sf "$ROOT/$t" "$BIN/"; done
+  for t in build-gpu/tests/test_cuda build-gpu/tests/test_cuda_gpu build-gpu/tests/test_gnn build-gpu/tests/test_gnn_gpu; do [ -x "$t" ] && ln -sf "$ROOT/$t" "$BIN/"; done
 fi
 # CUDA's own libraries: the toolkit's, and cuDNN / cuBLAS where pip wheels put them.
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
@@ -76,7 +77,7 @@ say "devices: $(grep -c '"backend"' "$OUT/devices.json") listed; CUDA device: $(
 # ---- tests ----
 : >"$OUT/tests.log"
 tests_summary=""
-for t in test_cuda test_cuda_gpu test_gnn; do
+for t in test_cuda test_cuda_gpu test_gnn test_gnn_gpu; do
   [ -x "$BIN/$t" ] || { tests_summary+="$t: not built; "; continue; }
   start=$(date +%s)
   CMOCKA_MESSAGE_OUTPUT=STDOUT timeout "${TEST_S:-150}" "$BIN/$t" >>"$OUT/tests.log" 2>&1
