@@ -15,16 +15,22 @@ typedef struct mt__act_plan {
                              convolution whose residual dies there shares the residual's */
     int nslots;
     int64_t *slot_bytes;  /* size of each buffer: the largest tensor it holds */
+    int64_t *slot_offset; /* packed plan: each slot's offset in the arena; NULL otherwise */
+    int64_t arena_bytes;  /* packed plan: the arena's size */
     int64_t largest_live; /* most bytes of activations live at one time */
     int64_t two_largest;  /* the two largest activations added */
 } mt__act_plan;
 
 /* Plans the activation buffers of net: a layer's output is live from the
- * layer to its last consumer (the last layer's to the end); a dead tensor's
- * buffer goes back to a free list, and each new tensor takes the smallest
- * free buffer that holds it, else grows the largest free one, else a new one.
+ * layer to its last consumer (the last layer's to the end). Unpacked, a dead
+ * tensor's buffer goes back to a free list, and each new tensor takes the
+ * smallest free buffer that holds it, else grows the largest free one, else a
+ * new one. Packed, every tensor has its own slot, placed at an offset
+ * (a multiple of MT_DBUF_VIEW_ALIGN) in one arena so that tensors live at the
+ * same time never overlap: close to the most bytes ever live at once, where
+ * whole buffers waste what a smaller tensor leaves of a larger one's buffer.
  * MT_NOMEM; on success free with mt__act_plan_free. */
-mt_status mt__act_plan_make(const mt_network *net, mt__act_plan *plan);
+mt_status mt__act_plan_make(const mt_network *net, int packed, mt__act_plan *plan);
 void mt__act_plan_free(mt__act_plan *plan);
 
 /* Elements of a shape. */

@@ -108,6 +108,45 @@ static mt_status ex_alloc(mt_executor *ex, size_t bytes, const void *data, mt_db
     return MT_OK;
 }
 
+/* The activation buffers: views into one arena where the backend has views
+ * (the packed plan), else whole buffers reused across layers. */
+static mt_status ex_activations(mt_executor *ex, const mt_network *net, char *err, size_t errlen) {
+    for (int packed = 1; packed >= 0; packed--) {
+        mt_status st = mt__act_plan_make(net, packed, &ex->plan);
+        if (st != MT_OK) return mt__fail(err, errlen, st, "executor: cannot plan the activation buffers: %s", mt_status_str(st));
+        ex->slots = calloc((size_t)ex->plan.nslots, sizeof *ex->slots);
+        if (!ex->slots) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+        if (!packed) {
+            for (int s = 0; s < ex->plan.nslots; s++)
+                if ((st = ex_alloc(ex, (size_t)ex->plan.slot_bytes[s], NULL, &ex->slots[s], &ex->stats.activation_bytes, err, errlen)) != MT_OK)
+                    return st;
+            ex->stats.activation_buffers = ex->plan.nslots;
+            return MT_OK;
+        }
+        mt_dbuf *arena = NULL;
+        if ((st = ex_alloc(ex, (size_t)ex->plan.arena_bytes, NULL, &arena, &ex->stats.activation_bytes, err, errlen)) != MT_OK) return st;
+        int s = 0;
+        for (; s < ex->plan.nslots; s++) {
+            if (grow((void **)&ex->owned, ex->nowned, &ex->capowned, sizeof *ex->owned)) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+            if ((st = mt_dbuf_view(arena, (size_t)ex->plan.slot_offset[s], (size_t)ex->plan.slot_bytes[s], &ex->slots[s])) != MT_OK) break;
+            ex->owned[ex->nowned++] = ex->slots[s];
+        }
+        if (s == ex->plan.nslots) {
+            ex->stats.activation_buffers = 1;
+            return MT_OK;
+        }
+        if (st != MT_UNSUPPORTED) return mt__fail(err, errlen, st, "executor: cannot place an activation in the arena: %s", mt_status_str(st));
+        /* No views on this backend: give the arena back and use whole buffers. */
+        while (ex->nowned > 0 && ex->owned[ex->nowned - 1] != arena) mt_dbuf_free(ex->owned[--ex->nowned]);
+        mt_dbuf_free(ex->owned[--ex->nowned]);
+        ex->stats.activation_bytes = 0;
+        free(ex->slots);
+        ex->slots = NULL;
+        mt__act_plan_free(&ex->plan);
+    }
+    return MT_OK;
+}
+
 /* A parameter block for an op kernel (counted as workspace). */
 static mt_status ex_params(mt_executor *ex, const int32_t *p, int n, mt_dbuf **out, char *err, size_t errlen) {
     return ex_alloc(ex, sizeof(int32_t) * (size_t)n, p, out, &ex->stats.workspace_bytes, err, errlen);
@@ -426,19 +465,7 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
         goto fail;
     }
     mt_fill_random(ex->input, ex->input_count, p.seed);
-    if ((st = mt__act_plan_make(net, &ex->plan)) != MT_OK) {
-        st = mt__fail(err, errlen, st, "executor: cannot plan the activation buffers: %s", mt_status_str(st));
-        goto fail;
-    }
-    ex->slots = calloc((size_t)ex->plan.nslots, sizeof *ex->slots);
-    if (!ex->slots) {
-        st = mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
-        goto fail;
-    }
-    for (int s = 0; s < ex->plan.nslots; s++)
-        if ((st = ex_alloc(ex, (size_t)ex->plan.slot_bytes[s], NULL, &ex->slots[s], &ex->stats.activation_bytes, err, errlen)) != MT_OK)
-            goto fail;
-    ex->stats.activation_buffers = ex->plan.nslots;
+    if ((st = ex_activations(ex, net, err, errlen)) != MT_OK) goto fail;
     for (int i = 0; i < ex->nlayers; i++) {
         const mt_layer *l = mt_network_layer(net, i);
         if (l->kind == MT_LAYER_CONV2D) ex->stats.nconvs++;

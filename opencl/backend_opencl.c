@@ -623,6 +623,30 @@ static mt_status cl_read(void *devp, void *bufp, size_t offset, void *dst, size_
     return e == CL_SUCCESS ? MT_OK : cl_mem_status(e, MT_DEVICE);
 }
 
+static mt_status cl_view(void *devp, void *parentp, size_t offset, size_t bytes, void **bufp) {
+    cl_dev *d = devp;
+    cl_buf *parent = parentp;
+    if (!d || !parent || !bufp || bytes == 0) return MT_INVALID_ARG;
+    *bufp = NULL;
+    /* A sub-buffer's origin must be aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (bits). */
+    cl_uint align_bits = 0;
+    if (clGetDeviceInfo(d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) != CL_SUCCESS || align_bits == 0 ||
+        offset % (align_bits / 8 ? align_bits / 8 : 1) != 0)
+        return MT_INVALID_ARG;
+    cl_buf *b = calloc(1, sizeof *b);
+    if (!b) return MT_NOMEM;
+    cl_buffer_region region = {.origin = offset, .size = bytes};
+    cl_int e;
+    b->mem = clCreateSubBuffer(parent->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
+    if (!b->mem || e != CL_SUCCESS) {
+        free(b);
+        return e == CL_MISALIGNED_SUB_BUFFER_OFFSET || e == CL_INVALID_VALUE ? MT_INVALID_ARG : cl_mem_status(e, MT_DEVICE);
+    }
+    b->size = bytes;
+    *bufp = b;
+    return MT_OK;
+}
+
 static void cl_buf_free(void *bufp) {
     cl_buf *b = bufp;
     if (!b) return;
@@ -773,6 +797,7 @@ static const mt_backend_i cl_backend = {
     /* .run       = */ cl_run,
     /* .launch    = */ cl_launch,
     /* .finish    = */ cl_finish,
+    /* .view      = */ cl_view,
 };
 
 const mt_backend_i *mt__backend_opencl(void) { return &cl_backend; }

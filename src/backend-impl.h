@@ -27,6 +27,11 @@ typedef struct mt_backend_i {
     /* .launch     = */ mt_status (*launch)(void *dev, void *prog, void **args, int nargs, const int64_t grid[3], const int64_t block[3],
                                             char *err, size_t errlen);
     /* .finish     = */ mt_status (*finish)(void *dev, char *err, size_t errlen);
+    /* Optional: a buffer aliasing bytes [offset, offset + bytes) of parent, freed with
+     * buf_free (the memory lives until parent and every view are freed); offset is a
+     * multiple of MT_DBUF_VIEW_ALIGN and the range lies inside parent (the
+     * dispatcher checks). NULL: no views (mt_dbuf_view says MT_UNSUPPORTED). */
+    /* .view       = */ mt_status (*view)(void *dev, void *parent, size_t offset, size_t bytes, void **buf);
 } mt_backend_i;
 
 /* Returns the OpenCL backend table, or NULL when built without OpenCL. */

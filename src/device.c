@@ -340,6 +340,26 @@ mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, siz
     return dev->be->read(dev->h, b->h, offset, dst, bytes);
 }
 
+mt_status mt_dbuf_view(mt_dbuf *parent, size_t offset, size_t bytes, mt_dbuf **out) {
+    if (!out) return MT_INVALID_ARG;
+    *out = NULL;
+    if (!parent || bytes == 0 || offset % MT_DBUF_VIEW_ALIGN != 0 || offset > parent->size || bytes > parent->size - offset)
+        return MT_INVALID_ARG;
+    if (!parent->be->view) return MT_UNSUPPORTED;
+    mt_dbuf *b = calloc(1, sizeof *b);
+    if (!b) return MT_NOMEM;
+    b->be = parent->be;
+    b->dev = parent->dev;
+    b->size = bytes;
+    mt_status st = parent->be->view(parent->dev->h, parent->h, offset, bytes, &b->h);
+    if (st != MT_OK) {
+        free(b);
+        return st;
+    }
+    *out = b;
+    return MT_OK;
+}
+
 void mt_dbuf_free(mt_dbuf *b) {
     if (!b) return;
     b->be->buf_free(b->h);

@@ -18,6 +18,8 @@
 #include "mtgpu/executor.h"
 #include "mtgpu/reference.h"
 
+#include "executor-impl.h"
+
 /* fp32 on the device against double sums: a whole network stays well under this. */
 #define NET_TOL 1e-4
 
@@ -158,6 +160,71 @@ static mt_network *ops_network(void) {
     if (st != MT_OK) print_message("ops network: %s\n", err);
     assert_int_equal(st, MT_OK);
     return net;
+}
+
+/* The activation plans of the zoo at 224x224 (no device needed). Packed:
+ * tensors live at the same time never share bytes, and the arena is within
+ * the issue's bound, the two largest activations (plus alignment). Whole
+ * buffers: tensors live at once never share a buffer, and every buffer holds
+ * its tensors. In both, a residual convolution whose residual dies there
+ * writes over it (the fused kernel adds it in place). */
+static void test_activation_plans(void **state) {
+    (void)state;
+    const char *nets[] = {"resnet18", "resnet50", "mobilenet_v2", "vgg16", "squeezenet1_1"};
+    for (size_t k = 0; k < sizeof nets / sizeof nets[0]; k++) {
+        mt_network *net = NULL;
+        char err[512];
+        assert_int_equal(mt_network_create(nets[k], 1, 224, &net, err, sizeof err), MT_OK);
+        int n = mt_network_num_layers(net);
+        /* Last reader of each layer's tensor (the output: past the end). */
+        int *last = malloc(sizeof(int) * (size_t)n);
+        assert_non_null(last);
+        for (int i = 0; i < n; i++) {
+            last[i] = i;
+            const mt_layer *l = mt_network_layer(net, i);
+            for (int j = 0; j < l->ninputs; j++)
+                if (last[l->inputs[j]] < i) last[l->inputs[j]] = i;
+        }
+        last[n - 1] = n;
+        for (int packed = 0; packed <= 1; packed++) {
+            mt__act_plan plan;
+            assert_int_equal(mt__act_plan_make(net, packed, &plan), MT_OK);
+            int inplace = 0;
+            for (int a = 0; a < n; a++) {
+                const mt_layer *la = mt_network_layer(net, a);
+                int64_t bytes_a = mt__shape_elems(la->out) * (int64_t)sizeof(float);
+                assert_true(plan.slot_bytes[plan.slot[a]] >= bytes_a);
+                if (la->kind == MT_LAYER_CONV2D && la->conv.residual >= 0 && plan.slot[a] == plan.slot[la->conv.residual]) {
+                    assert_true(last[la->conv.residual] == a); /* nobody reads the residual after it is overwritten */
+                    inplace++;
+                }
+                for (int b = a + 1; b < n; b++) {
+                    const mt_layer *lb = mt_network_layer(net, b);
+                    if (last[a] < b) continue;                              /* a is dead when b is written */
+                    if (lb->kind == MT_LAYER_FLATTEN && lb->inputs[0] == a) continue; /* an alias by design */
+                    if (lb->kind == MT_LAYER_CONV2D && lb->conv.residual == a && last[a] == b) continue; /* in place */
+                    int sa = plan.slot[a], sb = plan.slot[b];
+                    if (!packed) {
+                        if (sa == sb) fail_msg("%s: layers %d and %d are live together in buffer %d", nets[k], a, b, sa);
+                        continue;
+                    }
+                    assert_int_not_equal(sa, sb);
+                    int64_t a0 = plan.slot_offset[sa], a1 = a0 + plan.slot_bytes[sa];
+                    int64_t b0 = plan.slot_offset[sb], b1 = b0 + plan.slot_bytes[sb];
+                    if (a0 < b1 && b0 < a1) fail_msg("%s: layers %d and %d are live together and overlap in the arena", nets[k], a, b);
+                }
+            }
+            if (packed) {
+                assert_true(plan.arena_bytes <= plan.two_largest + 2 * MT_DBUF_VIEW_ALIGN);
+                print_message("%s: packed arena %.2f MiB (largest live %.2f, two largest %.2f), %d residual convs in place\n", nets[k],
+                              plan.arena_bytes / 1048576.0, plan.largest_live / 1048576.0, plan.two_largest / 1048576.0, inplace);
+            }
+            if (strncmp(nets[k], "resnet", 6) == 0) assert_true(inplace > 0);
+            mt__act_plan_free(&plan);
+        }
+        free(last);
+        mt_network_free(net);
+    }
 }
 
 static void test_every_op(void **state) {
@@ -435,7 +502,7 @@ int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op),     cmocka_unit_test(test_empty_database),
+        cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };

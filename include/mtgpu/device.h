@@ -85,6 +85,17 @@ mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out);
 mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
 mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, size_t bytes);
 void mt_dbuf_free(mt_dbuf *b);
+/* Offsets of mt_dbuf_view are multiples of this (every backend's base-address
+ * alignment divides it). */
+#define MT_DBUF_VIEW_ALIGN 4096
+/* A buffer that aliases bytes [offset, offset + bytes) of parent, for kernels
+ * that take whole buffers rather than offsets: an inference executor packs
+ * activations whose lifetimes do not overlap into one allocation this way.
+ * Free it with mt_dbuf_free, before or after parent (the memory lives until
+ * both are freed). MT_INVALID_ARG for a range outside parent or an offset
+ * that is not a multiple of MT_DBUF_VIEW_ALIGN; MT_UNSUPPORTED where the
+ * backend has no views (the caller then allocates separately). */
+mt_status mt_dbuf_view(mt_dbuf *parent, size_t offset, size_t bytes, mt_dbuf **out);
 /* The size in bytes the buffer was allocated with (0 for NULL). */
 size_t mt_dbuf_size(const mt_dbuf *b);
 
