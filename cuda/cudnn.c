@@ -69,13 +69,6 @@ static dnn_api g_dnn;     /* written once, inside g_once; never unloaded */
 static int g_ok;
 static char g_why[1024];
 
-static int resolve(void *lib, const char *name, void *slot, size_t slot_size) {
-    dlerror();
-    void *sym = dlsym(lib, name);
-    if (!sym) return -1;
-    memcpy(slot, &sym, slot_size);
-    return 0;
-}
 
 static void load_once(void) {
     dlerror();
@@ -88,14 +81,14 @@ static void load_once(void) {
     dnn_api a;
     memset(&a, 0, sizeof a);
 #define MT__DNN_RESOLVE(f)                                                        \
-    if (resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) {                        \
+    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) {                        \
         snprintf(g_why, sizeof g_why, "libcudnn.so.9 has no %s", #f);             \
         return;                                                                   \
     }
     MT__DNN_REQUIRED(MT__DNN_RESOLVE)
 #undef MT__DNN_RESOLVE
 #define MT__DNN_RESOLVE_OPT(f) \
-    if (resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
+    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
     MT__DNN_OPTIONAL(MT__DNN_RESOLVE_OPT)
 #undef MT__DNN_RESOLVE_OPT
     size_t v = a.cudnnGetVersion(); /* 10000 * major + 100 * minor + patch since cuDNN 9 */

@@ -25,13 +25,6 @@ static char g_why[1024];    /* likewise: why it is not */
 
 /* Resolves `name` into *slot (an object-to-function pointer copy, as POSIX
  * allows). 0 when found. */
-static int resolve(void *lib, const char *name, void *slot, size_t slot_size) {
-    dlerror();
-    void *sym = dlsym(lib, name);
-    if (!sym) return -1;
-    memcpy(slot, &sym, slot_size);
-    return 0;
-}
 
 static void load_once(void) {
     dlerror();
@@ -45,13 +38,13 @@ static void load_once(void) {
     memset(&a, 0, sizeof a);
     const char *missing = NULL;
 #define MT__CU_RESOLVE(f)                                                                  \
-    if (!missing && resolve(lib, MT__CU_STR(f), (void *)&a.f, sizeof a.f) != 0) missing = MT__CU_STR(f);
+    if (!missing && mt__cu_resolve(lib, MT__CU_STR(f), (void *)&a.f, sizeof a.f) != 0) missing = MT__CU_STR(f);
     MT__CU_REQUIRED(MT__CU_RESOLVE)
 #undef MT__CU_RESOLVE
     if (missing && strcmp(missing, MT__CU_STR(cuEventElapsedTime)) == 0 && strcmp(missing, "cuEventElapsedTime") != 0) {
         /* cuEventElapsedTime_v2 came with CUDA 12.8 and has the signature
          * of the original, which older drivers export under its own name. */
-        missing = resolve(lib, "cuEventElapsedTime", (void *)&a.cuEventElapsedTime, sizeof a.cuEventElapsedTime) == 0 ? NULL
+        missing = mt__cu_resolve(lib, "cuEventElapsedTime", (void *)&a.cuEventElapsedTime, sizeof a.cuEventElapsedTime) == 0 ? NULL
                                                                                                                        : missing;
     }
     if (missing) {
@@ -60,7 +53,7 @@ static void load_once(void) {
         return; /* lib stays loaded: harmless, and dlclose of a half-used driver is not */
     }
 #define MT__CU_RESOLVE_OPT(f) \
-    if (resolve(lib, MT__CU_STR(f), (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
+    if (mt__cu_resolve(lib, MT__CU_STR(f), (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
     MT__CU_OPTIONAL(MT__CU_RESOLVE_OPT)
 #undef MT__CU_RESOLVE_OPT
 

@@ -51,13 +51,6 @@ static cb_api g_cb;
 static int g_cb_ok;
 static char g_cb_why[1024];
 
-static int resolve(void *lib, const char *name, void *slot, size_t slot_size) {
-    dlerror();
-    void *sym = dlsym(lib, name);
-    if (!sym) return -1;
-    memcpy(slot, &sym, slot_size);
-    return 0;
-}
 
 static void cb_load_once(void) {
     static const char *const libs[] = {"libcublas.so.13", "libcublas.so.12"};
@@ -79,14 +72,14 @@ static void cb_load_once(void) {
     cb_api a;
     memset(&a, 0, sizeof a);
 #define MT__CB_RESOLVE(f)                                                      \
-    if (resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) {                     \
+    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) {                     \
         snprintf(g_cb_why, sizeof g_cb_why, "%s has no %s", which, #f);        \
         return;                                                                \
     }
     MT__CB_REQUIRED(MT__CB_RESOLVE)
 #undef MT__CB_RESOLVE
 #define MT__CB_RESOLVE_OPT(f) \
-    if (resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
+    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
     MT__CB_OPTIONAL(MT__CB_RESOLVE_OPT)
 #undef MT__CB_RESOLVE_OPT
     snprintf(a.lib, sizeof a.lib, "%s", which);

@@ -33,6 +33,11 @@ MT__CUDA_HIDDEN mt_status mt__cu_fail(char *msg, size_t len, mt_status s, const 
 /* Appends text to a NUL-terminated log, truncating at loglen. */
 MT__CUDA_HIDDEN void mt__cu_log_append(char *log, size_t loglen, const char *text);
 
+/* Looks name up in the dlopen'ed lib and stores the function pointer into
+ * slot (slot_size bytes: the member's own type); 0, or -1 when lib lacks it.
+ * Shared by the driver, cuDNN and cuBLAS loaders. */
+MT__CUDA_HIDDEN int mt__cu_resolve(void *lib, const char *name, void *slot, size_t slot_size);
+
 /* ---- the driver API, resolved from libcuda.so.1 (driver_api.c) ---- */
 
 /* Every entry point the module calls. The names are macros in cuda.h for

@@ -1,5 +1,7 @@
-/* Messages of the CUDA module: every member writes its reason into the
- * caller's (buffer, length), truncated and NUL-terminated. */
+/* Messages of the CUDA module (every member writes its reason into the
+ * caller's (buffer, length), truncated and NUL-terminated), and the symbol
+ * lookup its dlopen'ed libraries share. */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,4 +25,12 @@ void mt__cu_log_append(char *log, size_t loglen, const char *text) {
     if (n > room) n = room;
     memcpy(log + used, text, n);
     log[used + n] = '\0';
+}
+
+int mt__cu_resolve(void *lib, const char *name, void *slot, size_t slot_size) {
+    dlerror();
+    void *sym = dlsym(lib, name);
+    if (!sym) return -1;
+    memcpy(slot, &sym, slot_size);
+    return 0;
 }
