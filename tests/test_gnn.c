@@ -26,6 +26,8 @@
 #include "mtgpu/graph_enc.h"
 #include "mtgpu/template.h"
 #include "mtgpu/workload.h"
+
+#include "gnn_samples.h"
 #include "tensor.h"
 
 #define F MT_GRAPH_FEATS
@@ -1368,8 +1370,6 @@ static void test_infer_matches_forward(void **state) {
  * a short fit on them. */
 static void test_infer_matches_forward_encoded(void **state) {
     (void)state;
-    static const char *wls[] = {"n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1", "n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1,groups=32",
-                                "n=1,c=64,h=14,w=14,k=96,r=1,s=1"};
     enum { B = 130 };
     char err[256];
     int tested = 0;
@@ -1382,28 +1382,7 @@ static void test_infer_matches_forward_encoded(void **state) {
         float *x = malloc(sizeof(float) * per * B);
         mt_gnn_sample *smp = calloc(B, sizeof *smp);
         assert_non_null(x), assert_non_null(smp);
-        int n = 0;
-        for (size_t w = 0; w < sizeof wls / sizeof wls[0] && n < B; w++) {
-            mt_workload wl;
-            assert_int_equal(mt_workload_parse(wls[w], &wl, err, sizeof err), MT_OK);
-            if (!mt_template_accepts(t, &wl)) continue;
-            mt_space sp;
-            assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-            uint64_t rng = 31 + w;
-            for (int tries = 0; tries < 40 * B && n < B; tries++) {
-                mt_config cfg;
-                mt_space_random(&sp, &rng, &cfg);
-                int valid = 0;
-                assert_int_equal(mt_graph_encode(enc, &wl, &sp, &cfg, 1, NULL, x + (size_t)n * per, &valid, err, sizeof err), MT_OK);
-                if (!valid) continue;
-                /* a target that the features determine: the ranking loss has pairs */
-                float tg = 0;
-                for (size_t j = 0; j < per; j += 7) tg += x[(size_t)n * per + j];
-                smp[n] = (mt_gnn_sample){.shape = s, .feats = x + (size_t)n * per, .target = tg, .group = (int)w};
-                n++;
-            }
-            mt_space_free(&sp);
-        }
+        int n = mt_test_encode_samples(t, enc, B, x, smp);
         assert_true(n >= 64);
         for (int arch = 0; arch < 3; arch++) {
             mt_gnn_params p = mt_gnn_default_params();
