@@ -73,6 +73,7 @@ def row_of(pair, dnnl):
         "meets_memory_bound": run["peak_device_bytes"] <= bound,
         "device": run.get("device_name"),
         "kernel_caches": pair.get("kernel_caches"),
+        "run_remeasured": pair.get("run_remeasured"),
     }
 
 
@@ -111,6 +112,11 @@ def write_md(path, res, settings):
              "Memory: the executor's peak device memory, against the issue's bound weights + the two largest activations + "
              "kernel workspace (all from `mtgpu run --json`). Tuning wall: the tuner's own time (`wall_s`); trials: measurements done "
              "of the budget (a run stopped by the time limit is marked).\n")
+    again = sorted({x["run_remeasured"] for r in res.values() for x in r["rows"] if x.get("run_remeasured")})
+    if again:
+        L.append(f"Latencies of the tuned rows were measured again after tuning (`REMEASURE=1 bench/run_e2e.sh`, {again[0]}"
+                 + (f" to {again[-1]}" if len(again) > 1 else "") + "), back to back with oneDNN and the default configs, so "
+                 "the latencies of one network come from one window of the machine; tuning figures are from the tuning runs.\n")
     goal = None
     for net, r in res.items():
         dn = r["onednn"]

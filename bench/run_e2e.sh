@@ -32,6 +32,10 @@
 #   BUILD_DIR       build directory, relative to the repository root [build-bench]
 #   JOBS            parallel build jobs [nproc]
 #   PYTHON          a python3 with matplotlib for the plot [python3, else /usr/bin/python3]
+#   REMEASURE=1     tune nothing: for every finished pair (its database still in DB_DIR)
+#                   measure `mtgpu run` again, and oneDNN and the default configs too,
+#                   all back to back, so that the latencies of one table come from one
+#                   window of the (shared) machine; the tuning figures are kept
 #   FORCE=1         redo results that already exist (default: keep them, so an
 #                   interrupted run resumes with the next unfinished pair)
 #   WARM_CACHE=1    tune with the user's compiled-kernel caches; by default each
@@ -89,6 +93,9 @@ last_json() { grep '^{' "$1" | tail -n 1; }
 # pair_done FILE: the result exists and FORCE is off.
 pair_done() { [ "$FORCE" != 1 ] && [ -s "$1" ]; }
 
+REMEASURE="${REMEASURE:-0}"
+if [ "$REMEASURE" = 1 ]; then FORCE=1; fi
+
 for net in $NETS; do
   mkdir -p "$WORK/$net"
 
@@ -139,6 +146,24 @@ print(json.dumps({"network": os.environ["NET"], "cost_model": "default", "run": 
 
   for model in $MODELS; do
     res="$WORK/$net/$model.json"
+    if [ "$REMEASURE" = 1 ]; then
+      db="$DB_DIR/$net-$model.db"
+      if [ ! -s "$res" ] || [ ! -s "$db" ]; then log "$net/$model: no finished pair to measure again"; continue; fi
+      log "$net/$model: mtgpu run $net --db $db --repeat $REPEAT (measured again)"
+      if with_caches "$tmp/re-$net-$model" "$BUILD"/mtgpu run "$net" --db "$db" "${dev_args[@]}" --repeat "$REPEAT" --json >"$tmp/run.out"; then
+        RES="$res" RUN="$(last_json "$tmp/run.out")" python3 -c '
+import json, os, time
+r = json.load(open(os.environ["RES"]))
+r["run"] = json.loads(os.environ["RUN"])
+r["run_remeasured"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+print(json.dumps(r, indent=1))' >"$tmp/pair.json" && mv "$tmp/pair.json" "$res"
+      else
+        log "$net/$model: mtgpu run failed"
+        failed=1
+      fi
+      rm -rf "$tmp/re-$net-$model"
+      continue
+    fi
     pair_done "$res" && continue
     db="$DB_DIR/$net-$model.db"
     rm -f "$db" "$db-wal" "$db-shm" # a fresh database, also after an interrupted run
