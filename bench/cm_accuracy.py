@@ -374,7 +374,7 @@ def report(args):
              "times (pairs over all groups pooled; a failed config is slower than any working one); Spearman: mean over "
              "groups; top-k: best measured time over the best among the model's k top picks, FLOP-weighted. Cells: mean "
              "over splits (min-max). Params: trainable parameters (eval-model's `params`; XGBoost's tree ensemble is not "
-             "counted). Fit: the model's training time in seconds (the machine was shared with other jobs).\n")
+             "counted). Fit: the model's training time in seconds (wall time; the development machine may be shared with other jobs).\n")
     problems = check_pairing(ok)
     if problems:
         L.append("**Pairing check failed**: " + "; ".join(problems) + ".\n")

@@ -6,5 +6,9 @@ cd "$(dirname "$0")/.."
 BUILD="${BUILD_DIR:-build-bench}"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target bench_cm_speed >/dev/null
+# The CUDA module too where the toolkit is there: the GNN scores on a GPU where one is present.
+if grep -q "^MTGPU_HAVE_CUDA:INTERNAL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null || [ -f "$BUILD/CMakeFiles/mtgpu_cuda.dir/build.make" ]; then
+  cmake --build "$BUILD" -j"$(nproc)" --target mtgpu_cuda >/dev/null
+fi
 mkdir -p "${OUT:-bench/results}"
 "$BUILD"/bench_cm_speed --out "${OUT:-bench/results}" --threads "$(nproc)" "$@"
