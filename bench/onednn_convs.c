@@ -28,33 +28,13 @@
 #include "mtgpu/net.h"
 #include "mtgpu/workload.h"
 
+#include "bench_util.h"
+
 /* Warm-up: at least this many untimed calls, and until this much time has passed. */
 #define WARMUP_CALLS 3
 #define WARMUP_MS 50.0
 #define MAX_WARMUP_CALLS 200
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Writes s as a JSON string (quoted, escaped) to f. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 typedef struct {
     double median_ms, min_ms, max_ms;

@@ -50,6 +50,8 @@
 #include "mtgpu/reference.h"
 #include "mtgpu/weights.h"
 
+#include "bench_util.h"
+
 /* The seed of the random weights and input of `mtgpu run` (cli/cmd_run.c). */
 #define DEFAULT_SEED 1
 #define DEFAULT_REPEAT 20
@@ -121,28 +123,6 @@ typedef struct {
     size_t errlen;
 } net_ctx;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Writes s as a JSON string (quoted, escaped) to f. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
 
 static int fail(net_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(net_ctx *c, const char *fmt, ...) {
