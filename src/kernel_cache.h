@@ -2,7 +2,8 @@
  * backends (OpenCL program binaries, CUDA cubins).
  *
  * One file per (kind, key), "<dir>/<16 hex digits>.<kind>" (kind: "clbin",
- * "cubin"; a short lower-case word), laid out as
+ * "cubin", "clsrc" (on PoCL: the source that was built, opencl/backend_opencl.c);
+ * a short lower-case word), laid out as
  *   "MTKBIN01" | key (u64 LE) | payload length (u64 LE) | payload checksum (u64 LE) | payload
  * The key is the caller's hash of everything that can change the binary
  * (source, options, device, driver, compiler); the cache knows nothing of

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mtgpu/reference.h"
@@ -22,7 +23,9 @@ struct mt_conv_bench {
     float *ref;      /* reference output */
     float *scratch;  /* output + guard read back */
     float *sentinel; /* output + guard of sentinel values */
+    float *w;        /* the weights (OIHW), for the other layouts */
     mt_dbuf *d_in, *d_w, *d_out;
+    mt_dbuf *d_wl[MT_WEIGHT_LAYOUT_COUNT]; /* the weights in each layout a measured template read, made on first use */
 };
 
 mt_measure_params mt_measure_default_params(void) {
@@ -34,6 +37,8 @@ void mt_conv_bench_free(mt_conv_bench *b) {
     mt_dbuf_free(b->d_in);
     mt_dbuf_free(b->d_w);
     mt_dbuf_free(b->d_out);
+    for (int i = 1; i < MT_WEIGHT_LAYOUT_COUNT; i++) mt_dbuf_free(b->d_wl[i]);
+    free(b->w);
     free(b->ref);
     free(b->scratch);
     free(b->sentinel);
@@ -85,7 +90,8 @@ mt_status mt_conv_bench_new(mt_device *dev, const mt_workload *wl, uint64_t seed
         goto fail;
     }
     free(in);
-    free(w);
+    b->w = w;
+    b->d_wl[MT_WEIGHTS_OIHW] = b->d_w;
     *out = b;
     return MT_OK;
 fail:
@@ -98,6 +104,35 @@ fail:
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The bench's weights in layout l, uploaded on first use. */
+static mt_status weights_in(mt_conv_bench *b, mt_weight_layout l, mt_dbuf **out, char *msg, size_t msglen) {
+    if ((unsigned)l >= MT_WEIGHT_LAYOUT_COUNT) return mt__fail(msg, msglen, MT_INVALID_ARG, "unknown weight layout %d", (int)l);
+    if (!b->d_wl[l]) {
+        int64_t n = mt_weight_layout_elems(l, &b->wl);
+        if (n <= 0) return mt__fail(msg, msglen, MT_UNSUPPORTED, "weight layout %s cannot hold this workload", mt_weight_layout_name(l));
+        float *h = malloc(sizeof(float) * (size_t)n);
+        if (!h) return mt__fail(msg, msglen, MT_NOMEM, "bench: out of memory for %s weights", mt_weight_layout_name(l));
+        mt_status st = mt_weights_to_layout(l, &b->wl, b->w, h);
+        mt_dbuf *d = NULL;
+        if (st == MT_OK) st = mt_dbuf_alloc(b->dev, sizeof(float) * (size_t)n, &d);
+        if (st == MT_OK) st = mt_dbuf_write(b->dev, d, 0, h, sizeof(float) * (size_t)n);
+        free(h);
+        if (st != MT_OK) {
+            mt_dbuf_free(d);
+            return mt__fail(msg, msglen, st, "bench: %s weights: %s", mt_weight_layout_name(l), mt_status_str(st));
+        }
+        b->d_wl[l] = d;
+    }
+    *out = b->d_wl[l];
+    return MT_OK;
 }
 
 static mt_status result(mt_measure_result *res, mt_status st) {
@@ -144,6 +179,72 @@ static mt_status check_output(mt_conv_bench *b, mt_program *prog, mt_dbuf **args
     return MT_OK;
 }
 
+/* The IR of cfg, checked against the device's launch limits and compiled
+ * (through the binary cache): *k, *kr and *prog on MT_OK, res->build_s the
+ * compile time. Otherwise res->message says why: MT_INVALID_CONFIG for a
+ * kernel over a limit (also one only the compiler sees, such as CUDA's ptxas
+ * report), MT_BUILD for a compile error. */
+static mt_status build_checked(mt_device *dev, const mt_workload *wl, const mt_template *t, const mt_space *sp, const mt_config *cfg,
+                               mt_kernel **k, mt_kernel_resources *kr, mt_program **prog, mt_measure_result *res) {
+    mt_status st = mt_template_build(t, wl, sp, cfg, k, res->message, sizeof res->message);
+    if (st != MT_OK) return st;
+    st = mt_kernel_analyze(*k, kr, res->message, sizeof res->message);
+    if (st != MT_OK) return MT_INVALID_CONFIG;
+    mt_device_limits lim = mt_device_get_limits(dev);
+    st = mt_kernel_check_limits(kr, &lim, res->message, sizeof res->message);
+    if (st != MT_OK) return st;
+    st = mt_program_build(dev, *k, prog, res->message, sizeof res->message);
+    if (st != MT_OK) return st == MT_NOMEM || st == MT_INVALID_CONFIG ? st : MT_BUILD;
+    res->build_s = mt_program_build_seconds(*prog);
+    return MT_OK;
+}
+
+mt_status mt_conv_compile(mt_device *dev, const mt_workload *wl, const mt_template *t, const mt_space *sp, const mt_config *cfg,
+                          int warm_launch, mt_measure_result *res) {
+    if (!res) return MT_INVALID_ARG;
+    memset(res, 0, sizeof *res);
+    res->max_rel_err = -1;
+    if (!dev || !wl || !t || !sp || !cfg) {
+        snprintf(res->message, sizeof res->message, "NULL argument");
+        return result(res, MT_INVALID_ARG);
+    }
+    mt_kernel *k = NULL;
+    mt_program *prog = NULL;
+    mt_dbuf *args[3] = {NULL, NULL, NULL};
+    mt_kernel_resources kr;
+    mt_status st = build_checked(dev, wl, t, sp, cfg, &k, &kr, &prog, res);
+    if (st != MT_OK || !warm_launch) goto done;
+    /* One work-group over scratch buffers of the workload's sizes (contents
+     * undefined: the output is thrown away). Its launch is where PoCL
+     * generates the work-group code for this block size and caches it on
+     * disk, which the timing worker then finds. */
+    const size_t bytes[3] = {sizeof(float) * (size_t)mt_workload_input_elems(wl),
+                             sizeof(float) * (size_t)mt_weight_layout_elems(mt_template_weight_layout(t), wl),
+                             sizeof(float) * ((size_t)mt_workload_output_elems(wl) + MT__GUARD_ELEMS)};
+    for (int i = 0; i < 3 && st == MT_OK; i++) st = mt_dbuf_alloc(dev, bytes[i], &args[i]);
+    if (st != MT_OK) {
+        snprintf(res->message, sizeof res->message, "cannot allocate scratch buffers for the first launch: %s", mt_status_str(st));
+        goto done;
+    }
+    const int64_t one_group[3] = {1, 1, 1};
+    double t0 = now_s();
+    double ms;
+    st = mt_program_run(dev, prog, args, 3, one_group, kr.block, 0, 1, &ms, res->message, sizeof res->message);
+    if (st != MT_OK) {
+        st = MT_LAUNCH;
+        goto done;
+    }
+    /* A cached binary was warmed before (the driver's cache has its code):
+     * build_s stays 0 for it, as for any cache hit. */
+    if (!mt_program_from_cache(prog)) res->build_s += now_s() - t0;
+    res->message[0] = '\0';
+done:
+    for (int i = 0; i < 3; i++) mt_dbuf_free(args[i]);
+    mt_program_free(prog);
+    mt_kernel_free(k);
+    return result(res, st);
+}
+
 mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt_space *sp, const mt_config *cfg,
                                 const mt_measure_params *params, mt_measure_result *res) {
     if (!res) return MT_INVALID_ARG;
@@ -161,25 +262,12 @@ mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt
     mt_kernel *k = NULL;
     mt_program *prog = NULL;
     double *times = NULL;
-    mt_status st = mt_template_build(t, &b->wl, sp, cfg, &k, res->message, sizeof res->message);
-    if (st != MT_OK) goto done;
     mt_kernel_resources kr;
-    st = mt_kernel_analyze(k, &kr, res->message, sizeof res->message);
-    if (st != MT_OK) {
-        st = MT_INVALID_CONFIG;
-        goto done;
-    }
-    mt_device_limits lim = mt_device_get_limits(b->dev);
-    st = mt_kernel_check_limits(&kr, &lim, res->message, sizeof res->message);
+    mt_status st = build_checked(b->dev, &b->wl, t, sp, cfg, &k, &kr, &prog, res);
     if (st != MT_OK) goto done;
-    st = mt_program_build(b->dev, k, &prog, res->message, sizeof res->message);
-    if (st != MT_OK) {
-        /* Over a limit the compiler found (CUDA's ptxas report): the config is invalid, the build not broken. */
-        if (st != MT_NOMEM && st != MT_INVALID_CONFIG) st = MT_BUILD;
-        goto done;
-    }
-    res->build_s = mt_program_build_seconds(prog);
-    mt_dbuf *args[3] = {b->d_in, b->d_w, b->d_out};
+    mt_dbuf *wbuf = NULL;
+    if ((st = weights_in(b, mt_template_weight_layout(t), &wbuf, res->message, sizeof res->message)) != MT_OK) goto done;
+    mt_dbuf *args[3] = {b->d_in, wbuf, b->d_out};
     if (p.check) {
         st = check_output(b, prog, args, &kr, p.tolerance, res);
         if (st != MT_OK) goto done;

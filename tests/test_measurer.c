@@ -2,7 +2,9 @@
  * compiled here and timed in mtgpu-worker; a config that hangs the worker
  * costs one `timeout` result, one that crashes it one error result, and the
  * rest of the batch is measured by a restarted worker. The faults come from
- * the worker's test-only hooks MTGPU_WORKER_HANG_ON / MTGPU_WORKER_CRASH_ON.
+ * the worker's test-only hooks MTGPU_WORKER_HANG_ON / MTGPU_WORKER_CRASH_ON;
+ * a compile that hangs or crashes a compiler process (MTGPU_WORKER_COMPILE_*)
+ * costs that config a build error.
  *
  * Skips (with the reason printed) when there is no device or no worker binary. */
 #include <setjmp.h>
@@ -183,6 +185,10 @@ static void test_batch_ok(void **state) {
     }
     long pid = mt_measurer_worker_pid(m);
     assert_true(pid > 0);
+    long cpids[4];
+    int ncomp = mt_measurer_compiler_pids(m, cpids, 4);
+    assert_true(ncomp >= 1);
+    for (int i = 0; i < ncomp && i < 4; i++) assert_true(cpids[i] > 0 && cpids[i] != pid);
 
     /* Again: same worker, workload already prepared, every binary from the cache. */
     t0 = now_s();
@@ -282,6 +288,70 @@ static void test_repeated_crash(void **state) {
     assert_int_equal(st, MT_OK);
     assert_ok_result(&res[0], 0);
     assert_ok_result(&res[1], 1);
+    mt_measurer_stop(m);
+    assert_no_children();
+}
+
+/* ---- compiler processes: one that hangs, one that crashes, none at all ---- */
+
+static void test_compile_hang(void **state) {
+    (void)state;
+    mt_measurer_params p = test_params(20);
+    p.compile_timeout_s = 4.0;
+    mt_measurer *m = start_or_skip(&p);
+    /* Compiler processes start with the first batch and inherit the hook. */
+    setenv("MTGPU_WORKER_COMPILE_HANG_ON", texts[1], 1);
+    mt_measurer_result res[NCFG];
+    char err[1024];
+    double t0 = now_s();
+    mt_status st = mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err);
+    double el = now_s() - t0;
+    unsetenv("MTGPU_WORKER_COMPILE_HANG_ON");
+    print_message("batch with a compile that hangs: %.2f s (compile timeout %.1f s): %s\n", el, p.compile_timeout_s, res[1].m.message);
+    assert_int_equal(st, MT_OK);
+    for (int i = 0; i < NCFG; i++)
+        if (i != 1) assert_ok_result(&res[i], i);
+    assert_int_equal(res[1].m.status, MT_BUILD);
+    assert_false(res[1].sent_to_worker);
+    assert_non_null(strstr(res[1].m.message, "compiler process killed"));
+    assert_true(el >= p.compile_timeout_s * 0.99 && el < p.compile_timeout_s + 15);
+    mt_measurer_stop(m);
+    assert_no_children();
+}
+
+static void test_compile_crash(void **state) {
+    (void)state;
+    mt_measurer_params p = test_params(20);
+    p.compile_threads = 1; /* one compiler: the crash and the restart happen within the batch */
+    mt_measurer *m = start_or_skip(&p);
+    setenv("MTGPU_WORKER_COMPILE_CRASH_ON", texts[2], 1);
+    mt_measurer_result res[NCFG];
+    char err[1024];
+    mt_status st = mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err);
+    unsetenv("MTGPU_WORKER_COMPILE_CRASH_ON");
+    print_message("batch with a compiler crash: %s\n", res[2].m.message);
+    assert_int_equal(st, MT_OK);
+    for (int i = 0; i < NCFG; i++)
+        if (i != 2) assert_ok_result(&res[i], i);
+    assert_int_equal(res[2].m.status, MT_BUILD);
+    assert_false(res[2].sent_to_worker);
+    assert_non_null(strstr(res[2].m.message, "compiler process died"));
+    assert_non_null(strstr(res[2].m.message, "signal 11"));
+    assert_int_equal(mt_measurer_compiler_pids(m, NULL, 0), 1); /* restarted for config 3 */
+    mt_measurer_stop(m);
+    assert_no_children();
+}
+
+static void test_compile_in_process(void **state) {
+    (void)state;
+    mt_measurer_params p = test_params(20);
+    p.compile_in_process = 1;
+    mt_measurer *m = start_or_skip(&p);
+    mt_measurer_result res[NCFG];
+    char err[1024];
+    assert_int_equal(mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err), MT_OK);
+    for (int i = 0; i < NCFG; i++) assert_ok_result(&res[i], i);
+    assert_int_equal(mt_measurer_compiler_pids(m, NULL, 0), 0);
     mt_measurer_stop(m);
     assert_no_children();
 }
@@ -390,6 +460,9 @@ int main(void) {
         cmocka_unit_test(test_crash),
         cmocka_unit_test(test_repeated_crash),
         cmocka_unit_test(test_invalid_config),
+        cmocka_unit_test(test_compile_hang),
+        cmocka_unit_test(test_compile_crash),
+        cmocka_unit_test(test_compile_in_process),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -74,7 +74,9 @@ static void remove_dir(const char *dir) {
     rmdir(dir);
 }
 
-/* Counts files in dir; the path of the (last) .clbin goes to clbin. */
+/* Counts files in dir; cache entries (.clbin, or .clsrc on PoCL, which keeps
+ * the built source rather than a binary) are counted in *nclbin and the path
+ * of the last one goes to clbin. */
 static int count_files(const char *dir, int *nclbin, char *clbin, size_t len) {
     DIR *d = opendir(dir);
     int n = 0;
@@ -85,7 +87,7 @@ static int count_files(const char *dir, int *nclbin, char *clbin, size_t len) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         n++;
         size_t l = strlen(e->d_name);
-        if (l > 6 && !strcmp(e->d_name + l - 6, ".clbin")) {
+        if (l > 6 && (!strcmp(e->d_name + l - 6, ".clbin") || !strcmp(e->d_name + l - 6, ".clsrc"))) {
             (*nclbin)++;
             if (clbin) snprintf(clbin, len, "%s/%s", dir, e->d_name);
         }

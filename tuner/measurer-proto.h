@@ -9,7 +9,8 @@
 #include "strbuf.h"
 
 /* Bumped on any incompatible change; the worker announces it in its hello line. */
-#define MT__PROTO_VERSION 1
+#define MT__PROTO_VERSION 2
+#define MT__PROTO_VERSION_TEXT "2"
 /* Longest line either end accepts (a build log is cut to 1 KiB, so this is generous). */
 #define MT__PROTO_MAX_LINE ((size_t)1 << 20)
 /* Most fields in one line. */

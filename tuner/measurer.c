@@ -1,11 +1,12 @@
-/* Isolated measurement (include/mtgpu/measurer.h): parallel compiles here,
- * timing in a worker process, one kernel at a time.
+/* Isolated measurement (include/mtgpu/measurer.h): parallel compiles in
+ * compiler processes, timing in a worker process, one kernel at a time.
  *
- * ---- The worker protocol, version 1 ----
+ * ---- The worker protocol, version 2 ----
  *
  * Transport. The measurer starts mtgpu-worker with posix_spawn (never fork:
  * OpenCL is not fork-safe) as
- *     mtgpu-worker --protocol 1 --in 3 --out 4 --device SPEC [--cache-dir DIR]
+ *     mtgpu-worker --protocol 2 --in 3 --out 4 --device SPEC [--cache-dir DIR]
+ * once to time kernels and once per parallel compile (compiler processes).
  * Requests go down a pipe that is the worker's fd 3, answers come back up a
  * pipe that is its fd 4. The worker's stdin is /dev/null and its stdout is its
  * stderr, so a driver that prints can never corrupt the protocol; stderr is
@@ -30,6 +31,10 @@
  *             <min_time_ms> <check> <tolerance>
  *         -> result <seq> <status code> <median_ms> <min_ms> <gflops> <max_rel_err>
  *                   <build_s> <repeats> <nruns> <run_ms,run_ms,...> <message>
+ *     compile <seq> <workload text> <template> <config text> <warm>
+ *         -> compiled <seq> <status code> <build_s> <message>
+ *            (builds and compiles into the binary cache, times nothing; warm:
+ *            also launch one work-group over scratch buffers, mt_conv_compile)
  *     quit
  *         -> bye                               (then it exits 0; so does EOF on fd 3)
  * A measure request is always answered with a result line, whatever the
@@ -38,8 +43,9 @@
  * Test-only fault hooks of the worker (never set them outside tests):
  * MTGPU_WORKER_HANG_ON=<substring> makes it sleep forever on a measure request
  * whose config text contains the substring; MTGPU_WORKER_CRASH_ON=<substring>
- * makes it die of SIGSEGV. The worker inherits them from the tuner's
- * environment when it is started.
+ * makes it die of SIGSEGV; MTGPU_WORKER_COMPILE_HANG_ON and
+ * MTGPU_WORKER_COMPILE_CRASH_ON do the same on compile requests. The worker
+ * inherits them from the tuner's environment when it is started.
  *
  * ---- SIGPIPE ----
  * Writing to a pipe whose reader died raises SIGPIPE, which by default kills
@@ -206,22 +212,36 @@ static mt_status status_from_code(long long code, mt_status otherwise) {
 
 /* ------------------------------------------------------------- handles */
 
+/* One mtgpu-worker process and its pipes. */
+typedef struct proc {
+    pid_t pid;         /* -1 when none */
+    int req_fd;        /* we write requests here */
+    int ans_fd;        /* we read answers here */
+    char *buf;         /* answer bytes read and not yet consumed */
+    size_t blen, bcap, bpos;
+    char prepared[512]; /* workload text this worker has prepared; "" none */
+    int start_failed;   /* compiler processes: one could not start, so this slot compiles in the tuner's process */
+} proc;
+
 struct mt_measurer {
     mt_measurer_params p;
     char *device_spec; /* copies of p's strings (p's pointers point at these) */
     char *worker_path; /* resolved */
     char *cache_dir;
-    mt_device *dev;    /* the tuner's own handle: compiles fill the binary cache */
+    mt_device *dev;    /* the tuner's own handle: limits, and compiles when no compiler process runs */
     mt_device_info info;
+    int warm_launch;   /* compilers also make the first launch (OpenCL: PoCL generates code there) */
 
-    pid_t pid;         /* the worker; -1 when none */
-    int req_fd;        /* we write requests here */
-    int ans_fd;        /* we read answers here */
-    char *buf;         /* answer bytes read and not yet consumed */
-    size_t blen, bcap, bpos;
-    char prepared[512]; /* workload text the current worker has prepared; "" none */
+    proc timer;        /* the worker that times, one kernel at a time */
+    /* Compiler processes, one per parallel compile, started on first use.
+     * Processes rather than threads: PoCL compiles one kernel at a time per
+     * process, and a compiler that crashes takes only its own process down. */
+    proc *compilers;
+    int ncompilers;
+    int compile_here;  /* a compiler process could not start: compile in this process */
     long long seq;
 
+    pthread_mutex_t stale_mu;
     pid_t stale[MT__MAX_STALE]; /* killed workers not reaped yet */
     int nstale;
 };
@@ -256,6 +276,8 @@ mt_measurer_params mt_measurer_default_params(void) {
     p.prepare_timeout_s = 600.0;
     p.start_timeout_s = 120.0;
     p.compile_threads = 0;
+    p.compile_timeout_s = 600.0;
+    p.compile_in_process = 0;
     p.max_consecutive_failures = 3;
     p.measure = mt_measure_default_params();
     p.seed = 42;
@@ -289,44 +311,56 @@ static int reap(pid_t pid, double wait_s, int *wstatus) {
 
 /* Reaps killed workers that have ended since. */
 static void reap_stale(mt_measurer *m, double wait_s) {
+    pthread_mutex_lock(&m->stale_mu);
     int k = 0;
     for (int i = 0; i < m->nstale; i++)
         if (!reap(m->stale[i], wait_s, NULL)) m->stale[k++] = m->stale[i];
     m->nstale = k;
+    pthread_mutex_unlock(&m->stale_mu);
 }
 
-static void close_fds(mt_measurer *m) {
-    if (m->req_fd >= 0) close(m->req_fd);
-    if (m->ans_fd >= 0) close(m->ans_fd);
-    m->req_fd = m->ans_fd = -1;
-    m->blen = m->bpos = 0;
-    m->prepared[0] = '\0';
+static void proc_init(proc *w) {
+    memset(w, 0, sizeof *w);
+    w->pid = -1;
+    w->req_fd = w->ans_fd = -1;
+}
+
+static void close_fds(proc *w) {
+    if (w->req_fd >= 0) close(w->req_fd);
+    if (w->ans_fd >= 0) close(w->ans_fd);
+    w->req_fd = w->ans_fd = -1;
+    w->blen = w->bpos = 0;
+    w->prepared[0] = '\0';
 }
 
 /* Kills the worker (if any) and reaps it; *wstatus (may be NULL) gets its
  * wait status. A worker that will not die in MT__REAP_WAIT_S is remembered. */
-static void worker_kill(mt_measurer *m, int *wstatus) {
+static void worker_kill(mt_measurer *m, proc *w, int *wstatus) {
     if (wstatus) *wstatus = 0;
-    close_fds(m);
-    if (m->pid <= 0) return;
-    kill(m->pid, SIGKILL);
-    if (!reap(m->pid, MT__REAP_WAIT_S, wstatus) && m->nstale < MT__MAX_STALE) m->stale[m->nstale++] = m->pid;
-    m->pid = -1;
+    close_fds(w);
+    if (w->pid <= 0) return;
+    kill(w->pid, SIGKILL);
+    if (!reap(w->pid, MT__REAP_WAIT_S, wstatus)) {
+        pthread_mutex_lock(&m->stale_mu);
+        if (m->nstale < MT__MAX_STALE) m->stale[m->nstale++] = w->pid;
+        pthread_mutex_unlock(&m->stale_mu);
+    }
+    w->pid = -1;
 }
 
 /* The worker closed its end: reaps it (killing it if it lingers) and
  * describes how it ended into why. */
-static void worker_lost(mt_measurer *m, char *why, size_t whylen) {
-    pid_t pid = m->pid;
-    close_fds(m);
+static void worker_lost(mt_measurer *m, proc *w, char *why, size_t whylen) {
+    pid_t pid = w->pid;
+    close_fds(w);
     int ws = 0;
     if (pid > 0 && !reap(pid, 2.0, &ws)) {
-        m->pid = pid;
-        worker_kill(m, &ws);
+        w->pid = pid;
+        worker_kill(m, w, &ws);
         snprintf(why, whylen, "worker closed its pipe and did not exit; killed");
         return;
     }
-    m->pid = -1;
+    w->pid = -1;
     if (WIFSIGNALED(ws))
         snprintf(why, whylen, "worker crashed (signal %d)", WTERMSIG(ws));
     else if (WIFEXITED(ws))
@@ -368,12 +402,12 @@ static int write_all_nosigpipe(int fd, const char *data, size_t len) {
 }
 
 /* Sends a built line; 0 on success, -1 when the worker is gone. */
-static int send_line(mt_measurer *m, mt_strbuf *sb) {
-    if (sb->failed || m->req_fd < 0) {
+static int send_line(proc *w, mt_strbuf *sb) {
+    if (sb->failed || w->req_fd < 0) {
         errno = sb->failed ? ENOMEM : EPIPE;
         return -1;
     }
-    return write_all_nosigpipe(m->req_fd, sb->data, sb->len);
+    return write_all_nosigpipe(w->req_fd, sb->data, sb->len);
 }
 
 enum { LINE_OK = 1, LINE_EOF = 0, LINE_TIMEOUT = -1, LINE_ERROR = -2 };
@@ -382,7 +416,7 @@ enum { LINE_OK = 1, LINE_EOF = 0, LINE_TIMEOUT = -1, LINE_ERROR = -2 };
  * *line is the line without its LF, NUL-terminated, valid until the next
  * call. LINE_EOF: the worker closed its end. LINE_TIMEOUT. LINE_ERROR: a read
  * error, or a line longer than MT__PROTO_MAX_LINE. */
-static int read_line(mt_measurer *m, double deadline, char **line) {
+static int read_line(proc *m, double deadline, char **line) {
     if (m->bpos > 0) {
         memmove(m->buf, m->buf + m->bpos, m->blen - m->bpos);
         m->blen -= m->bpos;
@@ -462,7 +496,7 @@ static mt_status resolve_worker(const char *requested, char **out, char *err, si
 }
 
 /* Starts a worker and reads its hello. On failure nothing is left running. */
-static mt_status worker_start(mt_measurer *m, char *err, size_t errlen) {
+static mt_status worker_start(mt_measurer *m, proc *w, char *err, size_t errlen) {
     reap_stale(m, 0);
     int req[2] = {-1, -1}, ans[2] = {-1, -1};
     if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ans, O_CLOEXEC) != 0) {
@@ -504,7 +538,7 @@ static mt_status worker_start(mt_measurer *m, char *err, size_t errlen) {
     int argc = 0;
     argv[argc++] = m->worker_path;
     argv[argc++] = "--protocol";
-    argv[argc++] = "1";
+    argv[argc++] = MT__PROTO_VERSION_TEXT;
     argv[argc++] = "--in";
     argv[argc++] = "3";
     argv[argc++] = "--out";
@@ -528,20 +562,20 @@ static mt_status worker_start(mt_measurer *m, char *err, size_t errlen) {
         close(ans[0]);
         return mt__fail(err, errlen, MT_UNAVAILABLE, "cannot start the measurement worker '%s': %s", m->worker_path, strerror(rc));
     }
-    m->pid = pid;
-    m->req_fd = req[1];
-    m->ans_fd = ans[0];
-    m->blen = m->bpos = 0;
-    m->prepared[0] = '\0';
+    w->pid = pid;
+    w->req_fd = req[1];
+    w->ans_fd = ans[0];
+    w->blen = w->bpos = 0;
+    w->prepared[0] = '\0';
 
     char *line = NULL;
-    int lr = read_line(m, now_s() + m->p.start_timeout_s, &line);
+    int lr = read_line(w, now_s() + m->p.start_timeout_s, &line);
     if (lr != LINE_OK) {
         char why[256];
         if (lr == LINE_EOF)
-            worker_lost(m, why, sizeof why);
+            worker_lost(m, w, why, sizeof why);
         else {
-            worker_kill(m, NULL);
+            worker_kill(m, w, NULL);
             if (lr == LINE_TIMEOUT)
                 snprintf(why, sizeof why, "no hello within %.0f s", m->p.start_timeout_s);
             else
@@ -556,22 +590,22 @@ static mt_status worker_start(mt_measurer *m, char *err, size_t errlen) {
         mt_status st = status_from_code(v, MT_DEVICE);
         char msg[768];
         snprintf(msg, sizeof msg, "%s", f[2]);
-        worker_kill(m, NULL);
+        worker_kill(m, w, NULL);
         return mt__fail(err, errlen, st == MT_OK ? MT_DEVICE : st, "measurement worker could not start: %s", msg);
     }
     if (nf < 5 || strcmp(f[0], "hello") != 0 || mt__proto_get_int(f[1], &v) != 0) {
-        worker_kill(m, NULL);
+        worker_kill(m, w, NULL);
         return mt__fail(err, errlen, MT_UNAVAILABLE, "measurement worker '%s' sent no valid hello line", m->worker_path);
     }
     if (v != MT__PROTO_VERSION) {
-        worker_kill(m, NULL);
+        worker_kill(m, w, NULL);
         return mt__fail(err, errlen, MT_UNAVAILABLE, "measurement worker '%s' speaks protocol %lld, this library %d (mismatched install?)",
                         m->worker_path, v, MT__PROTO_VERSION);
     }
     if (strcmp(f[3], m->info.fingerprint) != 0) {
         char name[160];
         snprintf(name, sizeof name, "%s", f[4]);
-        worker_kill(m, NULL);
+        worker_kill(m, w, NULL);
         return mt__fail(err, errlen, MT_DEVICE, "measurement worker opened another device ('%s', fingerprint %.16s) than this process ('%s', %s)",
                         name, f[3], m->info.name, m->info.fingerprint);
     }
@@ -579,61 +613,62 @@ static mt_status worker_start(mt_measurer *m, char *err, size_t errlen) {
 }
 
 /* Asks the worker to quit, then reaps it (killing it past the grace period). */
-static void worker_quit(mt_measurer *m) {
-    if (m->pid <= 0) {
-        close_fds(m);
+static void worker_quit(mt_measurer *m, proc *w) {
+    if (w->pid <= 0) {
+        close_fds(w);
         return;
     }
     mt_strbuf sb = {0};
     mt__proto_put(&sb, "quit");
     mt__proto_end(&sb);
     double deadline = now_s() + MT__QUIT_GRACE_S;
-    if (send_line(m, &sb) == 0) {
+    if (send_line(w, &sb) == 0) {
         char *line;
         /* "bye", then EOF; anything else is ignored. */
-        while (read_line(m, deadline, &line) == LINE_OK) {
+        while (read_line(w, deadline, &line) == LINE_OK) {
         }
     }
     mt__sb_free(&sb);
-    close_fds(m);
+    close_fds(w);
     double left = deadline - now_s();
-    if (reap(m->pid, left > 0.1 ? left : 0.1, NULL))
-        m->pid = -1;
+    if (reap(w->pid, left > 0.1 ? left : 0.1, NULL))
+        w->pid = -1;
     else
-        worker_kill(m, NULL);
+        worker_kill(m, w, NULL);
 }
 
 /* Makes sure a worker is running with workload `wltext` prepared. */
 static mt_status worker_ready(mt_measurer *m, const char *wltext, char *err, size_t errlen) {
-    if (m->pid <= 0) {
-        mt_status st = worker_start(m, err, errlen);
+    proc *w = &m->timer;
+    if (w->pid <= 0) {
+        mt_status st = worker_start(m, w, err, errlen);
         if (st != MT_OK) return st;
     }
-    if (strcmp(m->prepared, wltext) == 0) return MT_OK;
+    if (strcmp(w->prepared, wltext) == 0) return MT_OK;
     mt_strbuf sb = {0};
     mt__proto_put(&sb, "prepare");
     mt__proto_put(&sb, wltext);
     mt__proto_put_int(&sb, (long long)m->p.seed);
     mt__proto_end(&sb);
-    int sent = send_line(m, &sb);
+    int sent = send_line(w, &sb);
     mt__sb_free(&sb);
     char why[256];
     if (sent != 0) {
         if (errno == ENOMEM) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
-        worker_lost(m, why, sizeof why);
+        worker_lost(m, w, why, sizeof why);
         return mt__fail(err, errlen, MT_DEVICE, "preparing workload %s: %s", wltext, why);
     }
     char *line;
-    int lr = read_line(m, now_s() + m->p.prepare_timeout_s, &line);
+    int lr = read_line(w, now_s() + m->p.prepare_timeout_s, &line);
     if (lr == LINE_TIMEOUT) {
-        worker_kill(m, NULL);
+        worker_kill(m, w, NULL);
         return mt__fail(err, errlen, MT_TIMEOUT, "preparing workload %s took over %.0f s; worker killed", wltext, m->p.prepare_timeout_s);
     }
     if (lr != LINE_OK) {
         if (lr == LINE_EOF)
-            worker_lost(m, why, sizeof why);
+            worker_lost(m, w, why, sizeof why);
         else {
-            worker_kill(m, NULL);
+            worker_kill(m, w, NULL);
             snprintf(why, sizeof why, "unreadable answer from the worker");
         }
         return mt__fail(err, errlen, MT_DEVICE, "preparing workload %s: %s", wltext, why);
@@ -642,14 +677,14 @@ static mt_status worker_ready(mt_measurer *m, const char *wltext, char *err, siz
     int nf = mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
     long long code;
     if (nf == 2 && strcmp(f[0], "prepared") == 0) {
-        snprintf(m->prepared, sizeof m->prepared, "%s", wltext);
+        snprintf(w->prepared, sizeof w->prepared, "%s", wltext);
         return MT_OK;
     }
     if (nf == 3 && strcmp(f[0], "error") == 0 && mt__proto_get_int(f[1], &code) == 0) {
         mt_status st = status_from_code(code, MT_DEVICE);
         return mt__fail(err, errlen, st == MT_OK ? MT_DEVICE : st, "preparing workload %s in the worker: %s", wltext, f[2]);
     }
-    worker_kill(m, NULL);
+    worker_kill(m, w, NULL);
     return mt__fail(err, errlen, MT_DEVICE, "preparing workload %s: unexpected answer from the worker", wltext);
 }
 
@@ -660,9 +695,10 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
     if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_measurer_start: NULL output");
     *out = NULL;
     mt_measurer_params p = params ? *params : mt_measurer_default_params();
-    if (!(p.timeout_s > 0) || !(p.prepare_timeout_s > 0) || !(p.start_timeout_s > 0))
-        return mt__fail(err, errlen, MT_INVALID_ARG, "measurer timeouts must be positive (timeout %g s, prepare %g s, start %g s)",
-                        p.timeout_s, p.prepare_timeout_s, p.start_timeout_s);
+    if (!(p.timeout_s > 0) || !(p.prepare_timeout_s > 0) || !(p.start_timeout_s > 0) || !(p.compile_timeout_s > 0))
+        return mt__fail(err, errlen, MT_INVALID_ARG,
+                        "measurer timeouts must be positive (timeout %g s, prepare %g s, start %g s, compile %g s)", p.timeout_s,
+                        p.prepare_timeout_s, p.start_timeout_s, p.compile_timeout_s);
     if (p.compile_threads <= 0) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         p.compile_threads = ncpu > 0 ? (int)(ncpu < 256 ? ncpu : 256) : 1;
@@ -671,10 +707,11 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
 
     mt_measurer *m = calloc(1, sizeof *m);
     if (!m) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
-    m->pid = -1;
-    m->req_fd = m->ans_fd = -1;
+    proc_init(&m->timer);
+    pthread_mutex_init(&m->stale_mu, NULL);
     mt_status st = resolve_worker(p.worker_path, &m->worker_path, err, errlen);
     if (st != MT_OK) {
+        pthread_mutex_destroy(&m->stale_mu);
         free(m);
         return st;
     }
@@ -697,7 +734,16 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
         return st;
     }
     m->info = *mt_device_get_info(m->dev);
-    st = worker_start(m, err, errlen);
+    m->warm_launch = m->info.backend == MT_BACKEND_OPENCL;
+    m->compile_here = p.compile_in_process;
+    m->compilers = calloc((size_t)p.compile_threads, sizeof *m->compilers);
+    if (!m->compilers) {
+        mt_measurer_stop(m);
+        return mt__fail(err, errlen, MT_NOMEM, "out of memory");
+    }
+    m->ncompilers = p.compile_threads;
+    for (int i = 0; i < m->ncompilers; i++) proc_init(&m->compilers[i]);
+    st = worker_start(m, &m->timer, err, errlen);
     if (st != MT_OK) {
         mt_measurer_stop(m);
         return st;
@@ -707,14 +753,30 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
     return MT_OK;
 }
 
-long mt_measurer_worker_pid(const mt_measurer *m) { return m && m->pid > 0 ? (long)m->pid : -1; }
+long mt_measurer_worker_pid(const mt_measurer *m) { return m && m->timer.pid > 0 ? (long)m->timer.pid : -1; }
+
+int mt_measurer_compiler_pids(const mt_measurer *m, long *pids, int max) {
+    int n = 0;
+    for (int i = 0; m && i < m->ncompilers; i++)
+        if (m->compilers[i].pid > 0) {
+            if (n < max && pids) pids[n] = (long)m->compilers[i].pid;
+            n++;
+        }
+    return n;
+}
 
 void mt_measurer_stop(mt_measurer *m) {
     if (!m) return;
-    worker_quit(m);
+    worker_quit(m, &m->timer);
+    for (int i = 0; i < m->ncompilers; i++) {
+        worker_quit(m, &m->compilers[i]);
+        free(m->compilers[i].buf);
+    }
+    free(m->compilers);
     reap_stale(m, 2.0);
+    pthread_mutex_destroy(&m->stale_mu);
     mt_device_close(m->dev);
-    free(m->buf);
+    free(m->timer.buf);
     free(m->device_spec);
     free(m->worker_path);
     free(m->cache_dir);
@@ -724,8 +786,9 @@ void mt_measurer_stop(mt_measurer *m) {
 /* ---------------------------------------------------- parallel compiles */
 
 typedef struct compile_job {
-    mt_device *dev;
+    mt_measurer *m;
     const mt_workload *wl;
+    const char *wltext;
     const mt_template *t;
     const mt_space *sp;
     const mt_config *cfgs;
@@ -736,61 +799,149 @@ typedef struct compile_job {
     int next;
 } compile_job;
 
-/* Builds, checks and compiles config i; the outcome goes to res[i] and ready[i]. */
-static void compile_one(compile_job *j, int i) {
+/* Compiles config i in this process (the fallback when no compiler process runs). */
+static void compile_here(compile_job *j, int i) {
     mt_measure_result *r = &j->res[i].m;
-    mt_kernel *k = NULL;
-    mt_program *prog = NULL;
+    mt_status st = mt_conv_compile(j->m->dev, j->wl, j->t, j->sp, &j->cfgs[i], 0, r);
+    if (st == MT_OK) j->ready[i] = 1;
+}
+
+/* Parses a `compiled` answer for request seq into r; 0 on success. */
+static int parse_compiled(char *line, long long seq, mt_measure_result *r) {
+    char *f[MT__PROTO_MAX_FIELDS];
+    int nf = mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
+    long long s, code;
+    double build_s;
+    if (nf != 5 || strcmp(f[0], "compiled") != 0 || mt__proto_get_int(f[1], &s) != 0 || s != seq ||
+        mt__proto_get_int(f[2], &code) != 0 || mt__proto_get_f64(f[3], &build_s) != 0)
+        return -1;
+    r->status = status_from_code(code, MT_BUILD);
+    r->build_s = build_s;
+    snprintf(r->message, sizeof r->message, "%s", f[4]);
+    return 0;
+}
+
+/* Compiles config i in compiler process w, starting it if needed. Returns -1
+ * (nothing done to r) when no compiler process can be started; the caller
+ * then compiles here. A compiler that hangs past compile_timeout_s or dies
+ * costs this config a build error and is restarted for the next one. */
+static int compile_in(compile_job *j, proc *w, long long seq, int i) {
+    mt_measurer *m = j->m;
+    mt_measure_result *r = &j->res[i].m;
+    char cfgtext[2048];
+    int clen = mt_config_format(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext);
+    if (clen < 0 || (size_t)clen >= sizeof cfgtext) {
+        r->status = MT_INVALID_CONFIG;
+        snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
+        return 0;
+    }
+    mt_strbuf sb = {0};
+    mt__proto_put(&sb, "compile");
+    mt__proto_put_int(&sb, seq);
+    mt__proto_put(&sb, j->wltext);
+    mt__proto_put(&sb, mt_template_name(j->t));
+    mt__proto_put(&sb, cfgtext);
+    mt__proto_put_int(&sb, m->warm_launch);
+    mt__proto_end(&sb);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (w->pid <= 0) {
+            char why[1024];
+            if (w->start_failed || worker_start(m, w, why, sizeof why) != MT_OK) {
+                w->start_failed = 1;
+                mt__sb_free(&sb);
+                return -1;
+            }
+        }
+        if (send_line(w, &sb) == 0) break;
+        if (sb.failed) {
+            mt__sb_free(&sb);
+            r->status = MT_NOMEM;
+            snprintf(r->message, sizeof r->message, "out of memory");
+            return 0;
+        }
+        /* It died between requests: start another and resend, once. */
+        char why[256];
+        worker_lost(m, w, why, sizeof why);
+    }
+    mt__sb_free(&sb);
+    if (w->pid <= 0) return -1;
+    char *line;
+    int lr = read_line(w, now_s() + m->p.compile_timeout_s, &line);
+    if (lr == LINE_OK && parse_compiled(line, seq, r) == 0) {
+        if (r->status == MT_OK) j->ready[i] = 1;
+        return 0;
+    }
+    memset(r, 0, sizeof *r);
+    r->max_rel_err = -1;
+    r->status = MT_BUILD;
+    if (lr == LINE_TIMEOUT) {
+        worker_kill(m, w, NULL);
+        snprintf(r->message, sizeof r->message, "compiling took over %.0f s; compiler process killed", m->p.compile_timeout_s);
+    } else if (lr == LINE_EOF) {
+        char why[256];
+        worker_lost(m, w, why, sizeof why);
+        snprintf(r->message, sizeof r->message, "the compiler process died: %s", why);
+    } else {
+        worker_kill(m, w, NULL);
+        snprintf(r->message, sizeof r->message, "compiler process protocol error: %s", lr == LINE_OK ? "malformed answer" : "unreadable answer");
+    }
+    return 0;
+}
+
+/* Checks config i against the space and the device's limits here (cheap, and
+ * no process needed to reject it), then compiles it. */
+static void compile_one(compile_job *j, proc *w, long long seq, int i) {
+    mt_measure_result *r = &j->res[i].m;
     mt_status st = mt_space_check(j->sp, &j->cfgs[i]);
     if (st != MT_OK) {
         snprintf(r->message, sizeof r->message, "config is not in the space of template %s", mt_template_name(j->t));
-        st = MT_INVALID_CONFIG;
-        goto done;
+        r->status = MT_INVALID_CONFIG;
+        return;
     }
-    mt_device_limits lim = mt_device_get_limits(j->dev);
+    mt_device_limits lim = mt_device_get_limits(j->m->dev);
     st = mt_template_check(j->t, j->wl, j->sp, &j->cfgs[i], &lim, r->message, sizeof r->message);
-    if (st != MT_OK) goto done;
-    st = mt_template_build(j->t, j->wl, j->sp, &j->cfgs[i], &k, r->message, sizeof r->message);
-    if (st != MT_OK) goto done;
-    st = mt_program_build(j->dev, k, &prog, r->message, sizeof r->message);
     if (st != MT_OK) {
-        /* A kernel over a limit only the compiler sees (CUDA: registers
-         * spilled, shared memory in ptxas's report) is a config the device
-         * cannot take, not a broken build. */
-        if (st != MT_NOMEM && st != MT_INVALID_CONFIG) st = MT_BUILD;
-        goto done;
+        r->status = st;
+        return;
     }
-    r->build_s = mt_program_build_seconds(prog);
-    r->message[0] = '\0';
-    j->ready[i] = 1;
-done:
-    r->status = st;
-    mt_program_free(prog);
-    mt_kernel_free(k);
+    if (w && compile_in(j, w, seq, i) == 0) return;
+    compile_here(j, i);
 }
 
+typedef struct compile_thread {
+    compile_job *job;
+    proc *w; /* NULL: compile in this process */
+} compile_thread;
+
 static void *compile_worker(void *arg) {
-    compile_job *j = arg;
+    compile_thread *ct = arg;
+    compile_job *j = ct->job;
     for (;;) {
         pthread_mutex_lock(&j->mu);
         int i = j->next < j->n ? j->next++ : -1;
+        long long seq = ++j->m->seq;
         pthread_mutex_unlock(&j->mu);
         if (i < 0) return NULL;
-        compile_one(j, i);
+        compile_one(j, ct->w, seq, i);
     }
 }
 
-/* Compiles every config with up to `threads` threads (this one included). */
-static void compile_all(compile_job *j, int threads) {
-    if (threads > j->n) threads = j->n;
+/* Compiles every config with up to ncompilers threads (this one included),
+ * each feeding its own compiler process. */
+static void compile_all(compile_job *j) {
+    mt_measurer *m = j->m;
+    int threads = m->ncompilers < j->n ? m->ncompilers : j->n;
     if (threads < 1) threads = 1;
+    if (threads > 256) threads = 256;
     pthread_t tids[256];
+    compile_thread cts[256];
+    for (int i = 0; i < threads; i++) cts[i] = (compile_thread){j, m->compile_here ? NULL : &m->compilers[i]};
     int started = 0;
-    for (int i = 1; i < threads && i <= 256; i++) {
-        if (pthread_create(&tids[started], NULL, compile_worker, j) != 0) break; /* fewer threads then */
+    for (int i = 1; i < threads; i++) {
+        if (pthread_create(&tids[started], NULL, compile_worker, &cts[i]) != 0) break; /* fewer threads then */
         started++;
     }
-    compile_worker(j);
+    compile_worker(&cts[0]);
     for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
 }
 
@@ -846,6 +997,7 @@ static int parse_result(char *line, long long seq, mt_measure_result *r) {
 static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext, mt_measurer_result *res) {
     mt_measure_result *r = &res->m;
     const mt_measure_params *mp = &m->p.measure;
+    proc *w = &m->timer;
     long long seq = ++m->seq;
     mt_strbuf sb = {0};
     mt__proto_put(&sb, "measure");
@@ -860,11 +1012,11 @@ static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext
     mt__proto_put_f64(&sb, mp->tolerance);
     mt__proto_end(&sb);
     double t0 = now_s();
-    int sent = send_line(m, &sb);
+    int sent = send_line(w, &sb);
     mt__sb_free(&sb);
     if (sent != 0) {
         char why[256];
-        worker_lost(m, why, sizeof why);
+        worker_lost(m, w, why, sizeof why);
         return NOT_SENT;
     }
     res->sent_to_worker = 1;
@@ -872,7 +1024,7 @@ static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext
     /* PoCL generates a kernel's work-group code at its first launch, in the
      * worker: kernels that were slow to compile here get time for that too. */
     double limit = m->p.timeout_s + MT__CODEGEN_FACTOR * r->build_s;
-    int lr = read_line(m, t0 + limit, &line);
+    int lr = read_line(w, t0 + limit, &line);
     res->wall_s = now_s() - t0;
     double build_s = r->build_s;
     if (lr == LINE_OK && parse_result(line, seq, r) == 0) {
@@ -883,17 +1035,17 @@ static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext
     r->build_s = build_s;
     r->max_rel_err = -1;
     if (lr == LINE_TIMEOUT) {
-        worker_kill(m, NULL);
+        worker_kill(m, w, NULL);
         r->status = MT_TIMEOUT;
         snprintf(r->message, sizeof r->message, "no answer within %.3g s; worker killed", limit);
         return TIMED_OUT;
     }
     if (lr == LINE_EOF) {
-        worker_lost(m, r->message, sizeof r->message);
+        worker_lost(m, w, r->message, sizeof r->message);
         r->status = MT_LAUNCH;
         return LOST;
     }
-    worker_kill(m, NULL);
+    worker_kill(m, w, NULL);
     r->status = MT_DEVICE;
     snprintf(r->message, sizeof r->message, "worker protocol error: %s", lr == LINE_OK ? "malformed result line" : "unreadable answer");
     return GARBLED;
@@ -925,8 +1077,8 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
     if (!ready) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
 
     /* 1: compile everything in parallel here; this fills the binary cache. */
-    compile_job job = {m->dev, wl, t, sp, cfgs, results, ready, n, PTHREAD_MUTEX_INITIALIZER, 0};
-    compile_all(&job, m->p.compile_threads);
+    compile_job job = {m, wl, wltext, t, sp, cfgs, results, ready, n, PTHREAD_MUTEX_INITIALIZER, 0};
+    compile_all(&job);
     pthread_mutex_destroy(&job.mu);
 
     /* 2: time the ones that compiled, one at a time, in the worker. */

@@ -3,16 +3,21 @@
  * down this process, not the tuner.
  *
  * Started by the measurer with posix_spawn, never by hand:
- *     mtgpu-worker --protocol 1 --in FD --out FD --device SPEC [--cache-dir DIR]
+ *     mtgpu-worker --protocol 2 --in FD --out FD --device SPEC [--cache-dir DIR]
  * It opens the device, says hello on --out, then answers requests read from
  * --in one at a time until `quit` or end of input. The line protocol is
  * described at the top of tuner/measurer.c.
+ *
+ * The same executable serves as the measurer's compiler processes: those only
+ * get `compile` requests (compile into the binary cache, time nothing).
  *
  * Test-only fault hooks (for tests/test_measurer.c; never set them otherwise):
  *   MTGPU_WORKER_HANG_ON=<substring>   a measure request whose config text
  *                                      contains it sleeps forever (until killed,
  *                                      or until the tuner is gone);
- *   MTGPU_WORKER_CRASH_ON=<substring>  ... dies of SIGSEGV (no core dump). */
+ *   MTGPU_WORKER_CRASH_ON=<substring>  ... dies of SIGSEGV (no core dump);
+ *   MTGPU_WORKER_COMPILE_HANG_ON, MTGPU_WORKER_COMPILE_CRASH_ON: the same
+ *                                      for compile requests. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,7 +43,13 @@ typedef struct worker {
     mt_workload wl;
     const mt_template *space_tmpl; /* template whose space `sp` holds; NULL: none */
     mt_space sp;
+    /* Compile requests: the workload and template space of the last one. */
+    char cwl_text[512];
+    mt_workload cwl;
+    const mt_template *cspace_tmpl; /* NULL: none */
+    mt_space csp;
     const char *hang_on, *crash_on; /* test-only fault hooks */
+    const char *compile_hang_on, *compile_crash_on;
     pid_t parent;
 } worker;
 
@@ -214,9 +225,67 @@ static void do_measure(worker *w, char **f, int nf, mt_strbuf *sb) {
     send_result(w, sb, f[1], &r);
 }
 
+static void send_compiled(worker *w, mt_strbuf *sb, const char *seq, const mt_measure_result *r) {
+    mt__proto_put(sb, "compiled");
+    mt__proto_put(sb, seq);
+    mt__proto_put_int(sb, r->status);
+    mt__proto_put_f64(sb, r->build_s);
+    mt__proto_put(sb, r->message);
+    mt__proto_end(sb);
+    send_line(w, sb);
+}
+
+/* compile <seq> <workload text> <template> <config> <warm>: builds and
+ * compiles into the binary cache, nothing timed (mt_conv_compile). */
+static void do_compile(worker *w, char **f, int nf, mt_strbuf *sb) {
+    mt_measure_result r;
+    memset(&r, 0, sizeof r);
+    r.max_rel_err = -1;
+    long long warm;
+    if (nf != 6 || mt__proto_get_int(f[5], &warm) != 0) {
+        r.status = MT_PARSE;
+        snprintf(r.message, sizeof r.message, "malformed compile request");
+        send_compiled(w, sb, nf > 1 ? f[1] : "0", &r);
+        return;
+    }
+    const char *cfgtext = f[4];
+    if (w->compile_hang_on && *w->compile_hang_on && strstr(cfgtext, w->compile_hang_on)) hang_forever(w);
+    if (w->compile_crash_on && *w->compile_crash_on && strstr(cfgtext, w->compile_crash_on)) crash_now();
+    const mt_template *t = mt_template_find(f[3]);
+    if (!t) {
+        r.status = MT_NOT_FOUND;
+        snprintf(r.message, sizeof r.message, "the worker has no template '%s'", f[3]);
+        send_compiled(w, sb, f[1], &r);
+        return;
+    }
+    if (strcmp(w->cwl_text, f[2]) != 0 || w->cspace_tmpl != t) {
+        if (w->cspace_tmpl) mt_space_free(&w->csp);
+        w->cspace_tmpl = NULL;
+        w->cwl_text[0] = '\0';
+        mt_status st = mt_workload_parse(f[2], &w->cwl, r.message, sizeof r.message);
+        if (st == MT_OK && (st = mt_template_space(t, &w->cwl, &w->csp)) != MT_OK)
+            snprintf(r.message, sizeof r.message, "template %s has no space for this workload", f[3]);
+        if (st != MT_OK) {
+            r.status = st;
+            send_compiled(w, sb, f[1], &r);
+            return;
+        }
+        w->cspace_tmpl = t;
+        snprintf(w->cwl_text, sizeof w->cwl_text, "%s", f[2]);
+    }
+    mt_config cfg;
+    if (mt_config_parse(&w->csp, cfgtext, &cfg, r.message, sizeof r.message) != MT_OK) {
+        r.status = MT_INVALID_CONFIG;
+        send_compiled(w, sb, f[1], &r);
+        return;
+    }
+    mt_conv_compile(w->dev, &w->cwl, t, &w->csp, &cfg, warm != 0, &r);
+    send_compiled(w, sb, f[1], &r);
+}
+
 static int usage(void) {
     fprintf(stderr,
-            "usage: mtgpu-worker --protocol 1 --in FD --out FD --device SPEC [--cache-dir DIR]\n"
+            "usage: mtgpu-worker --protocol 2 --in FD --out FD --device SPEC [--cache-dir DIR]\n"
             "\n"
             "The measurement worker of libmtgpu: it is started by the library, which\n"
             "talks to it over the two file descriptors; it is not meant to be run by hand.\n");
@@ -254,6 +323,8 @@ int main(int argc, char **argv) {
     w.parent = getppid();
     w.hang_on = getenv("MTGPU_WORKER_HANG_ON");
     w.crash_on = getenv("MTGPU_WORKER_CRASH_ON");
+    w.compile_hang_on = getenv("MTGPU_WORKER_COMPILE_HANG_ON");
+    w.compile_crash_on = getenv("MTGPU_WORKER_COMPILE_CRASH_ON");
     mt_strbuf sb = {0};
 
     if (protocol != MT__PROTO_VERSION) {
@@ -311,6 +382,8 @@ int main(int argc, char **argv) {
         }
         if (strcmp(f[0], "measure") == 0) {
             do_measure(&w, f, nf, &sb);
+        } else if (strcmp(f[0], "compile") == 0) {
+            do_compile(&w, f, nf, &sb);
         } else if (strcmp(f[0], "prepare") == 0) {
             do_prepare(&w, f, nf, &sb);
         } else if (strcmp(f[0], "quit") == 0) {
@@ -328,6 +401,7 @@ int main(int argc, char **argv) {
     fclose(in);
     mt__sb_free(&sb);
     free_space(&w);
+    if (w.cspace_tmpl) mt_space_free(&w.csp);
     mt_conv_bench_free(w.bench);
     mt_device_close(w.dev);
     close(out_fd);

@@ -60,6 +60,17 @@ void mt_conv_bench_free(mt_conv_bench *b);
 mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt_space *sp, const mt_config *cfg,
                                 const mt_measure_params *params, mt_measure_result *res);
 
+/* The compile half of a measurement, for a compiler process that runs
+ * beside the timing one: builds cfg's kernel for wl, checks it against dev's
+ * limits and compiles it through the binary cache (res->status and
+ * res->message as mt_conv_bench_measure's; res->build_s the compile time).
+ * With warm_launch it then runs one work-group of it over scratch buffers, so
+ * that a driver that generates code at a kernel's first launch (PoCL: per
+ * work-group size, cached on disk) does that here rather than in the timing
+ * process; build_s includes that launch. Nothing is timed or checked. */
+mt_status mt_conv_compile(mt_device *dev, const mt_workload *wl, const mt_template *t, const mt_space *sp, const mt_config *cfg,
+                          int warm_launch, mt_measure_result *res);
+
 /* Runs the vendor reference (cuDNN: mt_cudnn_reference_dbuf) on the bench's
  * input and weights and compares its strict-math output with the bench's
  * CPU reference: *res gets cuDNN's times and algorithms, *max_rel_err (may

@@ -1,12 +1,19 @@
-/* Isolated measurement: kernels are compiled in the tuner's process and timed
- * in a worker process (mtgpu-worker), so that a kernel that hangs or crashes
- * the driver costs one result marked as an error, not the tuning run.
+/* Isolated measurement: kernels are compiled in compiler processes and timed
+ * in a worker process (both mtgpu-worker), so that a kernel that hangs or
+ * crashes the driver or its compiler costs one result marked as an error, not
+ * the tuning run.
  *
- * A measurer owns one worker process and the tuner's own handle on the same
- * device. mt_measurer_measure_batch compiles a batch of configs in parallel in
- * the calling process (which fills the on-disk binary cache), then sends the
- * configs that compiled to the worker one at a time: timing runs one kernel at
- * a time and never includes compile time (the worker's build is a cache hit).
+ * A measurer owns one timing worker, up to compile_threads compiler processes
+ * (started on first use) and the tuner's own handle on the same device.
+ * mt_measurer_measure_batch compiles a batch of configs in parallel, one per
+ * compiler process (which fills the on-disk binary cache; on OpenCL each
+ * compiler also makes the kernel's first launch, over one work-group, where
+ * PoCL generates and caches its work-group code), then sends the configs that
+ * compiled to the timing worker one at a time: timing runs one kernel at a
+ * time, with no compile running, and never includes compile time (the
+ * worker's build is a cache hit). Processes, not threads: PoCL compiles one
+ * kernel at a time in a process. Where no compiler process can start, the
+ * batch is compiled in the calling process instead.
  * A worker that does not answer within the timeout is killed and restarted;
  * one that dies is restarted; either way that config gets an error result and
  * the batch goes on.
@@ -42,7 +49,9 @@ typedef struct mt_measurer_params {
     double timeout_s;            /* per measurement, request to answer (default 20) */
     double prepare_timeout_s;    /* preparing a workload: inputs and CPU reference (default 600) */
     double start_timeout_s;      /* worker start-up until it has opened the device (default 120) */
-    int compile_threads;         /* parallel compiles; <= 0: the number of online CPUs (the default) */
+    int compile_threads;         /* parallel compiles (compiler processes); <= 0: the number of online CPUs (the default) */
+    double compile_timeout_s;    /* one compile in a compiler process, past which it is killed (default 600) */
+    int compile_in_process;      /* 1: compile in the calling process's threads, no compiler processes (default 0) */
     int max_consecutive_failures;/* worker crashes/timeouts in a row before a batch gives up (default 3) */
     mt_measure_params measure;   /* warm-up, repeats, checking (mt_measure_default_params) */
     uint64_t seed;               /* seed of the random inputs (default 42) */
@@ -72,8 +81,9 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
 
 /* Measures cfgs[0..n) of template t (space sp) on workload wl; results[i] is
  * cfgs[i]'s outcome, always filled. Configs outside the space or the device's
- * limits are invalid_config, compile failures build_error (with the log); those
- * never reach the worker. A config the worker does not answer in time is
+ * limits are invalid_config, compile failures build_error (with the log; also a
+ * compiler process that dies or takes over compile_timeout_s); those never
+ * reach the timing worker. A config the worker does not answer in time is
  * `timeout`, one during which the worker died `launch_error` ("worker crashed
  * (signal N)"); the worker is then restarted for the rest.
  *
@@ -85,8 +95,10 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
 mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const mt_template *t, const mt_space *sp,
                                     const mt_config *cfgs, int n, mt_measurer_result *results, char *err, size_t errlen);
 
-/* The process id of the current worker, or -1 when none is running (for tests and logs). */
+/* The process id of the current timing worker, or -1 when none is running (for tests and logs). */
 long mt_measurer_worker_pid(const mt_measurer *m);
+/* The number of compiler processes running; the first `max` of their ids go to pids (may be NULL). */
+int mt_measurer_compiler_pids(const mt_measurer *m, long *pids, int max);
 
 /* Asks the worker to quit (killing it if it does not within a few seconds),
  * reaps it, and closes the device. NULL is allowed. */
