@@ -4,7 +4,10 @@
 # 300 trials by default: several hours on the 2-core machine), then bench/plot.py.
 #
 # Overrides (environment): TRIALS, SEEDS, LAYERS, MODELS, TIME_LIMIT_PER_RUN,
-# OUT (default bench/results), PYTHON (one with matplotlib), BUILD_DIR (default
+# OUT (default bench/results), RESUME=1 (keep the runs already in
+# OUT/tune_curves.csv, measure only the missing ones: the full set can be
+# done over several sittings on one machine), DB_DIR (keep each run's records
+# database there), PYTHON (one with matplotlib), BUILD_DIR (default
 # build-bench, relative to the repository root); further arguments
 # go to bench_tune_curves. Example, a quick look:
 #   TRIALS=50 SEEDS=1 LAYERS=3x3_256_14 OUT=/tmp/curves bench/run_tune_curves.sh
@@ -19,6 +22,8 @@ args=(--trials "${TRIALS:-300}" --seeds "${SEEDS:-3}" --out "$OUT")
 [ -n "${LAYERS:-}" ] && args+=(--layers "$LAYERS")
 [ -n "${MODELS:-}" ] && args+=(--models "$MODELS")
 [ -n "${TIME_LIMIT_PER_RUN:-}" ] && args+=(--time-limit-per-run "$TIME_LIMIT_PER_RUN")
+[ "${RESUME:-0}" = 1 ] && args+=(--resume)
+[ -n "${DB_DIR:-}" ] && args+=(--db-dir "$DB_DIR")
 rc=0
 "$BUILD"/bench_tune_curves "${args[@]}" "$@" || rc=$?
 # Plot whatever was written, also after a failed or interrupted run.

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "mtgpu/costmodel.h"
+#include "mtgpu/template.h"
 #include "mtgpu/tuner.h"
 #include "strbuf.h"
 
@@ -31,7 +32,7 @@ static void on_sigint(int sig) {
 static void help(void) {
     printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--device D] [--db PATH]\n"
            "                  [--seed S] [--time-limit SEC] [--batch N] [--early-stop N] [--timeout SEC]\n"
-           "                  [--batch-size N] [--json]\n"
+           "                  [--batch-size N] [--templates LIST] [--json]\n"
            "\n"
            "Tunes every convolution of a network (TARGET = resnet18, resnet34, resnet50, vgg16,\n"
            "mobilenet_v2, squeezenet1_1) or one workload (TARGET = n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1)\n"
@@ -53,6 +54,8 @@ static void help(void) {
            "  --timeout SEC     per measurement, after which the kernel counts as hung (default 20,\n"
            "                    plus 4x its compile time for the first launch's code generation)\n"
            "  --batch-size N    the network's batch size (default 1)\n"
+           "  --templates LIST  comma-separated templates to tune (direct, depthwise, gemm, kvec;\n"
+           "                    default: every template that accepts a task)\n"
            "  --json            one JSON object per measurement, then a summary object\n"
            "\n"
            "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once.\n",
@@ -160,7 +163,7 @@ static void print_summary(const mt_tune_summary *s, const char *target, int json
 }
 
 int mt_cmd_tune(int argc, char **argv) {
-    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_JSON, O_COUNT };
+    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
         [O_MODEL] = {.name = "cost-model", .takes_value = 1},
@@ -173,6 +176,7 @@ int mt_cmd_tune(int argc, char **argv) {
         [O_EARLY] = {.name = "early-stop", .takes_value = 1},
         [O_TIMEOUT] = {.name = "timeout", .takes_value = 1},
         [O_BSIZE] = {.name = "batch-size", .takes_value = 1},
+        [O_TEMPLATES] = {.name = "templates", .takes_value = 1},
         [O_JSON] = {.name = "json"},
     };
     const char *pos[1];
@@ -232,6 +236,23 @@ int mt_cmd_tune(int argc, char **argv) {
     }
     tp.db_path = opts[O_DB].value;
     tp.measurer.device = opts[O_DEVICE].value;
+    if (opts[O_TEMPLATES].given) {
+        const char *list = opts[O_TEMPLATES].value;
+        for (const char *q = list; *q;) {
+            size_t len = strcspn(q, ",");
+            char name[32];
+            snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name - 1 ? len : sizeof name - 1), q);
+            if (len == 0 || len >= sizeof name || !mt_template_find(name)) {
+                fprintf(stderr, "mtgpu tune: unknown template '%s' in --templates (templates:", name);
+                for (int i = 0; i < mt_template_count(); i++) fprintf(stderr, " %s", mt_template_name(mt_template_at(i)));
+                fprintf(stderr, ")\n");
+                return MT_EXIT_USAGE;
+            }
+            q += len;
+            if (*q == ',') q++;
+        }
+        tp.templates = list;
+    }
 
     /* TARGET: a network, else a workload. */
     char err[2048];

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "mtgpu/db.h"
+#include "mtgpu/device.h"
+#include "mtgpu/template.h"
 #include "mtgpu/tuner.h"
 
 static char tmpdir[256];
@@ -130,6 +132,7 @@ static void test_hang_is_a_timeout(void **state) {
     /* Test-only hook of mtgpu-worker: every `direct` config (only it has tile_f) hangs. */
     setenv("MTGPU_WORKER_HANG_ON", "tile_f=", 1);
     mt_tune_params p = quick_params(db, "random", 6, 2);
+    p.templates = "direct,gemm"; /* the hanging one and one that works */
     p.measurer.timeout_s = 10;
     p.early_stop = 4;
     char err[1024];
@@ -148,6 +151,71 @@ static void test_hang_is_a_timeout(void **state) {
     mt_db_close(h);
     assert_true(c.timeouts >= 2);
     assert_true(c.ok >= 2);
+}
+
+typedef struct {
+    const char *config; /* the text looked for */
+    int found;
+} config_find;
+
+static int find_config(const mt_record *r, void *user) {
+    config_find *f = user;
+    if (!strcmp(r->config, f->config)) f->found++;
+    return 0;
+}
+
+/* Whether the records of db hold the default config of the first template that accepts the task. */
+static int has_default_record(const char *db, const mt_task *task) {
+    mt_device *dev = NULL;
+    mt_device_params dvp = mt_device_default_params();
+    assert_int_equal(mt_device_open(NULL, &dvp, &dev, NULL, 0), MT_OK);
+    const mt_template *t = NULL;
+    for (int i = 0; i < mt_template_count() && !t; i++)
+        if (mt_template_accepts(mt_template_at(i), &task->wl)) t = mt_template_at(i);
+    assert_non_null(t);
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, &task->wl, &sp), MT_OK);
+    mt_config cfg;
+    assert_int_equal(mt_default_config(t, &task->wl, mt_device_get_info(dev), &sp, &cfg, NULL, 0), MT_OK);
+    char text[1024];
+    assert_true(mt_config_format(&sp, &cfg, text, sizeof text) > 0);
+    mt_space_free(&sp);
+    mt_device_close(dev);
+    mt_db *h = NULL;
+    mt_db_params dp = mt_db_default_params();
+    dp.readonly = 1;
+    assert_int_equal(mt_db_open(db, &dp, &h, NULL, 0), MT_OK);
+    config_find f = {text, 0};
+    assert_int_equal(mt_db_for_each(h, NULL, find_config, &f), MT_OK);
+    mt_db_close(h);
+    return f.found;
+}
+
+/* The first round measures each template's default config unless
+ * start_from_default is 0 (search-efficiency curves). */
+static void test_start_from_default(void **state) {
+    (void)state;
+    if (!have_device) {
+        print_message("skipped: no device: %s\n", why);
+        skip();
+    }
+    mt_task task = small_task();
+    char db[512], err[1024];
+    mt_tune_summary s;
+    snprintf(db, sizeof db, "%s/default-on.db", tmpdir);
+    mt_tune_params p = quick_params(db, "random", 2, 2);
+    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    mt_tune_summary_free(&s);
+    assert_int_equal(has_default_record(db, &task), 1);
+
+    snprintf(db, sizeof db, "%s/default-off.db", tmpdir);
+    p = quick_params(db, "random", 4, 4);
+    p.start_from_default = 0;
+    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    assert_int_equal(s.measured_this_run, 4);
+    mt_tune_summary_free(&s);
+    /* Four random draws from a space of thousands miss the default. */
+    assert_int_equal(has_default_record(db, &task), 0);
 }
 
 static void test_bad_params(void **state) {
@@ -170,6 +238,7 @@ int main(void) {
         cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_tune_and_resume),
         cmocka_unit_test(test_hang_is_a_timeout),
+        cmocka_unit_test(test_start_from_default),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -43,12 +43,42 @@ typedef struct {
     mt_costmodel *model;
 } template_model;
 
+/* Whether name is in the comma-separated list (NULL or "": every template). */
+static int template_selected(const char *list, const char *name) {
+    if (!list || !*list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
+/* MT_OK when every name of the list is a template. */
+static mt_status check_template_list(const char *list, char *err, size_t errlen) {
+    if (!list || !*list) return MT_OK;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[32];
+        if (len == 0 || len >= sizeof name) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: bad template list '%s'", list);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (!mt_template_find(name)) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no template named '%s'", name);
+        p += len;
+        if (*p == ',') p++;
+    }
+    return MT_OK;
+}
+
 mt_tune_params mt_tune_default_params(void) {
     mt_tune_params p = {0};
     p.trials = 0;
     p.cost_model = "xgb";
     p.batch = 8;
     p.early_stop = 64;
+    p.start_from_default = 1;
     p.seed = 1;
     p.measurer = mt_measurer_default_params();
     return p;
@@ -159,6 +189,8 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     if (out) memset(out, 0, sizeof *out);
     if (!tasks || ntasks <= 0 || !params || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no tasks");
     mt_tune_params p = *params;
+    mt_status lst = check_template_list(p.templates, err, errlen);
+    if (lst != MT_OK) return lst;
     if (p.batch <= 0) p.batch = 8;
     if (!p.cost_model) p.cost_model = "xgb";
     int use_model = strcmp(p.cost_model, "random") != 0;
@@ -217,7 +249,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     for (int i = 0; i < ntasks; i++) {
         for (int ti = 0; ti < mt_template_count() && ti < MT__MAX_TEMPLATES; ti++) {
             const mt_template *t = mt_template_at(ti);
-            if (!mt_template_accepts(t, &tasks[i].wl)) continue;
+            if (!mt_template_accepts(t, &tasks[i].wl) || !template_selected(p.templates, mt_template_name(t))) continue;
             unit *u = &units[nunits];
             u->task = i;
             u->t = t;
@@ -333,7 +365,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         /* A unit's first round starts from the template's default config:
          * a sound kernel to compare against, and a data point the model
          * would rarely get from random configs. */
-        if (u->trials == 0 && u->rounds == 0 && want > 0 && mt_default_config(u->t, wl, &dev, &u->space, &cfgs[0], NULL, 0) == MT_OK &&
+        if (p.start_from_default && u->trials == 0 && u->rounds == 0 && want > 0 && mt_default_config(u->t, wl, &dev, &u->space, &cfgs[0], NULL, 0) == MT_OK &&
             mt_template_check(u->t, wl, &u->space, &cfgs[0], &limits, NULL, 0) == MT_OK) {
             n = 1;
             /* ...and is short (the default and one random config), so that

@@ -54,6 +54,11 @@ typedef struct mt_tune_params {
     const char *cost_model_file; /* a meta-trained GNN model (`mtgpu train`) for the gnn kinds to adapt; NULL: none */
     int batch;                 /* configs per round (default 8) */
     int early_stop;            /* a unit stops after this many trials without improving its best (default 64; <= 0: never) */
+    const char *templates;     /* comma-separated template names to tune (e.g. "direct,gemm"); NULL or "": every
+                                  template that accepts a task */
+    int start_from_default;    /* 1 (default): a unit's first round measures its template's default config
+                                  (mt_default_config); 0: the search alone picks every config (as for
+                                  search-efficiency curves) */
     double time_limit_s;       /* stop starting rounds after this many seconds (<= 0: none) */
     uint64_t seed;             /* search and model seed (default 1) */
     const char *db_path;       /* NULL: mt_db_default_path */
