@@ -25,6 +25,7 @@ int mt_cmd_tune(int argc, char **argv);
 int mt_cmd_best(int argc, char **argv);
 int mt_cmd_import_autotvm(int argc, char **argv);
 int mt_cmd_export_autotvm(int argc, char **argv);
+int mt_cmd_merge_db(int argc, char **argv);
 int mt_cmd_run(int argc, char **argv);
 int mt_cmd_train(int argc, char **argv);
 int mt_cmd_eval_model(int argc, char **argv);

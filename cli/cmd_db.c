@@ -1,9 +1,10 @@
-/* mtgpu best, import-autotvm, export-autotvm: the tuning database from the
- * command line. */
+/* mtgpu best, import-autotvm, export-autotvm, merge-db: the tuning database
+ * from the command line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -394,5 +395,133 @@ int mt_cmd_export_autotvm(int argc, char **argv) {
     fprintf(stderr, "exported %lld records; left out: %lld of other templates, %lld not expressible in AutoTVM, %lld unreadable\n",
             (long long)es.written, (long long)es.other_template, (long long)es.not_expressible, (long long)es.bad);
     mt_db_close(db);
+    return ret;
+}
+
+/* ---- merge-db ---- */
+
+static void merge_help(void) {
+    printf("usage: mtgpu merge-db SOURCE... [--db PATH] [--json]\n"
+           "\n"
+           "Copies every device and record of the SOURCE tuning databases into the\n"
+           "database at PATH (created if missing), e.g. to combine the records of\n"
+           "several tuning runs or machines into one data set for `mtgpu train`.\n"
+           "Records whose key (workload, template, config, device) is already there are\n"
+           "left as they are; each record is committed as it is copied, so an\n"
+           "interrupted merge can simply be run again. Sources are opened read-only.\n"
+           "\n"
+           "  --db PATH   the database to merge into (default: $MTGPU_DB, else\n"
+           "              ~/.cache/mtgpu/tuning.db)\n"
+           "  --json      one JSON object per source: path, records, inserted, present,\n"
+           "              devices\n"
+           "\n"
+           "Exit status: 0 success, 1 failure (a source that cannot be opened or read,\n"
+           "a record the destination refuses), 2 bad usage.\n");
+}
+
+typedef struct merge_ctx {
+    mt_db *src, *dst;
+    int64_t records, inserted, present;
+    int devices;
+    mt_status st;
+    char err[1024];
+} merge_ctx;
+
+static int merge_device(const mt_db_device *dev, void *user) {
+    merge_ctx *c = user;
+    mt_device_info info;
+    mt_db_device row;
+    if (mt_db_get_device(c->src, dev->fingerprint, &row, &info) != MT_OK || !strcmp(row.backend, "unknown")) return 0;
+    snprintf(info.fingerprint, sizeof info.fingerprint, "%s", dev->fingerprint);
+    if (mt_db_put_device(c->dst, &info) != MT_OK) {
+        c->st = MT_IO;
+        snprintf(c->err, sizeof c->err, "storing device %s: %s", dev->fingerprint, mt_db_errmsg(c->dst));
+        return 1;
+    }
+    c->devices++;
+    return 0;
+}
+
+static int merge_record(const mt_record *rec, void *user) {
+    merge_ctx *c = user;
+    int inserted = 0;
+    mt_status st = mt_db_put_record(c->dst, rec, &inserted);
+    if (st != MT_OK) {
+        c->st = st;
+        snprintf(c->err, sizeof c->err, "storing record %lld: %s: %s", (long long)rec->id, mt_status_str(st), mt_db_errmsg(c->dst));
+        return 1;
+    }
+    c->records++;
+    if (inserted) c->inserted++;
+    else c->present++;
+    return 0;
+}
+
+int mt_cmd_merge_db(int argc, char **argv) {
+    mt_opt opts[] = {{.name = "db", .takes_value = 1}, {.name = "json"}};
+    const char *pos[MAX_FILES];
+    int npos, want_help;
+    int rc = mt_opt_parse("merge-db", argc, argv, opts, 2, pos, MAX_FILES, &npos, &want_help);
+    if (rc) return rc;
+    if (want_help) {
+        merge_help();
+        return MT_EXIT_OK;
+    }
+    if (npos < 1) {
+        fprintf(stderr, "mtgpu merge-db: no source database given (see --help)\n");
+        return MT_EXIT_USAGE;
+    }
+    int json = opts[1].given;
+    char err[1024] = "";
+    mt_db *dst = NULL;
+    mt_status st = mt_db_open(opts[0].given ? opts[0].value : NULL, NULL, &dst, err, sizeof err);
+    if (st != MT_OK) {
+        fprintf(stderr, "mtgpu merge-db: %s\n", err);
+        return MT_EXIT_FAIL;
+    }
+    int ret = MT_EXIT_OK;
+    for (int i = 0; i < npos && ret == MT_EXIT_OK; i++) {
+        mt_db_params sp = mt_db_default_params();
+        sp.readonly = 1;
+        merge_ctx c;
+        memset(&c, 0, sizeof c);
+        c.dst = dst;
+        c.st = MT_OK;
+        if ((st = mt_db_open(pos[i], &sp, &c.src, err, sizeof err)) != MT_OK) {
+            fprintf(stderr, "mtgpu merge-db: %s\n", err);
+            ret = MT_EXIT_FAIL;
+            break;
+        }
+        struct stat s1, s2;
+        if (stat(mt_db_path(c.src), &s1) == 0 && stat(mt_db_path(dst), &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino) {
+            fprintf(stderr, "mtgpu merge-db: %s is the destination itself\n", pos[i]);
+            mt_db_close(c.src);
+            ret = MT_EXIT_FAIL;
+            break;
+        }
+        st = mt_db_for_each_device(c.src, merge_device, &c);
+        if (st == MT_OK && c.st == MT_OK) st = mt_db_for_each(c.src, NULL, merge_record, &c);
+        if (c.st != MT_OK) {
+            fprintf(stderr, "mtgpu merge-db: %s: %s\n", pos[i], c.err);
+            ret = MT_EXIT_FAIL;
+        } else if (st != MT_OK) {
+            fprintf(stderr, "mtgpu merge-db: reading %s: %s: %s\n", pos[i], mt_status_str(st), mt_db_errmsg(c.src));
+            ret = MT_EXIT_FAIL;
+        }
+        if (json) {
+            mt_strbuf sb = {0};
+            mt__sb_append(&sb, "{\"path\": ");
+            mt__sb_json_str(&sb, pos[i]);
+            mt__sb_printf(&sb, ", \"records\": %lld, \"inserted\": %lld, \"present\": %lld, \"devices\": %d, \"ok\": %s}", (long long)c.records,
+                          (long long)c.inserted, (long long)c.present, c.devices, ret == MT_EXIT_OK ? "true" : "false");
+            if (!sb.failed) puts(sb.data);
+            mt__sb_free(&sb);
+        } else {
+            printf("%s: %lld records, %lld new, %lld already there; %d devices\n", pos[i], (long long)c.records, (long long)c.inserted,
+                   (long long)c.present, c.devices);
+        }
+        mt_db_close(c.src);
+    }
+    mt_db_close(dst);
     return ret;
 }
