@@ -10,10 +10,12 @@ struct mt_template {
     /* .space   = */ mt_status (*space)(const mt_workload *wl, mt_space *out);
     /* .build   = */ mt_status (*build)(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
                                         mt_kernel **out, char *err, size_t errlen); /* epi: NULL for none */
+    /* .weights = */ mt_weight_layout weights; /* how the kernel reads its weight parameter (0: OIHW) */
 };
 
 extern const mt_template mt__template_direct;
 extern const mt_template mt__template_depthwise;
 extern const mt_template mt__template_gemm;
+extern const mt_template mt__template_kvec;
 
 #endif

@@ -540,3 +540,45 @@ mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char 
     for (int i = 0; i < nparts; i++) dst[i] = v[i];
     return MT_OK;
 }
+
+/* ---- IR building helpers of the register-tile templates ---- */
+
+int mt__clip_options(const int *opts, int nopts, int limit, int *vals) {
+    int n = 0;
+    for (int i = 0; i < nopts; i++)
+        if (i == 0 || opts[i] <= limit) vals[n++] = opts[i];
+    return n;
+}
+
+mt_expr *mt__let_bind(mt_kernel *k, mt__let_chain *lc, const char *name, mt_expr *value) {
+    if (!value || lc->n >= MT__LET_MAX) {
+        lc->failed = 1;
+        return NULL;
+    }
+    if (value->kind == MT_EXPR_INT || value->kind == MT_EXPR_VAR) return value; /* nothing to name */
+    mt_var *v = mt_ir_var(k, name, MT_TYPE_INT);
+    lc->vars[lc->n] = v;
+    lc->vals[lc->n] = value;
+    lc->n++;
+    return mt_ir_v(k, v);
+}
+
+mt_stmt *mt__let_wrap(mt_kernel *k, mt__let_chain *lc, mt_stmt *body) {
+    if (lc->failed) return NULL;
+    for (int i = lc->n - 1; i >= 0; i--) body = mt_ir_let(k, lc->vars[i], lc->vals[i], body);
+    return body;
+}
+
+mt_expr *mt__loop_begin(mt_kernel *k, mt__opt_loop *l, const char *name, int64_t extent, mt_loop_kind kind) {
+    l->extent = extent;
+    l->kind = kind;
+    l->axis = 0;
+    l->var = NULL;
+    if (extent <= 1) return mt_ir_int(k, 0);
+    l->var = mt_ir_var(k, name, MT_TYPE_INT);
+    return mt_ir_v(k, l->var);
+}
+
+mt_stmt *mt__loop_end(mt_kernel *k, const mt__opt_loop *l, mt_stmt *body) {
+    return l->extent <= 1 ? body : mt_ir_for(k, l->var, l->extent, l->kind, l->axis, body);
+}

@@ -66,6 +66,37 @@ mt_expr *mt__epilogue_apply(mt_kernel *k, const mt__epilogue_bufs *eb, mt_expr *
 mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, const char *name, mt_kernel **out, char *err,
                               size_t errlen);
 
+/* ---- IR building helpers of the register-tile templates (gemm, kvec) ---- */
+
+/* Copies into vals the options of `opts` up to `limit` (always the first); returns how many. */
+int mt__clip_options(const int *opts, int nopts, int limit, int *vals);
+
+/* Named integer values: mt__let_bind returns a variable for value (or value
+ * itself when it is a constant or a variable), and mt__let_wrap wraps a body
+ * in the LETs, the first bound outermost. A failure (NULL value, too many)
+ * makes mt__let_wrap return NULL. */
+#define MT__LET_MAX 24
+typedef struct mt__let_chain {
+    mt_var *vars[MT__LET_MAX];
+    mt_expr *vals[MT__LET_MAX];
+    int n;
+    int failed;
+} mt__let_chain;
+mt_expr *mt__let_bind(mt_kernel *k, mt__let_chain *lc, const char *name, mt_expr *value);
+mt_stmt *mt__let_wrap(mt_kernel *k, mt__let_chain *lc, mt_stmt *body);
+
+/* A loop over 0..extent-1 that disappears when extent is 1: mt__loop_begin
+ * returns its index (the constant 0 then), mt__loop_end wraps the body
+ * (along l->axis for launch loops; 0 unless the caller sets it). */
+typedef struct mt__opt_loop {
+    mt_var *var;
+    int64_t extent;
+    mt_loop_kind kind;
+    int axis;
+} mt__opt_loop;
+mt_expr *mt__loop_begin(mt_kernel *k, mt__opt_loop *l, const char *name, int64_t extent, mt_loop_kind kind);
+mt_stmt *mt__loop_end(mt_kernel *k, const mt__opt_loop *l, mt_stmt *body);
+
 /* Copies the nparts values of split knob `name` into dst; MT_INVALID_ARG (with
  * err) when cfg has no such knob. */
 mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen);

@@ -64,4 +64,5 @@ const mt_template mt__template_depthwise = {
     /* .accepts = */ depthwise_accepts,
     /* .space   = */ depthwise_space,
     /* .build   = */ depthwise_build,
+    /* .weights = */ MT_WEIGHTS_OIHW,
 };

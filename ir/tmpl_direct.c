@@ -77,4 +77,5 @@ const mt_template mt__template_direct = {
     /* .accepts = */ direct_accepts,
     /* .space   = */ direct_space,
     /* .build   = */ direct_build,
+    /* .weights = */ MT_WEIGHTS_OIHW,
 };

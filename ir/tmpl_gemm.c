@@ -153,14 +153,6 @@ static int pow2_at_least(int x) {
     return v;
 }
 
-/* Copies into vals the options of `opts` up to `limit` (always the first); returns how many. */
-static int clip_options(const int *opts, int nopts, int limit, int *vals) {
-    int n = 0;
-    for (int i = 0; i < nopts; i++)
-        if (i == 0 || opts[i] <= limit) vals[n++] = opts[i];
-    return n;
-}
-
 static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
     if (!gemm_accepts(wl) || !out) return MT_UNSUPPORTED;
     gemm_plan p;
@@ -180,20 +172,20 @@ static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
     mt_status st = MT_OK;
     /* Options past what the workload can use (more channels, rows or
      * columns per work-item or per work-group than it has) are left out. */
-    n = clip_options(threads_k, 5, p.kg, v);
+    n = mt__clip_options(threads_k, 5, p.kg, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "thread_k", v, n);
-    n = clip_options(reg_k, 8, p.kg, v);
+    n = mt__clip_options(reg_k, 8, p.kg, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "reg_k", v, n);
-    n = clip_options(threads_y, 2, p.oh, v);
+    n = mt__clip_options(threads_y, 2, p.oh, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "thread_y", v, n);
-    n = clip_options(reg_y, 4, p.oh, v);
+    n = mt__clip_options(reg_y, 4, p.oh, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "reg_y", v, n);
-    n = clip_options(threads_x, 5, p.ow, v);
+    n = mt__clip_options(threads_x, 5, p.ow, v);
     if (st == MT_OK) st = mt_space_add_enum(out, "thread_x", v, n);
-    n = clip_options(reg_x, 6, pow2_at_least(p.ow), v);
+    n = mt__clip_options(reg_x, 6, pow2_at_least(p.ow), v);
     if (st == MT_OK) st = mt_space_add_enum(out, "reg_x", v, n);
     if (st == MT_OK) st = mt_space_add_split(out, "tile_red", p.cg, 2, MT_SPLIT_FACTOR, 0);
-    n = clip_options(vec, 4, pow2_at_least(p.ow), v);
+    n = mt__clip_options(vec, 4, pow2_at_least(p.ow), v);
     if (st == MT_OK) st = mt_space_add_enum(out, "vec", v, n);
     if (st == MT_OK) st = mt_space_add_enum(out, "stage_local", stage, 3);
     if (st == MT_OK) st = mt_space_add_enum(out, "auto_unroll_max_step", unroll, 3);
@@ -231,34 +223,6 @@ typedef struct gemm_builder {
     int iy_lo, iy_hi, ix_lo, ix_hi; /* an input read may fall below 0 / at or past h (w) */
 } gemm_builder;
 
-/* Binds a LET for value and returns its variable as an expression; the LET
- * statements are chained by the caller (innermost last). */
-typedef struct let_chain {
-    mt_var *vars[16];
-    mt_expr *vals[16];
-    int n;
-    int failed;
-} let_chain;
-
-static mt_expr *let_bind(gemm_builder *b, let_chain *lc, const char *name, mt_expr *value) {
-    if (!value || lc->n >= 16) {
-        lc->failed = 1;
-        return NULL;
-    }
-    if (value->kind == MT_EXPR_INT || value->kind == MT_EXPR_VAR) return value; /* nothing to name */
-    mt_var *v = mt_ir_var(b->k, name, MT_TYPE_INT);
-    lc->vars[lc->n] = v;
-    lc->vals[lc->n] = value;
-    lc->n++;
-    return mt_ir_v(b->k, v);
-}
-
-static mt_stmt *let_wrap(gemm_builder *b, let_chain *lc, mt_stmt *body) {
-    if (lc->failed) return NULL;
-    for (int i = lc->n - 1; i >= 0; i--) body = mt_ir_let(b->k, lc->vars[i], lc->vals[i], body);
-    return body;
-}
-
 enum load_mode {
     LOAD_FAST,    /* global input, known in bounds */
     LOAD_GUARDED, /* global input, per-vector test, per-lane fallback */
@@ -270,28 +234,6 @@ enum load_mode {
 /* e * m + a, folding what can be folded. */
 static mt_expr *mad(gemm_builder *b, mt_expr *e, int64_t m, int64_t a) {
     return mt_ir_add(b->k, mt_ir_mul(b->k, e, KI(b, m)), KI(b, a));
-}
-
-/* A loop over 0..extent-1, or the constant 0 when extent is 1. *idx gets the
- * index expression; wrap with gemm_loop_end. */
-typedef struct gemm_loop {
-    mt_var *var;
-    int64_t extent;
-    mt_loop_kind kind;
-} gemm_loop;
-
-static mt_expr *loop_begin(gemm_builder *b, gemm_loop *l, const char *name, int64_t extent, mt_loop_kind kind) {
-    l->extent = extent;
-    l->kind = kind;
-    l->var = NULL;
-    if (extent <= 1) return KI(b, 0);
-    l->var = mt_ir_var(b->k, name, MT_TYPE_INT);
-    return mt_ir_v(b->k, l->var);
-}
-
-static mt_stmt *loop_end(gemm_builder *b, gemm_loop *l, mt_stmt *body) {
-    if (l->extent <= 1) return body;
-    return mt_ir_for(b->k, l->var, l->extent, l->kind, 0, body);
 }
 
 /* The conditions that every index in [lo, lo + span] lies in [0, limit), limited
@@ -396,39 +338,39 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
 static mt_stmt *tap_loops(gemm_builder *b, mt_expr *c, mt_expr *ci, enum load_mode mode) {
     const gemm_plan *p = b->p;
     mt_kernel *k = b->k;
-    gemm_loop lr, ls;
-    mt_expr *r = loop_begin(b, &lr, "r", p->r, MT_LOOP_SERIAL);
-    mt_expr *s = loop_begin(b, &ls, "s", p->s, MT_LOOP_SERIAL);
+    mt__opt_loop lr, ls;
+    mt_expr *r = mt__loop_begin(b->k, &lr, "r", p->r, MT_LOOP_SERIAL);
+    mt_expr *s = mt__loop_begin(b->k, &ls, "s", p->s, MT_LOOP_SERIAL);
     mt_stmt *body;
     if (mode == LOAD_LOCAL && b->wl) {
         body = reduction_step(b, c, ci, r, s, mode);
     } else if (mode == LOAD_LOCAL) {
-        let_chain lc = {0};
-        b->tap_w = let_bind(b, &lc, "tw", mt_ir_add(k, b->w_row, mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s)));
-        body = let_wrap(b, &lc, reduction_step(b, c, ci, r, s, mode));
+        mt__let_chain lc = {0};
+        b->tap_w = mt__let_bind(b->k, &lc, "tw", mt_ir_add(k, b->w_row, mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s)));
+        body = mt__let_wrap(b->k, &lc, reduction_step(b, c, ci, r, s, mode));
     } else {
-        let_chain lc = {0};
-        b->tap_iy = let_bind(b, &lc, "tiy", mt_ir_add(k, mad(b, b->y0, p->sh, -p->ph), mt_ir_mul(k, r, KI(b, p->dh))));
-        b->tap_ix = let_bind(b, &lc, "tix", mt_ir_add(k, mad(b, b->x0, p->sw, -p->pw), mt_ir_mul(k, s, KI(b, p->dw))));
-        b->tap_in = let_bind(b, &lc, "tin", mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, b->tap_iy, KI(b, p->w))), b->tap_ix));
-        b->tap_w = let_bind(b, &lc, "tw", mt_ir_add(k, b->w_row, mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s)));
-        body = let_wrap(b, &lc, reduction_step(b, c, ci, r, s, mode));
+        mt__let_chain lc = {0};
+        b->tap_iy = mt__let_bind(b->k, &lc, "tiy", mt_ir_add(k, mad(b, b->y0, p->sh, -p->ph), mt_ir_mul(k, r, KI(b, p->dh))));
+        b->tap_ix = mt__let_bind(b->k, &lc, "tix", mt_ir_add(k, mad(b, b->x0, p->sw, -p->pw), mt_ir_mul(k, s, KI(b, p->dw))));
+        b->tap_in = mt__let_bind(b->k, &lc, "tin", mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, b->tap_iy, KI(b, p->w))), b->tap_ix));
+        b->tap_w = mt__let_bind(b->k, &lc, "tw", mt_ir_add(k, b->w_row, mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s)));
+        body = mt__let_wrap(b->k, &lc, reduction_step(b, c, ci, r, s, mode));
     }
-    return loop_end(b, &lr, loop_end(b, &ls, body));
+    return mt__loop_end(b->k, &lr, mt__loop_end(b->k, &ls, body));
 }
 
 /* for rco (serial, or the given index when rco_e != NULL): for rci (unrolled): taps. */
 static mt_stmt *channel_loops(gemm_builder *b, mt_expr *rco_e, enum load_mode mode) {
     const gemm_plan *p = b->p;
     mt_kernel *k = b->k;
-    gemm_loop lo, li;
-    mt_expr *rco = rco_e ? rco_e : loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
+    mt__opt_loop lo, li;
+    mt_expr *rco = rco_e ? rco_e : mt__loop_begin(b->k, &lo, "rco", p->rco, MT_LOOP_SERIAL);
     /* The chunk is unrolled; past GEMM_MAX_RED_UNROLL channels it is left
      * to auto-unroll, so that huge chunks do not make huge kernels. */
-    mt_expr *ci = loop_begin(b, &li, "rci", p->rci, p->rci <= GEMM_MAX_RED_UNROLL ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
+    mt_expr *ci = mt__loop_begin(b->k, &li, "rci", p->rci, p->rci <= GEMM_MAX_RED_UNROLL ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_expr *c = mt_ir_add(k, mt_ir_mul(k, rco, KI(b, p->rci)), ci);
-    mt_stmt *body = loop_end(b, &li, tap_loops(b, c, ci, mode));
-    return rco_e ? body : loop_end(b, &lo, body);
+    mt_stmt *body = mt__loop_end(b->k, &li, tap_loops(b, c, ci, mode));
+    return rco_e ? body : mt__loop_end(b->k, &lo, body);
 }
 
 /* A work-group-wide copy of `total` elements: each work-item takes every
@@ -438,13 +380,13 @@ typedef mt_stmt *(*copy_fn)(gemm_builder *b, mt_expr *e, mt_expr *rco);
 static mt_stmt *coop_copy(gemm_builder *b, int64_t total, copy_fn make, mt_expr *rco) {
     mt_kernel *k = b->k;
     int64_t nth = (int64_t)b->p->kt * b->p->yt * b->p->xt;
-    gemm_loop l;
-    mt_expr *eo = loop_begin(b, &l, "cp", (total + nth - 1) / nth, MT_LOOP_SERIAL);
+    mt__opt_loop l;
+    mt_expr *eo = mt__loop_begin(b->k, &l, "cp", (total + nth - 1) / nth, MT_LOOP_SERIAL);
     mt_var *ev = mt_ir_var(k, "e", MT_TYPE_INT);
     mt_expr *e = mt_ir_v(k, ev);
     mt_stmt *copy = make(b, e, rco);
     if (total % nth) copy = mt_ir_if(k, mt_ir_lt(k, e, KI(b, total)), copy, NULL);
-    return loop_end(b, &l, mt_ir_let(k, ev, mt_ir_add(k, mt_ir_mul(k, eo, KI(b, nth)), b->tid), copy));
+    return mt__loop_end(b->k, &l, mt_ir_let(k, ev, mt_ir_add(k, mt_ir_mul(k, eo, KI(b, nth)), b->tid), copy));
 }
 
 /* wl[e] = w[group][kb + e / (rci*r*s)][rco*rci*r*s + e % (rci*r*s)] */
@@ -492,8 +434,8 @@ static mt_stmt *reduction(gemm_builder *b, mt_stmt *init) {
         mt_stmt *fast = channel_loops(b, NULL, LOAD_FAST);
         return mt_ir_seq2(k, init, cond ? mt_ir_if(k, cond, fast, channel_loops(b, NULL, LOAD_GUARDED)) : fast);
     }
-    gemm_loop lo;
-    mt_expr *rco = loop_begin(b, &lo, "rco", p->rco, MT_LOOP_SERIAL);
+    mt__opt_loop lo;
+    mt_expr *rco = mt__loop_begin(b->k, &lo, "rco", p->rco, MT_LOOP_SERIAL);
     mt_stmt_list list = {0};
     if (b->wl) mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->kt * p->kr * p->rci * p->r * p->s, copy_weight, rco));
     mt_stmt_list_push(k, &list, coop_copy(b, (int64_t)p->rci * b->pch * b->pcw, copy_input, rco));
@@ -505,7 +447,7 @@ static mt_stmt *reduction(gemm_builder *b, mt_stmt *init) {
     }
     mt_stmt_list_push(k, &list, channel_loops(b, rco, LOAD_LOCAL));
     mt_stmt_list_push(k, &list, mt_ir_barrier(k)); /* before the next chunk overwrites the stage */
-    return mt_ir_seq2(k, init, loop_end(b, &lo, mt_stmt_list_seq(k, &list)));
+    return mt_ir_seq2(k, init, mt__loop_end(b->k, &lo, mt_stmt_list_seq(k, &list)));
 }
 
 /* Stores the accumulator tile, skipping overhanging channels, rows and columns. */
@@ -606,37 +548,37 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
      * consecutive work-groups reuse one input tile from cache), axis 1 =
      * column blocks, axis 2 = (image, group, row block); work-items alike. */
     const int axis_k = 0, axis_x = 1;
-    gemm_loop gk, gx, gz, tk, tx, tz;
-    mt_expr *bk = loop_begin(b, &gk, "bk", p->ko, MT_LOOP_BLOCK);
-    mt_expr *bx = loop_begin(b, &gx, "bx", p->xo, MT_LOOP_BLOCK);
-    mt_expr *bz = loop_begin(b, &gz, "bz", (int64_t)p->n * p->groups * p->yo, MT_LOOP_BLOCK);
-    b->tk = loop_begin(b, &tk, "tk", p->kt, MT_LOOP_THREAD);
-    b->tx = loop_begin(b, &tx, "tx", p->xt, MT_LOOP_THREAD);
-    b->ty = loop_begin(b, &tz, "ty", p->yt, MT_LOOP_THREAD);
+    mt__opt_loop gk, gx, gz, tk, tx, tz;
+    mt_expr *bk = mt__loop_begin(b->k, &gk, "bk", p->ko, MT_LOOP_BLOCK);
+    mt_expr *bx = mt__loop_begin(b->k, &gx, "bx", p->xo, MT_LOOP_BLOCK);
+    mt_expr *bz = mt__loop_begin(b->k, &gz, "bz", (int64_t)p->n * p->groups * p->yo, MT_LOOP_BLOCK);
+    b->tk = mt__loop_begin(b->k, &tk, "tk", p->kt, MT_LOOP_THREAD);
+    b->tx = mt__loop_begin(b->k, &tx, "tx", p->xt, MT_LOOP_THREAD);
+    b->ty = mt__loop_begin(b->k, &tz, "ty", p->yt, MT_LOOP_THREAD);
 
-    let_chain lc = {0};
+    mt__let_chain lc = {0};
     mt_expr *byb = mt_ir_mod(k, bz, KI(b, p->yo));
-    mt_expr *img_grp = let_bind(b, &lc, "ng", mt_ir_div(k, bz, KI(b, p->yo)));
+    mt_expr *img_grp = mt__let_bind(b->k, &lc, "ng", mt_ir_div(k, bz, KI(b, p->yo)));
     mt_expr *img = mt_ir_div(k, img_grp, KI(b, p->groups));
     mt_expr *grp = mt_ir_mod(k, img_grp, KI(b, p->groups));
-    b->kb = let_bind(b, &lc, "kb", mt_ir_mul(k, bk, KI(b, (int64_t)p->kt * p->kr)));
-    b->yb = let_bind(b, &lc, "yb", mt_ir_mul(k, byb, KI(b, (int64_t)p->yt * p->yr)));
-    b->xb = let_bind(b, &lc, "xb", mt_ir_mul(k, bx, KI(b, (int64_t)p->xt * p->xr)));
-    b->k0 = let_bind(b, &lc, "k0", mt_ir_add(k, b->kb, mt_ir_mul(k, b->tk, KI(b, p->kr))));
-    b->y0 = let_bind(b, &lc, "y0", mt_ir_add(k, b->yb, mt_ir_mul(k, b->ty, KI(b, p->yr))));
-    b->x0 = let_bind(b, &lc, "x0", mt_ir_add(k, b->xb, mt_ir_mul(k, b->tx, KI(b, p->xr))));
+    b->kb = mt__let_bind(b->k, &lc, "kb", mt_ir_mul(k, bk, KI(b, (int64_t)p->kt * p->kr)));
+    b->yb = mt__let_bind(b->k, &lc, "yb", mt_ir_mul(k, byb, KI(b, (int64_t)p->yt * p->yr)));
+    b->xb = mt__let_bind(b->k, &lc, "xb", mt_ir_mul(k, bx, KI(b, (int64_t)p->xt * p->xr)));
+    b->k0 = mt__let_bind(b->k, &lc, "k0", mt_ir_add(k, b->kb, mt_ir_mul(k, b->tk, KI(b, p->kr))));
+    b->y0 = mt__let_bind(b->k, &lc, "y0", mt_ir_add(k, b->yb, mt_ir_mul(k, b->ty, KI(b, p->yr))));
+    b->x0 = mt__let_bind(b->k, &lc, "x0", mt_ir_add(k, b->xb, mt_ir_mul(k, b->tx, KI(b, p->xr))));
     b->k0s = b->k0;
-    if (!b->wl && b->k_over) b->k0s = let_bind(b, &lc, "k0s", mt_ir_min(k, b->k0, KI(b, p->kg - p->kr)));
-    b->tid = let_bind(b, &lc, "tid", mt_ir_add(k, mad(b, mt_ir_add(k, mt_ir_mul(k, b->ty, KI(b, p->xt)), b->tx), p->kt, 0), b->tk));
-    b->in_img = let_bind(b, &lc, "in_base",
+    if (!b->wl && b->k_over) b->k0s = mt__let_bind(b->k, &lc, "k0s", mt_ir_min(k, b->k0, KI(b, p->kg - p->kr)));
+    b->tid = mt__let_bind(b->k, &lc, "tid", mt_ir_add(k, mad(b, mt_ir_add(k, mt_ir_mul(k, b->ty, KI(b, p->xt)), b->tx), p->kt, 0), b->tk));
+    b->in_img = mt__let_bind(b->k, &lc, "in_base",
                          mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->c)), mt_ir_mul(k, grp, KI(b, p->cg))), KI(b, (int64_t)p->h * p->w)));
-    b->w_grp = let_bind(b, &lc, "w_base", mt_ir_mul(k, grp, KI(b, (int64_t)p->kg * p->cg * p->r * p->s)));
-    if (!b->wl) b->w_row = let_bind(b, &lc, "w_row", mt_ir_add(k, b->w_grp, mt_ir_mul(k, b->k0s, KI(b, (int64_t)p->cg * p->r * p->s))));
+    b->w_grp = mt__let_bind(b->k, &lc, "w_base", mt_ir_mul(k, grp, KI(b, (int64_t)p->kg * p->cg * p->r * p->s)));
+    if (!b->wl) b->w_row = mt__let_bind(b->k, &lc, "w_row", mt_ir_add(k, b->w_grp, mt_ir_mul(k, b->k0s, KI(b, (int64_t)p->cg * p->r * p->s))));
     b->k_grp = mt_ir_mul(k, grp, KI(b, p->kg));
-    b->out_img = let_bind(b, &lc, "out_base", mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->k)), mt_ir_mul(k, grp, KI(b, p->kg))),
+    b->out_img = mt__let_bind(b->k, &lc, "out_base", mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->k)), mt_ir_mul(k, grp, KI(b, p->kg))),
                                                          KI(b, (int64_t)p->oh * p->ow)));
 
-    mt_stmt *body = let_wrap(b, &lc, work_item(b));
+    mt_stmt *body = mt__let_wrap(b->k, &lc, work_item(b));
     /* Innermost launch loops first. */
     if (body) {
         if (tz.extent > 1) body = mt_ir_for(k, tz.var, tz.extent, MT_LOOP_THREAD, 2, body);
@@ -736,4 +678,5 @@ const mt_template mt__template_gemm = {
     /* .accepts = */ gemm_accepts,
     /* .space   = */ gemm_space,
     /* .build   = */ gemm_build,
+    /* .weights = */ MT_WEIGHTS_OIHW,
 };

@@ -320,7 +320,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     const float *wsrc;
     if ((st = mt__weights_need(w, l->name, ".weight", nw, &wsrc, err, errlen)) != MT_OK) return st;
     double *scale = malloc(sizeof(double) * (size_t)wl->k), *shift = malloc(sizeof(double) * (size_t)wl->k);
-    float *wf = malloc(sizeof(float) * (size_t)nw), *bf = malloc(sizeof(float) * (size_t)wl->k);
+    float *wf = malloc(sizeof(float) * (size_t)nw), *bf = malloc(sizeof(float) * (size_t)wl->k), *wl_packed = NULL;
     if (!scale || !shift || !wf || !bf) {
         st = mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
         goto done;
@@ -330,8 +330,22 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
         for (int64_t j = 0; j < per_k; j++) wf[o * per_k + j] = (float)((double)wsrc[o * per_k + j] * scale[o]);
         bf[o] = (float)shift[o];
     }
+    /* In the layout the chosen template reads (OIHW16o for kvec). */
+    mt_weight_layout layout = mt_template_weight_layout(t);
+    int64_t nwl = mt_weight_layout_elems(layout, wl);
+    if (layout != MT_WEIGHTS_OIHW) {
+        if (nwl <= 0 || !(wl_packed = malloc(sizeof(float) * (size_t)nwl))) {
+            st = mt__fail(err, errlen, nwl <= 0 ? MT_UNSUPPORTED : MT_NOMEM, "layer '%s': no %s weights", l->name, mt_weight_layout_name(layout));
+            goto done;
+        }
+        if ((st = mt_weights_to_layout(layout, wl, wf, wl_packed)) != MT_OK) {
+            mt__fail(err, errlen, st, "layer '%s': converting the weights to %s failed", l->name, mt_weight_layout_name(layout));
+            goto done;
+        }
+    }
     mt_dbuf *dw = NULL;
-    if ((st = ex_alloc(ex, sizeof(float) * (size_t)nw, wf, &dw, &ex->stats.weight_bytes, err, errlen)) != MT_OK) goto done;
+    if ((st = ex_alloc(ex, sizeof(float) * (size_t)nwl, wl_packed ? wl_packed : wf, &dw, &ex->stats.weight_bytes, err, errlen)) != MT_OK)
+        goto done;
     int na = 0;
     launch.args[na++] = ex->slots[ex->plan.slot[l->inputs[0]]];
     launch.args[na++] = dw;
@@ -347,6 +361,7 @@ done:
     free(scale);
     free(shift);
     free(wf);
+    free(wl_packed);
     free(bf);
     return st;
 }

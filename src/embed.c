@@ -18,6 +18,7 @@ struct mt_conv_kernel {
     char kernel_name[32];
     int from_db;
     double tuned_ms;
+    mt_weight_layout weight_layout;
     int64_t grid[3], block[3];
     mt_program *prog;
 };
@@ -26,6 +27,7 @@ struct mt_embed {
     mt_device *dev;
     int own_dev;
     mt_db *db;                  /* NULL: defaults only; used under `lock` */
+    unsigned weight_layouts;    /* layouts the caller gives weights in (mask of 1 << mt_weight_layout) */
     pthread_mutex_t lock;       /* the cache and db */
     pthread_mutex_t launch_lock; /* kernel arguments are shared state in OpenCL */
     mt_conv_kernel **cache;     /* individually allocated: pointers handed out stay valid */
@@ -33,7 +35,7 @@ struct mt_embed {
 };
 
 mt_embed_params mt_embed_default_params(void) {
-    return (mt_embed_params){.db_path = NULL, .device = NULL, .device_spec = NULL, .cache_dir = NULL};
+    return (mt_embed_params){.db_path = NULL, .device = NULL, .device_spec = NULL, .cache_dir = NULL, .weight_layouts = 0};
 }
 
 static void kernel_free(mt_conv_kernel *k) {
@@ -58,8 +60,11 @@ void mt_embed_close(mt_embed *e) {
 mt_status mt_embed_open(const mt_embed_params *params, mt_embed **out, char *err, size_t errlen) {
     if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "embed: NULL argument");
     mt_embed_params p = params ? *params : mt_embed_default_params();
+    if (p.weight_layouts & ~MT_WEIGHT_LAYOUTS_ALL)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "embed: unknown weight layouts in mask 0x%x", p.weight_layouts);
     mt_embed *e = calloc(1, sizeof *e);
     if (!e) return mt__fail(err, errlen, MT_NOMEM, "embed: out of memory");
+    e->weight_layouts = p.weight_layouts | (1u << MT_WEIGHTS_OIHW);
     if (pthread_mutex_init(&e->lock, NULL) != 0) {
         free(e);
         return mt__fail(err, errlen, MT_NOMEM, "embed: cannot create a mutex");
@@ -108,7 +113,8 @@ static mt_status prepare(mt_embed *e, const mt_workload *wl, mt_conv_kernel **ou
     }
     int from_db = 0;
     char dberr[512] = "";
-    mt_status st = mt_best_config(e->db, wl, mt_device_get_info(e->dev), &t, &space, &cfg, rec, &from_db, dberr, sizeof dberr);
+    mt_status st =
+        mt_best_config_layouts(e->db, wl, mt_device_get_info(e->dev), e->weight_layouts, &t, &space, &cfg, rec, &from_db, dberr, sizeof dberr);
     if (st != MT_OK) {
         free(rec);
         free(k);
@@ -121,6 +127,7 @@ static mt_status prepare(mt_embed *e, const mt_workload *wl, mt_conv_kernel **ou
     k->config = cfgtext;
     free(rec);
     snprintf(k->template_name, sizeof k->template_name, "%s", mt_template_name(t));
+    k->weight_layout = mt_template_weight_layout(t);
     mt_config_format(&space, &cfg, k->config, MT_RECORD_CONFIG_LEN);
     mt_kernel *ir = NULL;
     mt_kernel_resources kr;
@@ -190,6 +197,7 @@ void mt_conv_kernel_get_info(const mt_conv_kernel *k, mt_conv_kernel_info *info)
     info->config = k->config;
     info->from_db = k->from_db;
     info->tuned_ms = k->tuned_ms;
+    info->weight_layout = k->weight_layout;
     memcpy(info->grid, k->grid, sizeof k->grid);
     memcpy(info->block, k->block, sizeof k->block);
     info->kernel_name = k->kernel_name;
@@ -200,7 +208,8 @@ const char *mt_conv_kernel_source(const mt_conv_kernel *k) { return k ? k->sourc
 mt_status mt_conv_kernel_launch(mt_embed *e, const mt_conv_kernel *k, mt_dbuf *input, mt_dbuf *weights, mt_dbuf *output, double *ms,
                                 char *err, size_t errlen) {
     if (!e || !k || !input || !weights || !output) return mt__fail(err, errlen, MT_INVALID_ARG, "embed: NULL argument");
-    size_t need[3] = {sizeof(float) * (size_t)mt_workload_input_elems(&k->wl), sizeof(float) * (size_t)mt_workload_weight_elems(&k->wl),
+    size_t need[3] = {sizeof(float) * (size_t)mt_workload_input_elems(&k->wl),
+                      sizeof(float) * (size_t)mt_weight_layout_elems(k->weight_layout, &k->wl),
                       sizeof(float) * (size_t)mt_workload_output_elems(&k->wl)};
     mt_dbuf *args[3] = {input, weights, output};
     static const char *const what[3] = {"input", "weights", "output"};

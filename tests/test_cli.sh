@@ -31,7 +31,7 @@ expect 0 "top-level help" -- --help
 contains out "commands:" "help lists commands"
 expect 2 "no command" --
 expect 2 "unknown command" -- frobnicate
-for cmd in devices conv tasks tune train eval-model; do
+for cmd in devices conv tasks tune train eval-model merge-db; do
   expect 0 "$cmd --help" -- "$cmd" --help
   contains out "usage: mtgpu $cmd" "$cmd help text"
 done
@@ -54,12 +54,16 @@ contains out "__kernel" "OpenCL source"
 contains out "__global__" "CUDA source"
 expect 2 "--reference with --source" -- conv "c=4,h=8,w=8,k=4,r=3,s=3,pad=1" --reference --source
 expect 2 "unknown cost model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model nope
+expect 2 "unknown template" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --templates gemm,nope
+contains err "unknown template 'nope'" "names the unknown template"
 expect 2 "--model without a gnn" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model xgb --model "$tmp/m.gnn"
 expect 2 "train without --out" -- train --db "$tmp/tuning.db"
 expect 2 "train with xgb" -- train --db "$tmp/tuning.db" --out "$tmp/m.gnn" --cost-model xgb
 expect 2 "eval-model with both" -- eval-model --db "$tmp/tuning.db" --model "$tmp/m.gnn" --cost-model xgb
 expect 2 "eval-model bad fraction" -- eval-model --db "$tmp/tuning.db" --cost-model xgb --holdout-frac 2
 expect 1 "eval-model on a missing database" -- eval-model --db "$tmp/none/x.db" --cost-model xgb
+expect 2 "merge-db without a source" -- merge-db --db "$tmp/m2.db"
+expect 1 "merge-db of a missing source" -- merge-db "$tmp/none/x.db" --db "$tmp/m2.db"
 
 if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "devices --json" -- devices --json
@@ -78,7 +82,21 @@ if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "conv --config" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --template ${cfg%% *} --config "${cfg#* }" --repeats 2
   expect 0 "tune a workload" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 3 --batch 3 --json
   contains out '"type": "summary"' "tune summary JSON"
+  expect 0 "tune one template" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 2 --batch 2 --templates kvec --db "$tmp/kvec.db" --json
+  contains out '"template": "kvec"' "tune --templates measures that template"
+  if grep -q '"template": "gemm"' "$tmp/out"; then fail=$((fail + 1)); echo "FAIL: tune --templates kvec measured gemm"; else pass=$((pass + 1)); fi
   expect 2 "bad device" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:x
+  # merge-db: the tuned records into a new database, then again (nothing new); bad sources fail.
+  expect 0 "merge-db" -- merge-db "$tmp/tuning.db" --db "$tmp/merged.db" --json
+  contains out '"inserted": 3' "merge-db copies every record"
+  expect 0 "merge-db again" -- merge-db "$tmp/tuning.db" --db "$tmp/merged.db"
+  contains out "0 new, 3 already there" "merge-db keeps what is there"
+  expect 1 "merge-db into itself" -- merge-db "$tmp/merged.db" --db "$tmp/merged.db"
+  echo "not a database" > "$tmp/junk.db"
+  expect 1 "merge-db of a corrupt file" -- merge-db "$tmp/junk.db" --db "$tmp/merged.db"
+  contains err "not a usable SQLite database" "merge-db names the problem"
+  expect 0 "merged records are found" -- best "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --db "$tmp/merged.db" --json
+  contains out '"from_db": true' "best reads the merged database"
 else
   echo "skipped device checks: no device (mtgpu devices failed)"
 fi

@@ -492,6 +492,119 @@ static void test_embed_threads(void **state) {
     assert_null(e);
 }
 
+/* A valid kvec config of wl on the test device (the first of a seeded draw). */
+static void kvec_config(const mt_workload *wl, mt_space *sp, mt_config *cfg, char *text, size_t textlen) {
+    const mt_template *t = mt_template_find("kvec");
+    assert_non_null(t);
+    assert_int_equal(mt_template_space(t, wl, sp), MT_OK);
+    mt_device_limits lim = mt_device_get_limits(g_dev);
+    uint64_t rng = 99;
+    for (int d = 0; d < 1000; d++) {
+        mt_space_random(sp, &rng, cfg);
+        if (mt_template_check(t, wl, sp, cfg, &lim, NULL, 0) == MT_OK) {
+            assert_true(mt_config_format(sp, cfg, text, textlen) > 0);
+            return;
+        }
+    }
+    fail_msg("no valid kvec config drawn");
+}
+
+/* Records whose best template reads packed weights (kvec, OIHW16o): the
+ * executor converts the weights for them and matches the reference; the
+ * embedding API passes them over unless the caller accepts that layout, and
+ * then its kernel computes the right result on packed weights. */
+static void test_packed_weight_records(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char path[512], err[1024];
+    snprintf(path, sizeof path, "%s/kvec.db", g_dir);
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    const mt_device_info *di = mt_device_get_info(g_dev);
+    assert_int_equal(mt_db_put_device(db, di), MT_OK);
+    mt_network *net = tiny_net(20, 1); /* k = 20: a padded last channel block */
+    int nconv = 0;
+    mt_workload last;
+    for (int i = 0; i < mt_network_num_layers(net); i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        if (l->kind != MT_LAYER_CONV2D) continue;
+        mt_space sp;
+        mt_config cfg;
+        mt_record rec;
+        mt_record_init(&rec);
+        rec.wl = l->conv.wl;
+        snprintf(rec.template_name, sizeof rec.template_name, "kvec");
+        kvec_config(&l->conv.wl, &sp, &cfg, rec.config, sizeof rec.config);
+        mt_space_free(&sp);
+        memcpy(rec.device, di->fingerprint, sizeof rec.device);
+        rec.ncosts = 1;
+        rec.costs_ms[0] = rec.median_ms = 1e-6; /* faster than anything */
+        assert_int_equal(mt_db_put_record(db, &rec, NULL), MT_OK);
+        last = l->conv.wl;
+        nconv++;
+    }
+    assert_int_equal(nconv, 2);
+    mt_executor_stats s;
+    double e = run_against_reference(net, db, &s);
+    assert_true(e < NET_TOL);
+    assert_int_equal(s.convs_from_db, 2);
+    mt_db_close(db);
+
+    for (int accept = 0; accept < 2; accept++) {
+        mt_embed_params p = mt_embed_default_params();
+        p.db_path = path;
+        p.device = g_dev;
+        p.weight_layouts = accept ? MT_WEIGHT_LAYOUTS_ALL : 0;
+        mt_embed *em = NULL;
+        assert_int_equal(mt_embed_open(&p, &em, err, sizeof err), MT_OK);
+        const mt_conv_kernel *k = NULL;
+        assert_int_equal(mt_embed_get_conv(em, &last, &k, err, sizeof err), MT_OK);
+        mt_conv_kernel_info info;
+        mt_conv_kernel_get_info(k, &info);
+        print_message("embed, weight layouts %s: %s %s\n", accept ? "all" : "OIHW only", info.template_name, info.config);
+        assert_string_equal(info.template_name, accept ? "kvec" : "gemm");
+        assert_int_equal(info.from_db, accept);
+        assert_int_equal(info.weight_layout, accept ? MT_WEIGHTS_OIHW16O : MT_WEIGHTS_OIHW);
+        int64_t ni = mt_workload_input_elems(&last), nw = mt_workload_weight_elems(&last), no = mt_workload_output_elems(&last);
+        int64_t nwl = mt_weight_layout_elems(info.weight_layout, &last);
+        float *x = malloc(sizeof(float) * (size_t)ni), *w = malloc(sizeof(float) * (size_t)nw), *wl = malloc(sizeof(float) * (size_t)nwl);
+        float *y = malloc(sizeof(float) * (size_t)no), *ref = malloc(sizeof(float) * (size_t)no);
+        assert_true(x && w && wl && y && ref);
+        mt_fill_random(x, ni, 5);
+        mt_fill_random(w, nw, 6);
+        assert_int_equal(mt_conv_reference(&last, x, w, ref), MT_OK);
+        assert_int_equal(mt_weights_to_layout(info.weight_layout, &last, w, wl), MT_OK);
+        mt_dbuf *dx = NULL, *dw = NULL, *dy = NULL;
+        assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * (size_t)ni, &dx), MT_OK);
+        assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * (size_t)nwl, &dw), MT_OK);
+        assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * (size_t)no, &dy), MT_OK);
+        assert_int_equal(mt_dbuf_write(g_dev, dx, 0, x, sizeof(float) * (size_t)ni), MT_OK);
+        assert_int_equal(mt_dbuf_write(g_dev, dw, 0, wl, sizeof(float) * (size_t)nwl), MT_OK);
+        assert_int_equal(mt_conv_kernel_launch(em, k, dx, dw, dy, NULL, err, sizeof err), MT_OK);
+        assert_int_equal(mt_dbuf_read(g_dev, dy, 0, y, sizeof(float) * (size_t)no), MT_OK);
+        double ce = 1;
+        assert_int_equal(mt_compare(y, ref, no, &ce, NULL), MT_OK);
+        assert_true(ce < 1e-5);
+        mt_dbuf_free(dx);
+        mt_dbuf_free(dw);
+        mt_dbuf_free(dy);
+        free(x);
+        free(w);
+        free(wl);
+        free(y);
+        free(ref);
+        mt_embed_close(em);
+    }
+    /* A mask of unknown layouts is refused. */
+    mt_embed_params bad = mt_embed_default_params();
+    bad.db_path = path;
+    bad.device = g_dev;
+    bad.weight_layouts = 1u << 30;
+    mt_embed *em = NULL;
+    assert_int_equal(mt_embed_open(&bad, &em, err, sizeof err), MT_INVALID_ARG);
+    mt_network_free(net);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(g_dir, sizeof g_dir, "%s/mtgpu-test-exec-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -503,7 +616,7 @@ int main(void) {
     if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op),     cmocka_unit_test(test_empty_database),
-        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

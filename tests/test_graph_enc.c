@@ -30,6 +30,8 @@ static const char *const direct_wls[] = {
     "n=2,c=8,h=10,w=10,k=16,r=3,s=3,pad=1",              /* batch 2 */
     "n=1,c=16,h=12,w=12,k=16,r=3,s=3,pad=1,groups=4",    /* grouped */
 };
+/* kvec takes no grouped convolutions: the direct set without its last. */
+#define KVEC_NWLS ((int)(sizeof direct_wls / sizeof direct_wls[0]) - 1)
 static const char *const depthwise_wls[] = {
     "n=1,c=32,h=14,w=14,k=32,r=3,s=3,pad=1,groups=32",
     "n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,groups=64",
@@ -50,6 +52,7 @@ static const tcase cases[] = {
     {"direct", direct_wls, (int)(sizeof direct_wls / sizeof direct_wls[0])},
     {"depthwise", depthwise_wls, (int)(sizeof depthwise_wls / sizeof depthwise_wls[0])},
     {"gemm", direct_wls, (int)(sizeof direct_wls / sizeof direct_wls[0])},
+    {"kvec", direct_wls, KVEC_NWLS},
 };
 
 static mt_device_info dev_a(void) {

@@ -201,6 +201,14 @@ mt_status mt_db_best(mt_db *db, const mt_workload *wl, const char *device_fp, mt
 mt_status mt_best_config(mt_db *db, const mt_workload *wl, const mt_device_info *dev, const mt_template **t, mt_space *space, mt_config *cfg,
                          mt_record *rec, int *from_db, char *err, size_t errlen);
 
+/* mt_best_config among the templates whose weight layout
+ * (mt_template_weight_layout) is in `layouts`, a mask of 1 << mt_weight_layout
+ * that must include MT_WEIGHTS_OIHW (the default configs' layout): for a
+ * caller that gives its weights in OIHW only, layouts = 1 << MT_WEIGHTS_OIHW.
+ * Records of other templates are passed over. */
+mt_status mt_best_config_layouts(mt_db *db, const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **t,
+                                 mt_space *space, mt_config *cfg, mt_record *rec, int *from_db, char *err, size_t errlen);
+
 /* The default config of template t for wl (sp: t's space for wl) on dev: the
  * rule mt_best_config uses for its default, applied to one template. The
  * tuner measures it first for each template, so every task starts from a

@@ -29,6 +29,7 @@
 
 #include "mtgpu/device.h"
 #include "mtgpu/status.h"
+#include "mtgpu/template.h"
 #include "mtgpu/workload.h"
 
 #ifdef __cplusplus
@@ -43,6 +44,14 @@ typedef struct mt_embed_params {
     mt_device *device;     /* a device the caller opened and keeps open past mt_embed_close; NULL: open device_spec */
     const char *device_spec; /* as mt_device_open ("opencl:0", ...); NULL: the first device */
     const char *cache_dir; /* compiled-kernel cache when the handle opens the device; NULL: the default */
+    /* Weight layouts the caller can give (a mask of 1 << mt_weight_layout,
+     * mtgpu/template.h); OIHW is always included. With the default 0 only
+     * templates that read OIHW weights are used, so weights stay as
+     * mtgpu/workload.h describes them; a caller that converts its weights
+     * (mt_weights_to_layout, once per layer) to the layout of each kernel
+     * (mt_conv_kernel_info.weight_layout) passes MT_WEIGHT_LAYOUTS_ALL and
+     * gets the fastest record of any template. */
+    unsigned weight_layouts;
 } mt_embed_params;
 
 mt_embed_params mt_embed_default_params(void);
@@ -67,6 +76,7 @@ typedef struct mt_conv_kernel_info {
     const char *config;  /* text form; owned by the kernel */
     int from_db;         /* 1: a database record; 0: the default config */
     double tuned_ms;     /* the record's median time (0 for a default) */
+    mt_weight_layout weight_layout; /* how the kernel reads its weights (MT_WEIGHTS_OIHW unless the handle accepts others) */
     int64_t grid[3];     /* work-groups per axis */
     int64_t block[3];    /* work-items per work-group per axis */
     const char *kernel_name;
@@ -77,8 +87,10 @@ void mt_conv_kernel_get_info(const mt_conv_kernel *k, mt_conv_kernel_info *info)
 const char *mt_conv_kernel_source(const mt_conv_kernel *k);
 
 /* Runs k once: output = conv(input, weights) in the layouts of
- * mtgpu/workload.h (NCHW, OIHW, NKPQ), with buffers of at least
- * mt_workload_{input,weight,output}_elems floats allocated on
+ * mtgpu/workload.h (NCHW, NKPQ) and the weights in the kernel's weight layout
+ * (OIHW unless the handle was opened with other weight_layouts), with
+ * buffers of at least mt_workload_input_elems, mt_weight_layout_elems and
+ * mt_workload_output_elems floats allocated on
  * mt_embed_device(e). Waits for completion; *ms (may be NULL) gets the
  * device time. MT_INVALID_ARG for NULL or too-small buffers, MT_LAUNCH. */
 mt_status mt_conv_kernel_launch(mt_embed *e, const mt_conv_kernel *k, mt_dbuf *input, mt_dbuf *weights, mt_dbuf *output, double *ms,

@@ -1,7 +1,8 @@
 /* Convolution templates: each maps (workload, config) to a kernel IR.
  *
  * Every template's kernel takes three global buffers in this order: input
- * (NCHW), weights (OIHW), output (NKPQ), all fp32, and writes every output
+ * (NCHW), weights (in the template's weight layout, mt_template_weight_layout:
+ * OIHW for all but `kvec`), output (NKPQ), all fp32, and writes every output
  * element exactly once (no accumulation into the output buffer). A fused
  * kernel (mt_template_build_fused) takes, after those, the buffers its
  * epilogue reads: bias (k floats) if any, then the residual (output-sized). */
@@ -58,6 +59,27 @@ typedef struct mt_conv_epilogue {
 /* mt_template_build with an epilogue (NULL or all-zero: the plain kernel). */
 mt_status mt_template_build_fused(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
                                   const mt_conv_epilogue *epi, mt_kernel **out, char *err, size_t errlen);
+
+/* How a template's kernel reads the weights. Weights are constants, so an
+ * inference executor converts them once (mt_weights_to_layout); a layout
+ * with output channels innermost lets a kernel load the weights of several
+ * output channels as one vector and broadcast the input instead. */
+typedef enum mt_weight_layout {
+    MT_WEIGHTS_OIHW,    /* [k][c/groups][r][s] (mtgpu/workload.h) */
+    MT_WEIGHTS_OIHW16O, /* [ceil(k/16)][c][r][s][16] (groups == 1): blocks of 16 output channels innermost,
+                           the channels past k zero */
+    MT_WEIGHT_LAYOUT_COUNT
+} mt_weight_layout;
+#define MT_WEIGHT_LAYOUTS_ALL ((1u << MT_WEIGHT_LAYOUT_COUNT) - 1u)
+
+mt_weight_layout mt_template_weight_layout(const mt_template *t);
+const char *mt_weight_layout_name(mt_weight_layout l);
+/* Floats the weights of wl take in layout l; 0 when l cannot hold them (OIHW16o with groups > 1). */
+int64_t mt_weight_layout_elems(mt_weight_layout l, const mt_workload *wl);
+/* Writes wl's weights, given in OIHW (mt_workload_weight_elems floats), into
+ * dst (mt_weight_layout_elems floats) in layout l. MT_UNSUPPORTED when l
+ * cannot hold them, MT_INVALID_ARG for NULL pointers. */
+mt_status mt_weights_to_layout(mt_weight_layout l, const mt_workload *wl, const float *oihw, float *dst);
 
 /* A config is valid on a device when the template can realise it and the
  * kernel fits the device's limits: builds the kernel, analyses it and checks
