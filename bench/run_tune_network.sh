@@ -12,6 +12,7 @@
 # unset: the defaults), e.g. MTGPU_TUNE_ARGS="--trials 4 --time-limit 120" for a
 # smoke test; ONEDNN_REPEATS (default 15); OUT (default bench/results);
 # BUILD_DIR (default build-bench, relative to the repository root);
+# DB_OUT=PATH keeps the tuned records database there (e.g. for `mtgpu run`);
 # WARM_CACHE=1 to tune with the user's compiled-kernel caches (mtgpu's and
 # PoCL's) instead of fresh empty ones: by default the tuning starts cold, as a
 # first run on a new machine does, since cache hits skip most of the compile time.
@@ -45,6 +46,9 @@ t1=$(date +%s.%N)
 if [ "$tune_rc" -ne 0 ]; then
   echo "run_tune_network: mtgpu tune failed (exit $tune_rc)" >&2
   exit 1
+fi
+if [ -n "${DB_OUT:-}" ]; then
+  sqlite3 "$tmp/tune.db" ".backup '$DB_OUT'" && echo "run_tune_network: records kept in $DB_OUT" >&2
 fi
 if [ "$have_dnnl" -eq 1 ]; then
   for layout in any nchw; do

@@ -37,10 +37,13 @@
  * channel block into local memory, then computes from there with no tests
  * (the GPU way: one global read per element per work-group). With a single
  * chunk (tile_red = [1, c/groups]) the accumulators are initialised after the
- * barrier and no barrier follows, so none is live across a barrier. Even so,
- * on PoCL staged kernels measured 2x slower than unstaged ones: with more
- * than one work-item per group PoCL runs the work-item loop inside the
- * reduction loop and keeps the accumulators in memory.
+ * barrier and no barrier follows, so none is live across a barrier. On PoCL
+ * staged kernels first measured 2x slower than unstaged ones on 56x56 layers
+ * (with more than one work-item per group PoCL runs the work-item loop inside
+ * the reduction loop and keeps the accumulators in memory), but on ResNet-50's
+ * 14x14 3x3 layer, where every unstaged tile touches the padding, the fastest
+ * config 300 trials found was staged (stage_local 1, two work-items per group:
+ * 0.90 ms, 257 GFLOP/s; bench/results/tune_curves.csv).
  *
  * Channel tiles that overhang k/groups are shifted back (without staging) so
  * that every weight read is real: the work-item computes channels

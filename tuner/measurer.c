@@ -238,7 +238,7 @@ struct mt_measurer {
      * process, and a compiler that crashes takes only its own process down. */
     proc *compilers;
     int ncompilers;
-    int compile_here;  /* a compiler process could not start: compile in this process */
+    int compile_here;  /* params.compile_in_process: compile in this process's threads, no compiler processes */
     long long seq;
 
     pthread_mutex_t stale_mu;
