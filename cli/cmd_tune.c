@@ -237,21 +237,14 @@ int mt_cmd_tune(int argc, char **argv) {
     tp.db_path = opts[O_DB].value;
     tp.measurer.device = opts[O_DEVICE].value;
     if (opts[O_TEMPLATES].given) {
-        const char *list = opts[O_TEMPLATES].value;
-        for (const char *q = list; *q;) {
-            size_t len = strcspn(q, ",");
-            char name[32];
-            snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name - 1 ? len : sizeof name - 1), q);
-            if (len == 0 || len >= sizeof name || !mt_template_find(name)) {
-                fprintf(stderr, "mtgpu tune: unknown template '%s' in --templates (templates:", name);
-                for (int i = 0; i < mt_template_count(); i++) fprintf(stderr, " %s", mt_template_name(mt_template_at(i)));
-                fprintf(stderr, ")\n");
-                return MT_EXIT_USAGE;
-            }
-            q += len;
-            if (*q == ',') q++;
+        char terr[256];
+        if (mt_tune_check_templates(opts[O_TEMPLATES].value, terr, sizeof terr) != MT_OK) {
+            fprintf(stderr, "mtgpu tune: --templates: %s (templates:", terr);
+            for (int i = 0; i < mt_template_count(); i++) fprintf(stderr, " %s", mt_template_name(mt_template_at(i)));
+            fprintf(stderr, ")\n");
+            return MT_EXIT_USAGE;
         }
-        tp.templates = list;
+        tp.templates = opts[O_TEMPLATES].value;
     }
 
     /* TARGET: a network, else a workload. */

@@ -56,8 +56,7 @@ static int template_selected(const char *list, const char *name) {
     return 0;
 }
 
-/* MT_OK when every name of the list is a template. */
-static mt_status check_template_list(const char *list, char *err, size_t errlen) {
+mt_status mt_tune_check_templates(const char *list, char *err, size_t errlen) {
     if (!list || !*list) return MT_OK;
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
@@ -65,7 +64,7 @@ static mt_status check_template_list(const char *list, char *err, size_t errlen)
         if (len == 0 || len >= sizeof name) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: bad template list '%s'", list);
         memcpy(name, p, len);
         name[len] = '\0';
-        if (!mt_template_find(name)) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no template named '%s'", name);
+        if (!mt_template_find(name)) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: unknown template '%s'", name);
         p += len;
         if (*p == ',') p++;
     }
@@ -189,7 +188,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     if (out) memset(out, 0, sizeof *out);
     if (!tasks || ntasks <= 0 || !params || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no tasks");
     mt_tune_params p = *params;
-    mt_status lst = check_template_list(p.templates, err, errlen);
+    mt_status lst = mt_tune_check_templates(p.templates, err, errlen);
     if (lst != MT_OK) return lst;
     if (p.batch <= 0) p.batch = 8;
     if (!p.cost_model) p.cost_model = "xgb";

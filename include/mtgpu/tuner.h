@@ -70,6 +70,10 @@ typedef struct mt_tune_params {
 
 mt_tune_params mt_tune_default_params(void);
 
+/* MT_OK when every name of a comma-separated template list (mt_tune_params.templates;
+ * NULL or "" is every template) names a template; MT_INVALID_ARG naming the first that does not. */
+mt_status mt_tune_check_templates(const char *list, char *err, size_t errlen);
+
 typedef struct mt_tune_summary {
     int ntasks;
     mt_tune_task_result *tasks; /* owned; mt_tune_summary_free */
