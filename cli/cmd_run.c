@@ -269,6 +269,12 @@ int mt_cmd_run(int argc, char **argv) {
                 mt__sb_append(&sb, i ? ", {\"name\": " : "{\"name\": ");
                 mt__sb_json_str(&sb, l->name);
                 mt__sb_printf(&sb, ", \"kind\": \"%s\", \"ms\": %.6g", mt_layer_kind_name(l->kind), lt[i].kernel_ms);
+                if (l->kind == MT_LAYER_CONV2D) {
+                    char wtext[256];
+                    mt_workload_format(&l->conv.wl, wtext, sizeof wtext);
+                    mt__sb_append(&sb, ", \"workload\": ");
+                    mt__sb_json_str(&sb, wtext);
+                }
                 const char *tn, *cfg;
                 int fdb;
                 if (mt_executor_conv_choice(ex, i, &tn, &cfg, &fdb) == MT_OK) {

@@ -30,9 +30,17 @@
  * columns >= ow. Input tests are generated only for the sides a read can
  * leave the image on.
  *
- * Launch: grid axis 0 = channel blocks (fastest varying, so consecutive
- * work-groups on PoCL reuse one input tile from cache), axis 1 = column
- * blocks, axis 2 = (image, row block); work-items alike.
+ * Launch: work-items: axis 0 = channel vectors, 1 = columns, 2 = rows.
+ * Work-groups: axis 1 = column blocks, and the fastest varying axis 0 (PoCL
+ * runs work-groups in that order) is either the channel blocks, so that
+ * consecutive work-groups reuse one input tile from cache, or the (image,
+ * row block)s, so that they reuse one block of weights. The second is chosen
+ * when the weights are more than twice the input rows read (kvec_pixels_first):
+ * in a network every layer's weights come from memory, and in ResNet-50's
+ * last stage (weights 2-9 MiB, inputs 0.1-0.8 MiB) it ran 1.1-2x faster, while
+ * in the first stages it ran up to 1.9x slower (bench/results/kernel_order.md).
+ * It is a rule and not a knob: a measurement of the kernel alone repeats it
+ * with its weights in cache, so the tuner could not see the difference.
  *
  * Knobs, in order (work-group counts are derived):
  *   thread_k {1,2,4,8}     work-items per work-group along channel vectors
@@ -128,12 +136,20 @@ static mt_status kvec_space(const mt_workload *wl, mt_space *out) {
     return st;
 }
 
+/* Weights (the OIHW16o copy) more than twice the input rows that the
+ * convolution reads (a stride skips rows): work-groups run pixel blocks first. */
+static int kvec_pixels_first(const kvec_plan *p) {
+    const int64_t weight_bytes = (int64_t)p->k16 * p->c * p->r * p->s * 4;
+    const int64_t input_bytes = (int64_t)p->n * p->c * p->h * p->w * 4 / (p->sh > 0 ? p->sh : 1);
+    return weight_bytes > 2 * input_bytes;
+}
+
 /* ---- IR building ---- */
 
 typedef struct kvec_builder {
     mt_kernel *k;
     const kvec_plan *p;
-    mt_buffer *in, *wt, *out, *acc, *wreg;
+    mt_buffer *in, *wt, *out, *acc, *wreg, *ival;
     mt__epilogue_bufs epi;
     mt_expr *k0, *y0, *x0;     /* first channel, row and column of the work-item's tile */
     mt_expr *in_img, *out_img; /* offsets of the image in the input and the output */
@@ -153,7 +169,18 @@ static mt_expr *inside(kvec_builder *b, mt_expr *v, int limit, int need_lo, int 
     return c;
 }
 
-/* One tap (c, r, s): the weight vectors, then per pixel a broadcast and reg_k FMAs. */
+/* One tap (c, r, s): the weight vectors, then the tile's input values, then
+ * per pixel a broadcast and reg_k FMAs.
+ *
+ * Input values go through the private buffer `ival`, loaded unconditionally
+ * from an address that is clamped into the image (the plane's first value
+ * when the pixel lies in the padding) and only then replaced by 0. Written
+ * as `inside ? in[idx] : 0` the load is conditional in C, which PoCL's LLVM
+ * cannot speculate (it cannot prove the address dereferenceable): it became
+ * a branch per pixel and tap, with the values staged through the stack, and
+ * the 3x3 layers ran at half the speed of the 1x1 ones. A load from a
+ * private array can be speculated, so the select becomes a blend. Pixels
+ * that cannot leave the image use ival too: one template, one graph shape. */
 static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s) {
     const kvec_plan *p = b->p;
     mt_kernel *k = b->k;
@@ -165,24 +192,32 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s) {
     mt_expr *plane = mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w)));
     mt_expr *iy0 = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->y0, KI(b, p->sh)), KI(b, -p->ph)), mt_ir_mul(k, r, KI(b, p->dh)));
     mt_expr *ix0 = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, -p->pw)), mt_ir_mul(k, s, KI(b, p->dw)));
+    mt_expr *conds[MT__KVEC_MAX_PRIVATE_FLOATS];
+    int npix = 0;
     for (int y = 0; y < p->yr; y++) {
         mt_expr *iy = mt_ir_add(k, iy0, KI(b, (int64_t)y * p->sh));
         mt_expr *ycond = inside(b, iy, p->h, b->iy_lo, b->iy_hi);
-        for (int x = 0; x < p->xr; x++) {
+        for (int x = 0; x < p->xr; x++, npix++) {
             mt_expr *ix = mt_ir_add(k, ix0, KI(b, (int64_t)x * p->sw));
             mt_expr *cond = mt_ir_and(k, ycond, inside(b, ix, p->w, b->ix_lo, b->ix_hi));
-            mt_expr *v = mt_ir_load(k, b->in, mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix)));
-            if (cond) v = mt_ir_select(k, cond, v, mt_ir_float(k, 0.0f)); /* reads only inside the image */
-            mt_expr *bv = mt_ir_broadcast(k, v, vec);
-            for (int j = 0; j < p->kr; j++) {
-                int64_t a = (((int64_t)y * p->xr + x) * p->kr + j) * vec;
-                mt_expr *wv = mt_ir_load_vec(k, b->wreg, KI(b, (int64_t)j * vec), vec);
-                mt_expr *acc = mt_ir_load_vec(k, b->acc, KI(b, a), vec);
-                mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_fma(k, bv, wv, acc)));
-            }
+            mt_expr *idx = mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
+            if (cond) idx = mt_ir_select(k, cond, idx, plane); /* an address inside the image */
+            mt_stmt_list_push(k, &list, mt_ir_store(k, b->ival, KI(b, npix), mt_ir_load(k, b->in, idx)));
+            conds[npix] = cond;
         }
     }
-    return mt_ir_alloc(k, b->wreg, mt_stmt_list_seq(k, &list));
+    for (int px = 0; px < npix; px++) {
+        mt_expr *v = mt_ir_load(k, b->ival, KI(b, px));
+        if (conds[px]) v = mt_ir_select(k, conds[px], v, mt_ir_float(k, 0.0f)); /* the padding reads 0 */
+        mt_expr *bv = mt_ir_broadcast(k, v, vec);
+        for (int j = 0; j < p->kr; j++) {
+            int64_t a = ((int64_t)px * p->kr + j) * vec;
+            mt_expr *wv = mt_ir_load_vec(k, b->wreg, KI(b, (int64_t)j * vec), vec);
+            mt_expr *acc = mt_ir_load_vec(k, b->acc, KI(b, a), vec);
+            mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_fma(k, bv, wv, acc)));
+        }
+    }
+    return mt_ir_alloc(k, b->wreg, mt_ir_alloc(k, b->ival, mt_stmt_list_seq(k, &list)));
 }
 
 static mt_stmt *reduction(kvec_builder *b) {
@@ -243,6 +278,7 @@ static mt_status kvec_build_plan(const kvec_plan *p, mt_kernel **out, char *err,
     const int64_t nacc = (int64_t)p->kr * p->yr * p->xr * vec;
     b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, nacc);
     b->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, (int64_t)p->kr * vec);
+    b->ival = mt_ir_buffer(k, "ival", MT_SCOPE_PRIVATE, (int64_t)p->yr * p->xr);
 
     const int64_t kspan = (int64_t)p->ko * p->kt * p->kr * vec;
     b->k_over = kspan > p->k;
@@ -262,7 +298,9 @@ static mt_status kvec_build_plan(const kvec_plan *p, mt_kernel **out, char *err,
     mt_expr *vx = mt__loop_begin(b->k, &tx, "tx", p->xt, MT_LOOP_THREAD);
     mt_expr *vy = mt__loop_begin(b->k, &ty, "ty", p->yt, MT_LOOP_THREAD);
     gx.axis = tx.axis = 1;
-    gz.axis = ty.axis = 2;
+    ty.axis = 2;
+    if (kvec_pixels_first(p)) gz.axis = 0, gk.axis = 2;
+    else gk.axis = 0, gz.axis = 2;
 
     mt__let_chain l = {0};
     mt_expr *img = mt__let_bind(k, &l, "img", mt_ir_div(k, bz, KI(b, p->yo)));

@@ -680,6 +680,21 @@ static void test_best_config(void **state) {
     print_message("    default on a 32-work-item device: %s %s\n", mt_template_name(t), rec.config);
     mt_space_free(&sp);
 
+    /* A CPU takes kvec by default when the caller accepts its packed
+     * weights, and gemm (plain OIHW) when it does not. */
+    mt_device_info cpu = test_device(FP1, 4096, 1 << 20);
+    cpu.is_cpu = 1;
+    cpu.native_vector_width = 16;
+    assert_int_equal(mt_best_config(NULL, &wl, &cpu, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_string_equal(mt_template_name(t), "kvec");
+    assert_fits(t, &wl, &sp, &cfg, &cpu);
+    print_message("    default on a CPU: %s %s\n", mt_template_name(t), rec.config);
+    mt_space_free(&sp);
+    assert_int_equal(mt_best_config_layouts(NULL, &wl, &cpu, 1u << MT_WEIGHTS_OIHW, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_string_equal(mt_template_name(t), "gemm");
+    assert_int_equal(mt_template_weight_layout(t), MT_WEIGHTS_OIHW);
+    mt_space_free(&sp);
+
     /* Depthwise workloads default to the depthwise template. */
     mt_workload dw;
     assert_int_equal(mt_workload_parse("c=32,h=56,w=56,k=32,r=3,s=3,pad=1,groups=32", &dw, NULL, 0), MT_OK);

@@ -179,8 +179,11 @@ mt_status mt_db_best(mt_db *db, const mt_workload *wl, const char *device_fp, mt
  * template still builds; *from_db = 1.
  *
  * Otherwise a default, *from_db = 0: the template is `depthwise` for
- * depthwise workloads, else `gemm` (falling back to `direct`, then to any
- * template that accepts wl). Its configs are visited in a fixed order: every
+ * depthwise workloads; on a CPU device (dev->is_cpu) `kvec` where it accepts
+ * wl (mt_best_config_layouts: and the caller takes its OIHW16o weights); else
+ * `gemm` (falling back to `direct`, then to any template that accepts wl).
+ * On a CPU the template's CPU preferences give the config (mt_default_config)
+ * when the workload can take them. Otherwise its configs are visited in a fixed order: every
  * index in ascending order when the space has at most 4096 configs, else 4096
  * draws of mt_space_random from a fixed seed. A config qualifies when the
  * template builds it and the kernel passes mt_kernel_check_limits against the
