@@ -25,22 +25,8 @@ LAYERS="${LAYERS:-n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1 n=1,c=128,h=28,w=28,k=12
 RANDOM_N="${RANDOM_CONFIGS:-4}"
 ROUNDS="${ROUNDS:-3}"
 OUT="${OUT:-bench/results}"
-work=$(mktemp -d /tmp/mtgpu-kernel-ab-XXXXXX)
-cleanup() {
-  git worktree remove --force "$work/base-src" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-build() { # SRC BUILD
-  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
-  cmake --build "$2" -j"$(nproc)" --target mtgpu_cli mtgpu_worker >/dev/null
-}
-git worktree add --detach "$work/base-src" "$BASE" >/dev/null 2>&1
-build "$work/base-src" "$work/base-build"
-build . "$work/head-build"
-base_rev=$(git rev-parse --short "$BASE")
-head_rev="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +changes)"
+. bench/two_builds.sh
+bench_base_and_head mtgpu-kernel-ab "$BASE"
 
 # The configs: the template's CPU default (as the working tree's default_config
 # rule picks it) and RANDOM seeded random ones, the same text for both builds.

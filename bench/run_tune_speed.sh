@@ -25,22 +25,8 @@ TRIALS="${TRIALS:-24}"
 ROUNDS="${ROUNDS:-3}"
 read -r -a head_args <<<"${HEAD_ARGS---templates direct,depthwise,gemm}"
 OUT="${OUT:-bench/results}"
-work=$(mktemp -d /tmp/mtgpu-tune-speed-XXXXXX)
-cleanup() {
-  git worktree remove --force "$work/base-src" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-build() { # SRC BUILD
-  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
-  cmake --build "$2" -j"$(nproc)" --target mtgpu_cli mtgpu_worker >/dev/null
-}
-git worktree add --detach "$work/base-src" "$BASE" >/dev/null 2>&1
-build "$work/base-src" "$work/base-build"
-build . "$work/head-build"
-base_rev=$(git rev-parse --short "$BASE")
-head_rev="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +changes)"
+. bench/two_builds.sh
+bench_base_and_head mtgpu-tune-speed "$BASE"
 
 csv="$OUT/tune_speed.csv"
 mkdir -p "$OUT"

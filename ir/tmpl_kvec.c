@@ -37,8 +37,8 @@
  * row block)s, so that they reuse one block of weights. The second is chosen
  * when the weights are more than twice the input rows read (kvec_pixels_first):
  * in a network every layer's weights come from memory, and in ResNet-50's
- * last stage (weights 2-9 MiB, inputs 0.1-0.8 MiB) it ran 1.1-2x faster, while
- * in the first stages it ran up to 1.9x slower (bench/results/kernel_order.md).
+ * last stage (weights 2-9 MiB, inputs 0.1-0.8 MiB) it ran 1.1-2.3x faster, while
+ * in the first stages it ran up to 2x slower (bench/results/kernel_order.md).
  * It is a rule and not a knob: a measurement of the kernel alone repeats it
  * with its weights in cache, so the tuner could not see the difference.
  *

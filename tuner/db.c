@@ -1118,11 +1118,10 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
 }
 
 /* The default template and config (see mt_best_config in db.h). On a CPU
- * whose caller takes packed weights, kvec: with every convolution of
- * ResNet-50 at its default config, the 3x3 ones took 26.8 ms in all with
- * kvec's against 75.8 with gemm's, the 1x1 ones 29.8 against 38.0 (gemm's
- * was faster on 17 of the 36, by at most 1.4x), the network 61.7 against
- * 119.1 ms (`mtgpu run resnet50` without records, this session's machine).
+ * whose caller takes packed weights, kvec: ResNet-50 with every convolution
+ * at its default config took 115.5 ms with gemm's defaults and takes 48.8 ms
+ * with kvec's (the `default` row of bench/results/e2e.md, before and after
+ * this choice).
  * Elsewhere gemm, whose weights are plain OIHW. */
 static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **tout, mt_space *sp,
                                 mt_config *cfg, char *err, size_t errlen) {
