@@ -16,7 +16,8 @@
 #              and its 1x1 64->256 at 56x56]
 #   RANDOM_CONFIGS  random configs per layer besides the CPU default config [4]
 #   ROUNDS     [3]
-#   OUT        [bench/results] gets kernel_ab.csv and kernel_ab.md
+#   OUT        [bench/results] gets NAME.csv and NAME.md
+#   NAME       [kernel_ab]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE="${BASE:-41c425e}"
@@ -25,6 +26,7 @@ LAYERS="${LAYERS:-n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1 n=1,c=128,h=28,w=28,k=12
 RANDOM_N="${RANDOM_CONFIGS:-4}"
 ROUNDS="${ROUNDS:-3}"
 OUT="${OUT:-bench/results}"
+NAME="${NAME:-kernel_ab}"
 . bench/two_builds.sh
 bench_base_and_head mtgpu-kernel-ab "$BASE"
 
@@ -50,7 +52,7 @@ PY
 done
 [ -s "$cfgs" ] || { echo "run_kernel_ab: no configs of template $TEMPLATE for these layers" >&2; exit 1; }
 
-csv="$OUT/kernel_ab.csv"
+csv="$OUT/$NAME.csv"
 mkdir -p "$OUT"
 echo "layer,kind,config,build,revision,round,ms,gflops,status" >"$csv"
 for round in $(seq 1 "$ROUNDS"); do
@@ -74,7 +76,7 @@ PY
   echo "run_kernel_ab: round $round of $ROUNDS done" >&2
 done
 
-python3 - "$csv" "$OUT/kernel_ab.md" "$TEMPLATE" "$ROUNDS" <<'PY'
+python3 - "$csv" "$OUT/$NAME.md" "$TEMPLATE" "$ROUNDS" <<'PY'
 import csv, statistics, sys, time
 path, md, tmpl, rounds = sys.argv[1:]
 rows = list(csv.DictReader(open(path)))

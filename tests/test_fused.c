@@ -6,7 +6,9 @@
  * the channel each bias is read for (groups, depthwise, tiles that overhang),
  * the residual read at the store's own index (vector and lane-by-lane
  * stores; from its own buffer and in place from the output), the parameter
- * order, and the activations. */
+ * order, and the activations. Fixed kvec configs cover both of its store
+ * paths: vectors along a row (in chunks of 4, 2 and 1 columns) and lane by
+ * lane where a tile overhangs the row, with channel and row overhang. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,8 +37,23 @@ typedef struct {
     const char *workload;
     const mt_template *t;
     int first_variant; /* each case tests two of the variants, in turn across cases */
-    char name[160];
+    const char *config; /* a fixed config (both variants use it); NULL: random draws */
+    char name[320];
 } fused_case;
+
+/* kvec's store paths, on a 14-wide output with 20 channels (not a multiple
+ * of the channel vectors: channel overhang) and 9 rows. */
+#define KVEC_STORE_WL "n=1,c=8,h=9,w=14,k=20,r=3,s=3,pad=1"
+static const char *const kvec_store_configs[] = {
+    /* 7 columns per work-item, 2 per group: rows end exactly, vector chunks 4+2+1 */
+    "thread_k=1,vec=4,reg_k=2,thread_y=1,reg_y=2,thread_x=2,reg_x=7,unroll_rs=1,unroll_explicit=1",
+    /* 5 columns: tiles overhang the row (vector or lane path per tile), rows overhang too */
+    "thread_k=2,vec=8,reg_k=1,thread_y=2,reg_y=4,thread_x=1,reg_x=5,unroll_rs=0,unroll_explicit=0",
+    /* 3 columns (chunks 2+1), 4 per group: the second group's tiles start at
+     * or past the row's end */
+    "thread_k=1,vec=16,reg_k=1,thread_y=1,reg_y=1,thread_x=4,reg_x=3,unroll_rs=2,unroll_explicit=1",
+};
+#define NKVEC_STORE (int)(sizeof kvec_store_configs / sizeof kvec_store_configs[0])
 
 static const mt_conv_epilogue variants[] = {
     {.bias = 1, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_RELU},
@@ -116,7 +133,11 @@ static void run_case(void **state) {
     for (int j = 0; j < 2; j++) {
         const mt_conv_epilogue *e = &variants[(fc->first_variant + j) % NVARIANTS];
         mt_config cfg;
-        if (!draw_config(fc->t, &wl, &sp, &rng, &cfg)) continue;
+        if (fc->config) {
+            if (mt_config_parse(&sp, fc->config, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: config %s: %s", fc->workload, fc->config, err);
+        } else if (!draw_config(fc->t, &wl, &sp, &rng, &cfg)) {
+            continue;
+        }
         char cfgtext[1024];
         mt_config_format(&sp, &cfg, cfgtext, sizeof cfgtext);
         mt_kernel *k = NULL;
@@ -202,8 +223,8 @@ static void test_epilogue_arguments(void **state) {
 int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4];
-    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + 1];
+    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE];
+    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + 1];
     int n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_epilogue_arguments);
     int nc = 0;
@@ -218,6 +239,12 @@ int main(void) {
             tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
             nc++;
         }
+    }
+    for (int i = 0; i < NKVEC_STORE; i++) {
+        cases[nc] = (fused_case){.workload = KVEC_STORE_WL, .t = mt_template_find("kvec"), .first_variant = i, .config = kvec_store_configs[i]};
+        snprintf(cases[nc].name, sizeof cases[nc].name, "kvec stores %s %s", KVEC_STORE_WL, kvec_store_configs[i]);
+        tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
+        nc++;
     }
     int rc = _cmocka_run_group_tests("fused", tests, (size_t)n, NULL, NULL);
     mt_device_close(device);

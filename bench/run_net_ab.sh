@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Whole-network speed of two builds side by side: `mtgpu run NETWORK --db DB`
+# with a base revision's build (BASE) and the working tree's, in turns,
+# ROUNDS times each: the median wall time of whole passes (no profiling), and
+# from a separate --profile pass the device time per operation kind and per
+# layer. Both builds read the same database, so a change to a kernel
+# generator or to the fixed op kernels shows as the ratio of the two columns
+# (a change to a template's space would pick other configs: compare those
+# with run_e2e.sh instead).
+#
+#   bench/run_net_ab.sh [DB]         (about 5 minutes for ResNet-50 on the 2-core machine)
+#
+# DB: a tuning database with the network's records (e.g. from
+# `DB_OUT=/tmp/r50.db bench/run_tune_network.sh`); without one every layer
+# runs its default config. Environment (defaults in brackets): BASE [HEAD],
+# NETWORK [resnet50], ROUNDS [3], REPEAT [20] passes per run, OUT
+# [bench/results] gets NAME.md and NAME.json, NAME [net_ab].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DB="${1:-}"
+BASE="${BASE:-HEAD}"
+NETWORK="${NETWORK:-resnet50}"
+ROUNDS="${ROUNDS:-3}"
+REPEAT="${REPEAT:-20}"
+OUT="${OUT:-bench/results}"
+NAME="${NAME:-net_ab}"
+. bench/two_builds.sh
+bench_base_and_head mtgpu-net-ab "$BASE"
+[ -z "$DB" ] && mkdir -p "$work/home" # no database: defaults only
+
+run_net() { # BUILD OUTFILE [--profile]
+  local exe="$work/$1-build/mtgpu" out="$2"
+  shift 2
+  if [ -n "$DB" ]; then
+    "$exe" run "$NETWORK" --db "$DB" --repeat "$REPEAT" --json "$@" >"$out"
+  else
+    env -u MTGPU_DB HOME="$work/home" "$exe" run "$NETWORK" --repeat "$REPEAT" --json "$@" >"$out"
+  fi
+}
+for round in $(seq 1 "$ROUNDS"); do
+  for b in base head; do
+    run_net "$b" "$work/wall-$b-$round.json"
+    run_net "$b" "$work/prof-$b-$round.json" --profile
+  done
+  echo "run_net_ab: round $round of $ROUNDS done" >&2
+done
+
+python3 - "$work" "$ROUNDS" "$NETWORK" "${DB:-none (default configs)}" "$OUT" "$NAME" "$base_rev" "$head_rev" <<'PY'
+import json, os, statistics, sys, time
+work, rounds, net, db, out, name, base_rev, head_rev = sys.argv[1:]
+rounds = int(rounds)
+def last_json(path):
+    return [json.loads(l) for l in open(path) if l.startswith("{")][-1]
+builds = ("base", "head")
+wall = {b: [last_json(f"{work}/wall-{b}-{r}.json") for r in range(1, rounds + 1)] for b in builds}
+prof = {b: [last_json(f"{work}/prof-{b}-{r}.json") for r in range(1, rounds + 1)] for b in builds}
+med = statistics.median
+net_ms = {b: med(d["median_ms"] for d in wall[b]) for b in builds}
+dev_ms = {b: med(d["device_ms"] for d in prof[b]) for b in builds}
+kinds = sorted({k for b in builds for d in prof[b] for k in d["kinds"]}, key=lambda k: -prof["head"][0]["kinds"].get(k, 0))
+kind_ms = {b: {k: med(d["kinds"].get(k, 0.0) for d in prof[b]) for k in kinds} for b in builds}
+layers = []
+for i, l in enumerate(prof["head"][0]["layers"]):
+    ms = {b: med(d["layers"][i]["ms"] for d in prof[b]) for b in builds}
+    layers.append({"layer": l["name"], "kind": l["kind"], "template": l.get("template"), "workload": l.get("workload"),
+                   "config": l.get("config"), "base_ms": ms["base"], "head_ms": ms["head"]})
+res = {"network": net, "database": db, "base": base_rev, "head": head_rev, "rounds": rounds,
+       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "network_median_ms": net_ms, "device_ms": dev_ms,
+       "kind_ms": kind_ms, "layers": layers}
+os.makedirs(out, exist_ok=True)
+json.dump(res, open(f"{out}/{name}.json", "w"), indent=1)
+r = lambda b, h: f"{b / h:.2f}" if h else "-"
+md = [f"# {net}: two builds side by side\n",
+      f"Generated {res['date']} by `bench/run_net_ab.sh` (base {base_rev}, head {head_rev}; database: {db}): "
+      f"`mtgpu run {net}` with each build in turns, {rounds} rounds; cells are medians of the rounds. Network: median wall "
+      "time of whole passes without profiling; the rest from `--profile` passes (device time). Ratio: base / head (above 1: "
+      "head faster).\n",
+      "| | base ms | head ms | ratio |", "|---|---|---|---|",
+      f"| network, median wall | {net_ms['base']:.2f} | {net_ms['head']:.2f} | {r(net_ms['base'], net_ms['head'])} |",
+      f"| all kernels, device | {dev_ms['base']:.2f} | {dev_ms['head']:.2f} | {r(dev_ms['base'], dev_ms['head'])} |"]
+for k in kinds:
+    md.append(f"| {k}, device | {kind_ms['base'][k]:.3f} | {kind_ms['head'][k]:.3f} | {r(kind_ms['base'][k], kind_ms['head'][k])} |")
+md += ["", "| layer | kind | template | workload | base ms | head ms | ratio |", "|---|---|---|---|---|---|---|"]
+for l in layers:
+    md.append(f"| {l['layer']} | {l['kind']} | {l['template'] or '-'} | {'`' + l['workload'] + '`' if l['workload'] else '-'} | "
+              f"{l['base_ms']:.3f} | {l['head_ms']:.3f} | {r(l['base_ms'], l['head_ms'])} |")
+open(f"{out}/{name}.md", "w").write("\n".join(md) + "\n")
+print("\n".join(md[:6 + len(kinds)]))
+PY
