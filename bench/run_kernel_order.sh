@@ -38,14 +38,9 @@ done
 bench_release_build . "$work/rule-build"
 
 variants="channels pixels rule"
-[ -z "$DB" ] && mkdir -p "$work/home" # no database: defaults only
 for round in $(seq 1 "$ROUNDS"); do
   for v in $variants; do
-    if [ -n "$DB" ]; then
-      "$work/$v-build/mtgpu" run "$NETWORK" --db "$DB" --repeat 20 --profile --json >"$work/run-$v-$round.json"
-    else
-      env -u MTGPU_DB HOME="$work/home" "$work/$v-build/mtgpu" run "$NETWORK" --repeat 20 --profile --json >"$work/run-$v-$round.json"
-    fi
+    bench_run_net "$work/$v-build/mtgpu" "$DB" "$NETWORK" --repeat 20 --profile --json >"$work/run-$v-$round.json"
   done
   echo "run_kernel_order: round $round of $ROUNDS done" >&2
 done

@@ -26,21 +26,10 @@ OUT="${OUT:-bench/results}"
 NAME="${NAME:-net_ab}"
 . bench/two_builds.sh
 bench_base_and_head mtgpu-net-ab "$BASE"
-[ -z "$DB" ] && mkdir -p "$work/home" # no database: defaults only
-
-run_net() { # BUILD OUTFILE [--profile]
-  local exe="$work/$1-build/mtgpu" out="$2"
-  shift 2
-  if [ -n "$DB" ]; then
-    "$exe" run "$NETWORK" --db "$DB" --repeat "$REPEAT" --json "$@" >"$out"
-  else
-    env -u MTGPU_DB HOME="$work/home" "$exe" run "$NETWORK" --repeat "$REPEAT" --json "$@" >"$out"
-  fi
-}
 for round in $(seq 1 "$ROUNDS"); do
   for b in base head; do
-    run_net "$b" "$work/wall-$b-$round.json"
-    run_net "$b" "$work/prof-$b-$round.json" --profile
+    bench_run_net "$work/$b-build/mtgpu" "$DB" "$NETWORK" --repeat "$REPEAT" --json >"$work/wall-$b-$round.json"
+    bench_run_net "$work/$b-build/mtgpu" "$DB" "$NETWORK" --repeat "$REPEAT" --json --profile >"$work/prof-$b-$round.json"
   done
   echo "run_net_ab: round $round of $ROUNDS done" >&2
 done

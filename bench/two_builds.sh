@@ -1,5 +1,6 @@
 # Sourced by the benchmarks that compare builds (run_tune_speed.sh,
-# run_kernel_ab.sh, run_kernel_order.sh); run from the repository root.
+# run_kernel_ab.sh, run_kernel_order.sh, run_net_ab.sh); run from the
+# repository root.
 #
 #   bench_release_build SRC BUILD   a Release build of the CLI and the worker
 #   bench_base_and_head PREFIX BASE builds git revision BASE (in a worktree)
@@ -8,6 +9,9 @@
 #                                   as $work/base-build and $work/head-build;
 #                                   sets base_rev and head_rev (+changes when
 #                                   the tree differs from HEAD outside bench/results)
+#   bench_run_net EXE DB ARGS...    `EXE run ARGS...` on the records of DB, or, when
+#                                   DB is empty, with default configs only (no
+#                                   database: a HOME of its own under $work)
 
 bench_release_build() { # SRC BUILD
   cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
@@ -27,4 +31,15 @@ bench_base_and_head() { # PREFIX BASE
   bench_release_build . "$work/head-build"
   base_rev=$(git rev-parse --short "$2")
   head_rev="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +changes)"
+}
+
+bench_run_net() { # EXE DB ARGS...
+  local exe="$1" db="$2"
+  shift 2
+  if [ -n "$db" ]; then
+    "$exe" run "$@" --db "$db"
+  else
+    mkdir -p "$work/home"
+    env -u MTGPU_DB HOME="$work/home" "$exe" run "$@"
+  fi
 }

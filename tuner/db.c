@@ -968,10 +968,15 @@ typedef struct best_ctx {
     int found;
 } best_ctx;
 
+/* t exists, accepts wl, and reads its weights in a layout the caller gives. */
+static int template_usable(const mt_template *t, const mt_workload *wl, unsigned layouts) {
+    return t && mt_template_accepts(t, wl) && (layouts & (1u << mt_template_weight_layout(t)));
+}
+
 static int try_record(const mt_record *rec, void *user) {
     best_ctx *c = user;
     const mt_template *t = mt_template_find(rec->template_name);
-    if (!t || !mt_template_accepts(t, c->wl) || !(c->layouts & (1u << mt_template_weight_layout(t)))) return 0;
+    if (!template_usable(t, c->wl, c->layouts)) return 0;
     mt_space sp;
     if (mt_template_space(t, c->wl, &sp) != MT_OK) return 0;
     mt_config cfg;
@@ -1119,24 +1124,21 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
 
 /* The default template and config (see mt_best_config in db.h). On a CPU
  * whose caller takes packed weights, kvec: ResNet-50 with every convolution
- * at its default config took 115.5 ms with gemm's defaults and takes 48.8 ms
- * with kvec's (the `default` row of bench/results/e2e.md, before and after
- * this choice).
+ * at its default config took 115.5 ms with gemm's defaults and 48.8 ms with
+ * kvec's (the `default` row of bench/results/e2e.md, before and after this
+ * choice; 45.2 ms since kvec stores vectors).
  * Elsewhere gemm, whose weights are plain OIHW. */
 static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **tout, mt_space *sp,
                                 mt_config *cfg, char *err, size_t errlen) {
     const mt_template *t = NULL;
     if (mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
-    if (!t && dev->is_cpu) {
-        t = mt_template_find("kvec");
-        if (t && (!mt_template_accepts(t, wl) || !(layouts & (1u << mt_template_weight_layout(t))))) t = NULL;
-    }
-    if (!t || !mt_template_accepts(t, wl)) t = mt_template_find("gemm");
-    if (!t || !mt_template_accepts(t, wl)) t = mt_template_find("direct");
-    if (!t || !mt_template_accepts(t, wl)) {
+    if (!template_usable(t, wl, layouts) && dev->is_cpu) t = mt_template_find("kvec");
+    if (!template_usable(t, wl, layouts)) t = mt_template_find("gemm");
+    if (!template_usable(t, wl, layouts)) t = mt_template_find("direct");
+    if (!template_usable(t, wl, layouts)) {
         t = NULL;
         for (int i = 0; i < mt_template_count() && !t; i++)
-            if (mt_template_accepts(mt_template_at(i), wl)) t = mt_template_at(i);
+            if (template_usable(mt_template_at(i), wl, layouts)) t = mt_template_at(i);
     }
     if (!t) return mt__fail(err, errlen, MT_NOT_FOUND, "no template accepts this workload");
     mt_status st = mt_template_space(t, wl, sp);
