@@ -51,6 +51,8 @@ def row_of(pair, dnnl):
         "trials_done": tune["trials_done"] if tune else 0,
         "failed_measurements": pair.get("failed_measurements"),
         "tune_wall_s": tune["wall_s"] if tune else None,
+        "refine_wall_s": (pair.get("refine") or {}).get("wall_s"),
+        "refine_stored": (pair.get("refine") or {}).get("stored"),
         "tune_process_wall_s": pair.get("tune_process_wall_s"),
         "timed_out": bool(tune and tune.get("timed_out")),
         "interrupted": bool(tune and tune.get("interrupted")),
@@ -111,7 +113,9 @@ def write_md(path, res, settings):
     L.append("Latency: median wall time of whole forward passes after warm-up. Ratio: mtgpu / oneDNN (above 1: mtgpu slower). "
              "Memory: the executor's peak device memory, against the issue's bound weights + the two largest activations + "
              "kernel workspace (all from `mtgpu run --json`). Tuning wall: the tuner's own time (`wall_s`); trials: measurements done "
-             "of the budget (a run stopped by the time limit is marked).\n")
+             "of the budget (a run stopped by the time limit is marked). Refine: the in-network choice `mtgpu tune` ends with "
+             "(`mtgpu refine`: each convolution's 3 fastest records and its default config timed inside the network), its wall time "
+             "and the number of convolution workloads whose kept config is not the fastest record (- where the tune predates it).\n")
     again = sorted({x["run_remeasured"] for r in res.values() for x in r["rows"] if x.get("run_remeasured")})
     if again:
         L.append(f"Latencies of the tuned rows were measured again after tuning (`REMEASURE=1 bench/run_e2e.sh`, {again[0]}"
@@ -142,9 +146,9 @@ def write_md(path, res, settings):
             bits.append(f"check at {ck.get('image_size')}x{ck.get('image_size')}: max relative error {ck.get('max_rel_err'):.2g} "
                         f"({'ok' if ck.get('passed') else 'FAILED'}, tolerance {ck.get('tolerance'):g})")
         L.append("; ".join(bits) + ".\n")
-        L.append("| cost model | trials | tuning wall s | mtgpu ms | oneDNN any ms | ratio any | oneDNN nchw ms | ratio nchw "
-                 "| peak MiB | bound MiB | within bound |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        L.append("| cost model | trials | tuning wall s | refine s (kept) | mtgpu ms | oneDNN any ms | ratio any | oneDNN nchw ms "
+                 "| ratio nchw | peak MiB | bound MiB | within bound |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for x in r["rows"]:
             if x["cost_model"] == "default":
                 trials = "0 (default configs)"
@@ -154,7 +158,8 @@ def write_md(path, res, settings):
                     trials += " (time limit)"
                 if x["interrupted"]:
                     trials += " (interrupted)"
-            L.append(f"| {x['cost_model']} | {trials} | {fmt(x['tune_wall_s'], '.0f')} | {fmt(x['median_ms'], '.2f')} | "
+            refine = "-" if x.get("refine_wall_s") is None else f"{x['refine_wall_s']:.0f} ({x['refine_stored']})"
+            L.append(f"| {x['cost_model']} | {trials} | {fmt(x['tune_wall_s'], '.0f')} | {refine} | {fmt(x['median_ms'], '.2f')} | "
                      f"{fmt(x['onednn_any_ms'], '.2f')} | {fmt(x['ratio_any'], '.2f')} | {fmt(x['onednn_nchw_ms'], '.2f')} | "
                      f"{fmt(x['ratio_nchw'], '.2f')} | {x['peak_device_bytes'] / MIB:.1f} | {x['memory_bound_bytes'] / MIB:.1f} | "
                      f"{'yes' if x['meets_memory_bound'] else 'no'} |")

@@ -200,7 +200,7 @@ print(json.dumps(r, indent=1))' >"$tmp/pair.json" && mv "$tmp/pair.json" "$res"
       TUNE_ARGS="${MTGPU_TUNE_ARGS:-}" CACHE="$([ "${WARM_CACHE:-0}" = 1 ] && echo warm || echo cold)" python3 -c '
 import json, os
 env = os.environ
-summary, records, errors = None, 0, 0
+summary, refine, records, errors = None, None, 0, 0
 with open(env["LOG"]) as f:
     for line in f:
         if not line.startswith("{"):
@@ -208,13 +208,15 @@ with open(env["LOG"]) as f:
         obj = json.loads(line)
         if obj.get("type") == "summary":
             summary = obj
+        elif obj.get("type") == "refine":
+            refine = {k: obj[k] for k in ("sets", "passes", "fastest_ms", "chosen_ms", "stored", "removed", "wall_s")}
         elif obj.get("type") == "record":
             records += 1
             errors += obj.get("status") != "ok"
 print(json.dumps({"network": env["NET"], "cost_model": env["MODEL"], "trials": int(env["TRIALS"]), "time_limit_s": int(env["TIME_LIMIT"]),
                   "tune_args": env["TUNE_ARGS"], "kernel_caches": env["CACHE"],
                   "tune_process_wall_s": float(env["T1"]) - float(env["T0"]), "measurements": records, "failed_measurements": errors,
-                  "tune": summary, "run": json.loads(env["RUN"])}, indent=1))' >"$tmp/pair.json"
+                  "tune": summary, "refine": refine, "run": json.loads(env["RUN"])}, indent=1))' >"$tmp/pair.json"
     mv "$tmp/pair.json" "$res"
     log "$net/$model: done ($(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%.0f s tuning, %.2f ms" % (r["tune"]["wall_s"], r["run"]["median_ms"]))' "$res"))"
   done

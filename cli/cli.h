@@ -27,6 +27,14 @@ int mt_cmd_import_autotvm(int argc, char **argv);
 int mt_cmd_export_autotvm(int argc, char **argv);
 int mt_cmd_merge_db(int argc, char **argv);
 int mt_cmd_run(int argc, char **argv);
+int mt_cmd_refine(int argc, char **argv);
+
+/* mtgpu refine's work, also run at the end of `mtgpu tune NETWORK`
+ * (after_tune: a device the executor does not run is a note, not a
+ * failure): returns the exit status. db_path, device: NULL for the defaults. */
+struct mt_refine_params;
+int mt_cli_refine_network(const char *model, int batch, const char *db_path, const char *device, const struct mt_refine_params *rp, int json,
+                          int after_tune);
 int mt_cmd_train(int argc, char **argv);
 int mt_cmd_eval_model(int argc, char **argv);
 

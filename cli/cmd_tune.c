@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "mtgpu/costmodel.h"
+#include "mtgpu/refine.h"
 #include "mtgpu/template.h"
 #include "mtgpu/tuner.h"
 #include "strbuf.h"
@@ -32,7 +33,7 @@ static void on_sigint(int sig) {
 static void help(void) {
     printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--device D] [--db PATH]\n"
            "                  [--seed S] [--time-limit SEC] [--batch N] [--early-stop N] [--timeout SEC]\n"
-           "                  [--batch-size N] [--templates LIST] [--json]\n"
+           "                  [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
            "\n"
            "Tunes every convolution of a network (TARGET = resnet18, resnet34, resnet50, vgg16,\n"
            "mobilenet_v2, squeezenet1_1) or one workload (TARGET = n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1)\n"
@@ -56,10 +57,13 @@ static void help(void) {
            "  --batch-size N    the network's batch size (default 1)\n"
            "  --templates LIST  comma-separated templates to tune (direct, depthwise, gemm, kvec;\n"
            "                    default: every template that accepts a task)\n"
-           "  --json            one JSON object per measurement, then a summary object\n"
+           "  --refine K        for a network, then time each convolution's K fastest records and its\n"
+           "                    default config inside the network and keep the fastest there as a\n"
+           "                    preference (mtgpu refine; default %d, 0: skip)\n"
+           "  --json            one JSON object per measurement, then a summary object (and a refine object)\n"
            "\n"
            "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once.\n",
-           DEFAULT_TRIALS_PER_TASK, DEFAULT_TIME_LIMIT_S);
+           DEFAULT_TRIALS_PER_TASK, DEFAULT_TIME_LIMIT_S, mt_refine_default_params().candidates);
 }
 
 typedef struct {
@@ -163,7 +167,7 @@ static void print_summary(const mt_tune_summary *s, const char *target, int json
 }
 
 int mt_cmd_tune(int argc, char **argv) {
-    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_JSON, O_COUNT };
+    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
         [O_MODEL] = {.name = "cost-model", .takes_value = 1},
@@ -177,6 +181,7 @@ int mt_cmd_tune(int argc, char **argv) {
         [O_TIMEOUT] = {.name = "timeout", .takes_value = 1},
         [O_BSIZE] = {.name = "batch-size", .takes_value = 1},
         [O_TEMPLATES] = {.name = "templates", .takes_value = 1},
+        [O_REFINE] = {.name = "refine", .takes_value = 1},
         [O_JSON] = {.name = "json"},
     };
     const char *pos[1];
@@ -233,6 +238,11 @@ int mt_cmd_tune(int argc, char **argv) {
             return MT_EXIT_USAGE;
         }
         tp.cost_model_file = opts[O_MODEL_FILE].value;
+    }
+    mt_refine_params rp = mt_refine_default_params();
+    if (opts[O_REFINE].given) {
+        if ((v = mt_opt_int("tune", &opts[O_REFINE], 0, MT_REFINE_MAX_SETS - 1)) < 0) return MT_EXIT_USAGE;
+        rp.candidates = (int)v;
     }
     tp.db_path = opts[O_DB].value;
     tp.measurer.device = opts[O_DEVICE].value;
@@ -302,9 +312,15 @@ int mt_cmd_tune(int argc, char **argv) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (pc.tty && !pc.json) printf("\n");
+    int tasks_of_network = tasks != NULL;
     mt_tasks_free(tasks);
     if (st != MT_OK) fprintf(stderr, "mtgpu tune: %s\n", err);
     if (sum.tasks) print_summary(&sum, target, pc.json);
+    int interrupted = sum.interrupted;
     mt_tune_summary_free(&sum);
-    return st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
+    if (st != MT_OK) return MT_EXIT_FAIL;
+    /* A network's convolutions are then chosen inside the network. */
+    if (tasks_of_network && rp.candidates > 0 && !interrupted)
+        return mt_cli_refine_network(target, (int)batch_size, tp.db_path, tp.measurer.device, &rp, pc.json, 1);
+    return MT_EXIT_OK;
 }

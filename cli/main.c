@@ -15,6 +15,7 @@ static const mt_cli_cmd commands[] = {
     {"merge-db", "copy the devices and records of tuning databases into another", mt_cmd_merge_db},
     {"train", "train a GNN cost model on the records of a database", mt_cmd_train},
     {"eval-model", "rank held-out records with a cost model: pairwise accuracy, top-k", mt_cmd_eval_model},
+    {"refine", "choose each convolution's config among its fastest records inside the network", mt_cmd_refine},
     {"run", "run a whole network forward with its tuned kernels and time it", mt_cmd_run},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])

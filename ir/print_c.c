@@ -26,6 +26,14 @@ typedef struct {
     size_t errlen;
 } printer;
 
+/* The type of integer variables and vector lanes. OpenCL: 64-bit, so that an
+ * index sum like (base + c * 196) + (x0 + 3) needs no sign extension per
+ * term and LLVM folds its constant into the address: in kvec's reduction loop
+ * 32-bit indices cost a lea and a movslq per input load, and PoCL ran the
+ * kernel ~9% slower (bench/results/index64.md). CUDA keeps 32 bits, where
+ * 64-bit integer arithmetic takes two instructions. */
+static const char *int_type(const printer *p) { return p->lang == MT_LANG_OPENCL ? "long" : "int"; }
+
 static void fail(printer *p, mt_status st, const char *msg) {
     if (p->st == MT_OK) {
         p->st = st;
@@ -82,6 +90,7 @@ static void print_expr(printer *p, const mt_expr *e) {
     case MT_EXPR_INT:
         if (e->type == MT_TYPE_BOOL) mt__sb_append(sb, e->ival ? "1" : "0");
         else if (e->ival > INT32_MAX || e->ival < INT32_MIN) fail(p, MT_RANGE, "integer constant beyond 32 bits");
+        else if (p->lang == MT_LANG_OPENCL) mt__sb_printf(sb, e->ival < 0 ? "(%lldL)" : "%lldL", (long long)e->ival); /* min/max(long, int) is ambiguous */
         else mt__sb_printf(sb, e->ival < 0 ? "(%lld)" : "%lld", (long long)e->ival);
         return;
     case MT_EXPR_FLOAT: print_float(p, e->fval); return;
@@ -144,7 +153,7 @@ static void print_expr(printer *p, const mt_expr *e) {
     case MT_EXPR_RAMP:
     case MT_EXPR_BROADCAST:
         if (e->kind == MT_EXPR_BROADCAST) {
-            mt__sb_printf(sb, "((%s%d)(", e->type == MT_TYPE_FLOAT ? "float" : "int", e->lanes);
+            mt__sb_printf(sb, "((%s%d)(", e->type == MT_TYPE_FLOAT ? "float" : int_type(p), e->lanes);
             print_expr(p, e->a);
             mt__sb_append(sb, "))");
             return;
@@ -166,7 +175,7 @@ static void print_expr(printer *p, const mt_expr *e) {
         fail(p, MT_UNSUPPORTED, "vector boolean outside a select");
         return;
     }
-    mt__sb_printf(sb, "((%s%d)(", e->type == MT_TYPE_FLOAT ? "float" : "int", e->lanes);
+    mt__sb_printf(sb, "((%s%d)(", e->type == MT_TYPE_FLOAT ? "float" : int_type(p), e->lanes);
     for (int i = 0; i < e->lanes; i++) {
         if (i) mt__sb_append(sb, ", ");
         print_lane(p, e, i);
@@ -315,9 +324,9 @@ static void print_for(printer *p, const mt_stmt *s) {
         static const char *cu[2][3] = {{"blockIdx.x", "blockIdx.y", "blockIdx.z"}, {"threadIdx.x", "threadIdx.y", "threadIdx.z"}};
         int t = s->loop == MT_LOOP_THREAD;
         emit_indent(p);
-        mt__sb_append(sb, "const int ");
+        mt__sb_printf(sb, "const %s ", int_type(p));
         var_name(p, s->var);
-        if (p->lang == MT_LANG_OPENCL) mt__sb_printf(sb, " = (int)%s(%d);\n", cl[t], s->axis);
+        if (p->lang == MT_LANG_OPENCL) mt__sb_printf(sb, " = (long)%s(%d);\n", cl[t], s->axis);
         else mt__sb_printf(sb, " = (int)%s;\n", cu[t][s->axis]);
         print_stmt(p, s->body);
         return;
@@ -329,7 +338,7 @@ static void print_for(printer *p, const mt_stmt *s) {
             mt__sb_append(sb, "{\n");
             p->indent++;
             emit_indent(p);
-            mt__sb_append(sb, "const int ");
+            mt__sb_printf(sb, "const %s ", int_type(p));
             var_name(p, s->var);
             mt__sb_printf(sb, " = %lld;\n", (long long)i);
             print_stmt(p, s->body);
@@ -348,7 +357,7 @@ static void print_for(printer *p, const mt_stmt *s) {
         return;
     }
     emit_indent(p);
-    mt__sb_append(sb, "for (int ");
+    mt__sb_printf(sb, "for (%s ", int_type(p));
     var_name(p, s->var);
     mt__sb_append(sb, " = 0; ");
     var_name(p, s->var);
@@ -398,7 +407,7 @@ static void print_stmt(printer *p, const mt_stmt *s) {
         return;
     case MT_STMT_LET:
         emit_indent(p);
-        mt__sb_append(sb, s->var->type == MT_TYPE_FLOAT ? "const float " : "const int ");
+        mt__sb_printf(sb, "const %s ", s->var->type == MT_TYPE_FLOAT ? "float" : int_type(p));
         var_name(p, s->var);
         mt__sb_append(sb, " = ");
         print_expr(p, s->value);

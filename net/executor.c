@@ -42,6 +42,7 @@ struct mt_executor {
     const mt_network *net;
     int nlayers;
     uint64_t seed;
+    int rank; /* mt_executor_params.rank */
     ex_prog *progs;
     int nprogs, capprogs;
     ex_launch *launches;
@@ -56,7 +57,7 @@ struct mt_executor {
     mt_executor_stats stats;
 };
 
-mt_executor_params mt_executor_default_params(void) { return (mt_executor_params){.db = NULL, .weights = NULL, .seed = 1}; }
+mt_executor_params mt_executor_default_params(void) { return (mt_executor_params){.db = NULL, .weights = NULL, .seed = 1, .rank = 0}; }
 
 static double now_s(void) {
     struct timespec ts;
@@ -255,7 +256,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     mt_record rec;
     int from_db = 0;
     char dberr[512] = "";
-    mt_status st = mt_best_config(db, wl, di, &t, &space, &cfg, &rec, &from_db, dberr, sizeof dberr);
+    mt_status st = mt_best_config_ranked(db, wl, di, MT_WEIGHT_LAYOUTS_ALL, ex->rank, &t, &space, &cfg, &rec, &from_db, dberr, sizeof dberr);
     if (st != MT_OK) return mt__fail(err, errlen, st, "layer '%s': no config: %s", l->name, dberr);
     char cfgtext[MT_RECORD_CONFIG_LEN];
     mt_config_format(&space, &cfg, cfgtext, sizeof cfgtext);
@@ -263,7 +264,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     snprintf(c->template_name, sizeof c->template_name, "%s", mt_template_name(t));
     c->config = strdup(cfgtext);
     c->from_db = from_db;
-    ex->stats.convs_from_db += from_db;
+    ex->stats.convs_from_db += from_db != 0;
     char *key = malloc(EX_KEY_LEN);
     if (!c->config || !key) {
         mt_space_free(&space);
@@ -383,7 +384,14 @@ static mt_status ex_dense(mt_executor *ex, const mt_weights *w, int i, char *err
     int64_t total = (int64_t)l->out.n * O;
     int32_t p[4] = {(int32_t)total, I, O, (int32_t)l->act};
     mt_dbuf *bufs[4] = {ex->slots[ex->plan.slot[l->inputs[0]]], dw, dbias, ex->slots[ex->plan.slot[i]]};
-    return ex_op(ex, i, MT_OPK_DENSE, p, 4, bufs, 4, total, err, errlen);
+    return ex_op(ex, i, MT_OPK_DENSE, p, 4, bufs, 4, groups_for(total), err, errlen);
+}
+
+/* The windows mt_op_maxpool_s2 covers: columns 2j-pw .. 2j-pw+kw-1 must lie
+ * within 2j-1 .. 2j+2, the odd column before to the even one after. */
+static int maxpool_s2_fits(const mt_layer *l) {
+    int reach = l->pool.kernel_w - l->pool.pad_w;
+    return l->pool.stride_w == 2 && l->pool.pad_w <= 1 && reach >= 1 && reach <= 3;
 }
 
 /* The launches of layer i (none for the input and flatten). */
@@ -406,6 +414,10 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
         int32_t p[12] = {(int32_t)total, in.h, in.w, l->out.h, l->out.w, l->pool.kernel_h, l->pool.kernel_w,
                          l->pool.stride_h, l->pool.stride_w, l->pool.pad_h, l->pool.pad_w, l->pool.count_include_pad};
         mt_dbuf *bufs[2] = {x, y};
+        if (l->kind == MT_LAYER_MAXPOOL && maxpool_s2_fits(l)) {
+            p[0] = (int32_t)((int64_t)l->out.n * l->out.c * l->out.h * ((l->out.w + 7) / 8));
+            return ex_op(ex, i, MT_OPK_MAXPOOL_S2, p, 12, bufs, 2, groups_for(p[0]), err, errlen);
+        }
         return ex_op(ex, i, l->kind == MT_LAYER_MAXPOOL ? MT_OPK_MAXPOOL : MT_OPK_AVGPOOL, p, 12, bufs, 2, groups_for(total), err, errlen);
     }
     case MT_LAYER_GLOBAL_AVGPOOL: {
@@ -459,11 +471,13 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
         return mt__fail(err, errlen, MT_UNSUPPORTED, "executor: only OpenCL devices are supported so far (the op kernels are OpenCL C)");
     double t0 = now_s();
     mt_executor_params p = params ? *params : mt_executor_default_params();
+    if (p.rank < 0) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: rank %d is negative", p.rank);
     mt_executor *ex = calloc(1, sizeof *ex);
     if (!ex) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
     ex->dev = dev;
     ex->net = net;
     ex->seed = p.seed;
+    ex->rank = p.rank;
     ex->nlayers = mt_network_num_layers(net);
     ex->stats.nlayers = ex->nlayers;
     mt_weights *own = NULL;

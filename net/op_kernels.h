@@ -18,12 +18,13 @@ const char *mt__op_kernels_source(void);
 
 /* Kernel names. */
 #define MT_OPK_MAXPOOL "mt_op_maxpool"           /* (p, x, y): p = total, H, W, OH, OW, kh, kw, sh, sw, ph, pw */
+#define MT_OPK_MAXPOOL_S2 "mt_op_maxpool_s2"     /* (p, x, y): p as maxpool, total = row blocks of 8 outputs; stride_w 2, pad_w <= 1, 1 <= kw - pw <= 3 */
 #define MT_OPK_AVGPOOL "mt_op_avgpool"           /* (p, x, y): p as maxpool, then count_include_pad */
 #define MT_OPK_GLOBAL_AVGPOOL "mt_op_global_avgpool" /* (p, x, y): p = total (n*c), HW */
 #define MT_OPK_ADAPTIVE_AVGPOOL "mt_op_adaptive_avgpool" /* (p, x, y): p = total, H, W, OH, OW */
 #define MT_OPK_CONCAT "mt_op_concat_copy"        /* (p, x, y): p = total, Cin*HW, Cout*HW, c_offset*HW */
 #define MT_OPK_ADD "mt_op_add"                   /* (p, a, b, y): y = act(a + b); p = total, act */
-#define MT_OPK_DENSE "mt_op_dense"               /* (p, x, w, b, y): one work-group per output; p = total (n*O), I, O, act */
+#define MT_OPK_DENSE "mt_op_dense"               /* (p, x, w, b, y): one work-item per output; p = total (n*O), I, O, act */
 #define MT_OPK_SOFTMAX "mt_op_softmax"           /* (p, x, y): over channels; p = total (n*HW), C, HW */
 
 #endif

@@ -31,7 +31,7 @@ expect 0 "top-level help" -- --help
 contains out "commands:" "help lists commands"
 expect 2 "no command" --
 expect 2 "unknown command" -- frobnicate
-for cmd in devices conv tasks tune train eval-model merge-db; do
+for cmd in devices conv tasks tune train eval-model merge-db refine run; do
   expect 0 "$cmd --help" -- "$cmd" --help
   contains out "usage: mtgpu $cmd" "$cmd help text"
 done
@@ -57,6 +57,12 @@ expect 2 "unknown cost model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model nop
 expect 2 "unknown template" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --templates gemm,nope
 contains err "unknown template 'nope'" "names the unknown template"
 expect 2 "--model without a gnn" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model xgb --model "$tmp/m.gnn"
+expect 2 "refine an unknown network" -- refine resnet1000
+expect 2 "refine with no candidates" -- refine squeezenet1_1 --candidates 0
+expect 2 "refine with a bad --min-gain" -- refine squeezenet1_1 --min-gain 2
+expect 1 "refine a missing database" -- refine squeezenet1_1 --db "$tmp/none/x.db"
+contains err "cannot open" "names the database problem"
+expect 2 "tune with a bad --refine" -- tune squeezenet1_1 --refine 99
 expect 2 "train without --out" -- train --db "$tmp/tuning.db"
 expect 2 "train with xgb" -- train --db "$tmp/tuning.db" --out "$tmp/m.gnn" --cost-model xgb
 expect 2 "eval-model with both" -- eval-model --db "$tmp/tuning.db" --model "$tmp/m.gnn" --cost-model xgb
@@ -85,6 +91,12 @@ if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "tune one template" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 2 --batch 2 --templates kvec --db "$tmp/kvec.db" --json
   contains out '"template": "kvec"' "tune --templates measures that template"
   if grep -q '"template": "gemm"' "$tmp/out"; then fail=$((fail + 1)); echo "FAIL: tune --templates kvec measured gemm"; else pass=$((pass + 1)); fi
+  # refine: squeezenet against the records just tuned (none of its workloads: every set is the defaults).
+  expect 0 "refine --dry-run" -- refine squeezenet1_1 --db "$tmp/tuning.db" --candidates 1 --passes 2 --dry-run --json
+  contains out '"type": "refine"' "refine JSON"
+  contains out '"stored": 0' "a dry run stores nothing"
+  expect 0 "refine" -- refine squeezenet1_1 --db "$tmp/tuning.db" --candidates 2 --passes 2
+  contains out "preferences: 0 stored" "refine keeps the fastest records when all sets agree"
   expect 2 "bad device" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:x
   # merge-db: the tuned records into a new database, then again (nothing new); bad sources fail.
   expect 0 "merge-db" -- merge-db "$tmp/tuning.db" --db "$tmp/merged.db" --json

@@ -741,6 +741,165 @@ static void test_best_config(void **state) {
     mt_db_close(db);
 }
 
+/* Preferences (configs chosen inside a network) come before the fastest
+ * record; ranks take the records in order; bad preferences are refused or
+ * passed over. */
+static void test_preferences(void **state) {
+    (void)state;
+    mt_db *db = open_db("prefs.db");
+    mt_workload wl = wl_3x3();
+    mt_device_info dev = test_device(FP1, 256, 32768);
+    mt_record fast, slow, mid;
+    make_record(&fast, &wl, FP1, 31, 0.1);
+    make_record(&mid, &wl, FP1, 32, 0.2);
+    make_record(&slow, &wl, FP1, 33, 0.3);
+    assert_int_equal(mt_db_put_record(db, &fast, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &mid, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &slow, NULL), MT_OK);
+    const mt_template *t = NULL;
+    mt_space sp;
+    mt_config cfg;
+    mt_record rec;
+    int from_db = -1;
+    char err[512];
+    /* Ranks 1, 2, 3, and past the end the slowest usable record. */
+    const mt_record *order[] = {&fast, &mid, &slow, &slow};
+    for (int rank = 1; rank <= 4; rank++) {
+        assert_int_equal(mt_best_config_ranked(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, rank, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+        assert_int_equal(from_db, 1);
+        assert_string_equal(rec.config, order[rank - 1]->config);
+        mt_space_free(&sp);
+    }
+    assert_int_equal(mt_best_config_ranked(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, -1, &t, &sp, &cfg, &rec, &from_db, err, sizeof err),
+                     MT_INVALID_ARG);
+    mt_preference p, got;
+    memset(&p, 0, sizeof p);
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_NOT_FOUND);
+    p.wl = wl;
+    snprintf(p.device, sizeof p.device, "%s", FP1);
+    snprintf(p.template_name, sizeof p.template_name, "direct");
+    snprintf(p.config, sizeof p.config, "%s", slow.config);
+    p.in_network_ms = 0.25;
+    p.fastest_ms = 0.4;
+    snprintf(p.network, sizeof p.network, "testnet");
+    assert_int_equal(mt_db_put_preference(db, &p), MT_OK);
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_OK);
+    assert_string_equal(got.config, slow.config);
+    assert_true(got.in_network_ms == 0.25 && got.fastest_ms == 0.4 && got.timestamp > 0);
+    assert_string_equal(got.network, "testnet");
+    /* The preference wins over the fastest record, with its record's time;
+     * rank 1 still gives the fastest; another device is not affected. */
+    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_int_equal(from_db, 1);
+    assert_string_equal(rec.config, slow.config);
+    assert_true(rec.median_ms == 0.3);
+    assert_string_equal(rec.source, "in-network:testnet");
+    mt_space_free(&sp);
+    assert_int_equal(mt_best_config_ranked(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 1, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_string_equal(rec.config, fast.config);
+    mt_space_free(&sp);
+    mt_device_info other = test_device(FP2, 256, 32768);
+    assert_int_equal(mt_best_config(db, &wl, &other, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_int_equal(from_db, 0);
+    mt_space_free(&sp);
+    /* A preference of a config without a record: a record made from it. */
+    char lone[MT_RECORD_CONFIG_LEN];
+    direct_config(&wl, 34, lone, sizeof lone, NULL);
+    snprintf(p.config, sizeof p.config, "%s", lone);
+    assert_int_equal(mt_db_put_preference(db, &p), MT_OK);
+    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_string_equal(rec.config, lone);
+    assert_true(rec.median_ms == 0);
+    assert_string_equal(rec.source, "in-network:testnet");
+    mt_space_free(&sp);
+    /* One whose config no longer parses is passed over: the fastest record. */
+    exec_raw(mt_db_path(db), "UPDATE preferences SET config = 'tile_f=9,nonsense=1'");
+    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_string_equal(rec.config, fast.config);
+    mt_space_free(&sp);
+    /* Removed: the fastest record again. */
+    int deleted = 0;
+    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, &deleted), MT_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, &deleted), MT_OK);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_NOT_FOUND);
+    /* Refused: an unknown template, times that are not positive, a device that is no fingerprint. */
+    mt_preference bad = p;
+    snprintf(bad.template_name, sizeof bad.template_name, "retired");
+    assert_int_equal(mt_db_put_preference(db, &bad), MT_INVALID_ARG);
+    bad = p;
+    bad.in_network_ms = -1;
+    assert_int_equal(mt_db_put_preference(db, &bad), MT_INVALID_ARG);
+    bad = p;
+    snprintf(bad.device, sizeof bad.device, "not-a-print");
+    assert_int_equal(mt_db_put_preference(db, &bad), MT_INVALID_ARG);
+    mt_db_close(db);
+    /* Read-only handles read preferences and cannot write them. */
+    char path[512];
+    path_in(path, sizeof path, "prefs.db");
+    mt_db_params rp = mt_db_default_params();
+    rp.readonly = 1;
+    assert_int_equal(mt_db_open(path, &rp, &db, err, sizeof err), MT_OK);
+    assert_int_equal(mt_db_put_preference(db, &p), MT_IO);
+    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, NULL), MT_IO);
+    mt_db_close(db);
+    integrity_ok(path);
+}
+
+/* A version 1 file (no preferences table): read-only it works without
+ * preferences; opened for writing it becomes version 2, records intact. */
+static void test_schema_upgrade(void **state) {
+    (void)state;
+    char path[512], err[512];
+    path_in(path, sizeof path, "v1.db");
+    mt_db *db = open_db("v1.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    make_record(&r, &wl, FP1, 41, 0.5);
+    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    mt_db_close(db);
+    exec_raw(path, "DROP TABLE preferences; UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+    mt_db_params rp = mt_db_default_params();
+    rp.readonly = 1;
+    assert_int_equal(mt_db_open(path, &rp, &db, err, sizeof err), MT_OK);
+    mt_preference got;
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_NOT_FOUND);
+    mt_device_info dev = test_device(FP1, 256, 32768);
+    const mt_template *t = NULL;
+    mt_space sp;
+    mt_config cfg;
+    mt_record rec;
+    int from_db = 0;
+    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
+    assert_int_equal(from_db, 1);
+    assert_string_equal(rec.config, r.config);
+    mt_space_free(&sp);
+    mt_db_close(db);
+    db = open_db("v1.db");
+    mt_preference p;
+    memset(&p, 0, sizeof p);
+    p.wl = wl;
+    snprintf(p.device, sizeof p.device, "%s", FP1);
+    snprintf(p.template_name, sizeof p.template_name, "direct");
+    snprintf(p.config, sizeof p.config, "%s", r.config);
+    p.in_network_ms = p.fastest_ms = 1;
+    assert_int_equal(mt_db_put_preference(db, &p), MT_OK);
+    int64_t n = 0;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(n, 1);
+    mt_db_close(db);
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "2");
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    integrity_ok(path);
+}
+
 static void test_damaged_rows(void **state) {
     (void)state;
     char path[512];
@@ -922,7 +1081,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_create),
         cmocka_unit_test(test_default_path),
-        cmocka_unit_test(test_schema_version),
+        cmocka_unit_test(test_schema_version), cmocka_unit_test(test_schema_upgrade), cmocka_unit_test(test_preferences),
         cmocka_unit_test(test_not_sqlite),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_round_trip),

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "mtgpu/db.h"
 #include "mtgpu/embed.h"
 #include "mtgpu/executor.h"
 #include "mtgpu/reference.h"
+#include "mtgpu/refine.h"
 
 #include "executor-impl.h"
 
@@ -234,6 +236,47 @@ static void test_every_op(void **state) {
     double e = run_against_reference(net, NULL, NULL);
     assert_true(e < NET_TOL);
     mt_network_free(net);
+}
+
+/* Max pooling on its own, against the reference: the stride-2 kernel with
+ * every window it takes (3/2 pad 1 and 0, 2/2 pad 0 and 1, ceil_mode, rows of
+ * one or several 8-output blocks with a partial last one, inputs narrower
+ * than twice the output), and the generic kernel for the rest (stride 1 and
+ * 3, pad 2). Then dense layers whose inputs are a multiple of 16 and not. */
+static void test_pool_and_dense_shapes(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    static const struct {
+        int h, w, kernel, stride, pad, ceil;
+    } pools[] = {
+        {40, 37, 3, 2, 1, 0}, {36, 36, 3, 2, 1, 0}, {35, 35, 3, 2, 0, 1}, {34, 34, 2, 2, 0, 0}, {21, 30, 2, 2, 1, 1},
+        {7, 5, 3, 2, 1, 0},   {9, 9, 3, 1, 1, 0},   {13, 20, 5, 2, 2, 0}, {17, 50, 3, 3, 1, 1},
+    };
+    char err[512];
+    for (size_t k = 0; k < sizeof pools / sizeof pools[0]; k++) {
+        mt_network *net = NULL;
+        assert_int_equal(mt_network_new("pool", &net), MT_OK);
+        int x = mt_network_add_input(net, "input", 2, 3, pools[k].h, pools[k].w);
+        mt_network_add_pool(net, "mp", MT_LAYER_MAXPOOL, x, pools[k].kernel, pools[k].stride, pools[k].pad, pools[k].ceil);
+        assert_int_equal(mt_network_status(net, err, sizeof err), MT_OK);
+        double e = run_against_reference(net, NULL, NULL);
+        print_message("maxpool %dx%d k%d s%d p%d ceil %d: max rel err %.3g\n", pools[k].h, pools[k].w, pools[k].kernel, pools[k].stride,
+                      pools[k].pad, pools[k].ceil, e);
+        assert_true(e == 0); /* a max is exact */
+        mt_network_free(net);
+    }
+    static const int features[][2] = {{3, 3}, {4, 4}, {1, 1}}; /* inputs of 5*h*w: 45, 80, 5 */
+    for (size_t k = 0; k < sizeof features / sizeof features[0]; k++) {
+        mt_network *net = NULL;
+        assert_int_equal(mt_network_new("dense", &net), MT_OK);
+        int x = mt_network_add_input(net, "input", 2, 5, features[k][0], features[k][1]);
+        int f = mt_network_add_flatten(net, "flatten", x);
+        mt_network_add_dense(net, "fc", f, 37, 1, MT_ACT_RELU);
+        assert_int_equal(mt_network_status(net, err, sizeof err), MT_OK);
+        double e = run_against_reference(net, NULL, NULL);
+        assert_true(e < NET_TOL);
+        mt_network_free(net);
+    }
 }
 
 /* A database with no records: every conv runs its default config. */
@@ -605,6 +648,151 @@ static void test_packed_weight_records(void **state) {
     mt_network_free(net);
 }
 
+/* Stores a kvec record of wl with config text cfg and an isolated time of ms. */
+static void put_kvec_record(mt_db *db, const mt_workload *wl, const char *cfg, double ms) {
+    const mt_device_info *di = mt_device_get_info(g_dev);
+    mt_record rec;
+    mt_record_init(&rec);
+    rec.wl = *wl;
+    snprintf(rec.template_name, sizeof rec.template_name, "kvec");
+    snprintf(rec.config, sizeof rec.config, "%s", cfg);
+    memcpy(rec.device, di->fingerprint, sizeof rec.device);
+    rec.ncosts = 1;
+    rec.costs_ms[0] = rec.median_ms = ms;
+    assert_int_equal(mt_db_put_record(db, &rec, NULL), MT_OK);
+}
+
+/* In-network refinement on a network whose fastest records (by their stored
+ * times) are in truth much slower kernels: one scalar output per work-item,
+ * against the default config as the second record. The refinement must keep
+ * the second, store it as a preference that the executor then runs (output
+ * still right), store nothing on a dry run, and remove the preference once
+ * the records say the good config is the fastest. */
+static void test_refine(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char path[512], err[2048];
+    snprintf(path, sizeof path, "%s/refine.db", g_dir);
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    const mt_device_info *di = mt_device_get_info(g_dev);
+    assert_int_equal(mt_db_put_device(db, di), MT_OK);
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_new("refinenet", &net), MT_OK);
+    int x = mt_network_add_input(net, "input", 1, 32, 28, 28);
+    mt_conv_spec a = mt_conv_spec_default(64, 3, 1, 1);
+    a.batch_norm = 1;
+    x = mt_network_add_conv(net, "conv1", x, &a);
+    mt_conv_spec b = mt_conv_spec_default(64, 1, 1, 0);
+    b.bias = 1;
+    x = mt_network_add_conv(net, "conv2", x, &b);
+    mt_network_add_global_avgpool(net, "pool", x);
+    assert_int_equal(mt_network_status(net, err, sizeof err), MT_OK);
+    const char *slow = "thread_k=1,vec=4,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=1,unroll_rs=0,unroll_explicit=0";
+    char good[2][MT_RECORD_CONFIG_LEN];
+    mt_workload wls[2];
+    for (int i = 0, c = 0; i < mt_network_num_layers(net); i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        if (l->kind != MT_LAYER_CONV2D) continue;
+        wls[c] = l->conv.wl;
+        const mt_template *t = mt_template_find("kvec");
+        mt_space sp;
+        mt_config cfg;
+        assert_int_equal(mt_template_space(t, &l->conv.wl, &sp), MT_OK);
+        assert_int_equal(mt_default_config(t, &l->conv.wl, di, &sp, &cfg, err, sizeof err), MT_OK);
+        assert_true(mt_config_format(&sp, &cfg, good[c], sizeof good[c]) > 0);
+        mt_space_free(&sp);
+        assert_string_not_equal(good[c], slow);
+        put_kvec_record(db, &l->conv.wl, slow, 0.001);
+        put_kvec_record(db, &l->conv.wl, good[c], 0.002);
+        c++;
+    }
+    mt_refine_params rp = mt_refine_default_params();
+    rp.candidates = 2;
+    rp.passes = 5;
+    rp.store = 0;
+    mt_refine_result r;
+    assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_OK);
+    assert_int_equal(r.nsets, 3);
+    assert_int_equal(r.nchoices, 2);
+    assert_int_equal(r.stored, 0);
+    for (int c = 0; c < 2; c++) {
+        const mt_refine_choice *ch = &r.choices[c];
+        print_message("refine %d: rec1 %.3f ms, rec2 %.3f, default %.3f (same as %d), kept set %d\n", c, ch->ms[0], ch->ms[1], ch->ms[2],
+                      ch->same_as[2], ch->chosen);
+        assert_string_equal(ch->config[0], slow);
+        assert_string_equal(ch->config[1], good[c]);
+        assert_int_equal(ch->same_as[2], 1); /* the default is the second record */
+        assert_int_equal(ch->chosen, 1);
+        assert_true(ch->ms[1] < ch->ms[0]);
+    }
+    assert_true(r.chosen_ms < r.fastest_ms);
+    mt_refine_result_free(&r);
+    mt_preference pref;
+    assert_int_equal(mt_db_get_preference(db, &wls[0], di->fingerprint, &pref), MT_NOT_FOUND); /* dry run */
+
+    rp.store = 1;
+    assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_OK);
+    assert_int_equal(r.stored, 2);
+    mt_refine_result_free(&r);
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(mt_db_get_preference(db, &wls[c], di->fingerprint, &pref), MT_OK);
+        assert_string_equal(pref.config, good[c]);
+        assert_string_equal(pref.network, "refinenet");
+        assert_true(pref.in_network_ms < pref.fastest_ms);
+    }
+    /* The executor now runs the preferred configs, and the output is right. */
+    mt_executor_stats st;
+    double e = run_against_reference(net, db, &st);
+    assert_true(e < NET_TOL);
+    assert_int_equal(st.convs_from_db, 2);
+    mt_executor_params ep = mt_executor_default_params();
+    ep.db = db;
+    mt_executor *ex = NULL;
+    assert_int_equal(mt_executor_build(g_dev, net, &ep, &ex, err, sizeof err), MT_OK);
+    for (int i = 0, c = 0; i < mt_network_num_layers(net); i++) {
+        if (mt_network_layer(net, i)->kind != MT_LAYER_CONV2D) continue;
+        const char *tn = NULL, *cfg = NULL;
+        int from_db = 0;
+        assert_int_equal(mt_executor_conv_choice(ex, i, &tn, &cfg, &from_db), MT_OK);
+        assert_string_equal(cfg, good[c++]);
+    }
+    mt_executor_free(ex);
+    ep.rank = -1;
+    assert_int_equal(mt_executor_build(g_dev, net, &ep, &ex, err, sizeof err), MT_INVALID_ARG);
+
+    /* New records make the good config the fastest: the next refinement
+     * keeps the fastest record and removes the preferences. */
+    mt_db_close(db);
+    char sql[4096];
+    snprintf(sql, sizeof sql, "UPDATE records SET median_ms = 1.0 WHERE config = '%s'", slow);
+    {
+        sqlite3 *h = NULL;
+        assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(h);
+    }
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_OK);
+    for (int c = 0; c < 2; c++) {
+        assert_string_equal(r.choices[c].config[0], good[c]);
+        assert_int_equal(r.choices[c].chosen, 0);
+    }
+    assert_int_equal(r.removed, 2);
+    assert_int_equal(r.stored, 0);
+    mt_refine_result_free(&r);
+    assert_int_equal(mt_db_get_preference(db, &wls[0], di->fingerprint, &pref), MT_NOT_FOUND);
+    /* Bad parameters. */
+    rp.candidates = 0;
+    assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_RANGE);
+    rp.candidates = 2;
+    rp.min_gain = 1.5;
+    assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_RANGE);
+    assert_int_equal(mt_network_refine(g_dev, net, NULL, NULL, &r, err, sizeof err), MT_INVALID_ARG);
+    mt_db_close(db);
+    mt_network_free(net);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(g_dir, sizeof g_dir, "%s/mtgpu-test-exec-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -615,8 +803,8 @@ int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op),     cmocka_unit_test(test_empty_database),
-        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
+        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

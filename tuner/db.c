@@ -68,6 +68,22 @@ static const char *const schema_v1[] = {
     "CREATE INDEX records_device ON records (device)",
 };
 
+/* Version 2 adds the configs chosen by timing candidates inside a network
+ * (mt_db_put_preference): one per workload and device. A version 1 file
+ * opened for writing gets the table and becomes version 2; read-only, it
+ * has no preferences. */
+static const char preferences_sql[] = "CREATE TABLE IF NOT EXISTS preferences ("
+                                      " workload_id INTEGER NOT NULL REFERENCES workloads(id),"
+                                      " device TEXT NOT NULL REFERENCES devices(fingerprint),"
+                                      " template TEXT NOT NULL,"
+                                      " config TEXT NOT NULL,"
+                                      " in_network_ms REAL NOT NULL,"
+                                      " fastest_ms REAL NOT NULL,"
+                                      " network TEXT NOT NULL,"
+                                      " timestamp REAL NOT NULL,"
+                                      " version TEXT NOT NULL,"
+                                      " PRIMARY KEY (workload_id, device))";
+
 enum {
     S_BEGIN,
     S_COMMIT,
@@ -80,6 +96,9 @@ enum {
     S_DEV_ALL,
     S_REC_INSERT,
     S_REC_HAS,
+    S_PREF_PUT,
+    S_PREF_GET,
+    S_PREF_DEL,
     S_COUNT
 };
 
@@ -102,12 +121,18 @@ static const char *const stmt_sql[S_COUNT] = {
                      " ON CONFLICT (workload_id, template, config, device) DO NOTHING",
     [S_REC_HAS] = "SELECT 1 FROM records r JOIN workloads w ON w.id = r.workload_id"
                   " WHERE w.text = ?1 AND r.template = ?2 AND r.config = ?3 AND r.device = ?4",
+    [S_PREF_PUT] = "INSERT OR REPLACE INTO preferences (workload_id, device, template, config, in_network_ms, fastest_ms, network,"
+                   " timestamp, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [S_PREF_GET] = "SELECT p.template, p.config, p.in_network_ms, p.fastest_ms, p.network, p.timestamp, p.version"
+                   " FROM preferences p JOIN workloads w ON w.id = p.workload_id WHERE w.text = ?1 AND p.device = ?2",
+    [S_PREF_DEL] = "DELETE FROM preferences WHERE device = ?2 AND workload_id = (SELECT id FROM workloads WHERE text = ?1)",
 };
 
 struct mt_db {
     sqlite3 *h;
     char *path;
     int readonly;
+    int has_preferences;         /* the preferences table exists (schema 2, or a version 1 file opened read-only: 0) */
     sqlite3_stmt *stmt[S_COUNT]; /* prepared on first use */
     char errmsg[512];
 };
@@ -391,6 +416,32 @@ static mt_status check_schema(mt_db *db, int has_meta) {
     return MT_OK;
 }
 
+/* A version 1 file opened for writing gets the preferences table and
+ * becomes version 2, in one transaction (a concurrent opener may have done it
+ * first: both statements are idempotent). Then notes whether the table is there. */
+static mt_status upgrade_schema(mt_db *db) {
+    mt_status st = MT_OK;
+    if (!db->readonly) {
+        if ((st = begin(db)) != MT_OK) return st;
+        st = exec_sql(db, preferences_sql, "upgrading the schema to version 2");
+        if (st == MT_OK)
+            st = exec_sql(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version' AND value = '1'", "upgrading the schema to version 2");
+        if (st == MT_OK) st = commit(db);
+        if (st != MT_OK) {
+            rollback(db);
+            return st;
+        }
+    }
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'preferences'", -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        db->has_preferences = sqlite3_column_int64(s, 0) > 0;
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK ? MT_OK : sql_fail(db, rc, "reading the schema");
+}
+
 /* Creates the schema in one transaction, unless another process did first. */
 static mt_status create_schema(mt_db *db) {
     mt_status st = begin(db);
@@ -403,6 +454,7 @@ static mt_status create_schema(mt_db *db) {
         return check_schema(db, has_meta);
     }
     for (size_t i = 0; st == MT_OK && i < sizeof schema_v1 / sizeof schema_v1[0]; i++) st = exec_sql(db, schema_v1[i], "creating the schema");
+    if (st == MT_OK) st = exec_sql(db, preferences_sql, "creating the schema");
     if (st == MT_OK) {
         sqlite3_stmt *s = NULL;
         int rc = sqlite3_prepare_v2(db->h, "INSERT INTO meta (key, value) VALUES (?1, ?2)", -1, &s, NULL);
@@ -503,6 +555,7 @@ mt_status mt_db_open(const char *path, const mt_db_params *params, mt_db **out, 
     }
     st = exec_sql(db, "PRAGMA foreign_keys = ON", "enabling foreign keys");
     if (st != MT_OK) goto fail;
+    if ((st = upgrade_schema(db)) != MT_OK) goto fail;
     db->errmsg[0] = '\0';
     *out = db;
     return MT_OK;
@@ -702,6 +755,30 @@ static void format_costs(mt_strbuf *sb, const double *c, int n) {
     mt__sb_append(sb, "]");
 }
 
+/* Inside a transaction: the workload row (made if new) and its id, and a
+ * device row (a placeholder if new), so that a row may refer to both. */
+static mt_status ensure_keys(mt_db *db, const char *wltext, const char *device_fp, double now, int64_t *wl_id) {
+    mt_status st = MT_OK;
+    sqlite3_stmt *s = NULL;
+    if ((s = stmt_get(db, S_WL_INSERT, &st))) {
+        sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
+        st = exec_stmt(db, s, "storing a workload");
+    }
+    if (st == MT_OK && (s = stmt_get(db, S_WL_ID, &st))) {
+        sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) *wl_id = sqlite3_column_int64(s, 0);
+        else st = rc == SQLITE_DONE ? db_fail(db, MT_CORRUPT, "workload vanished while storing a row") : sql_fail(db, rc, "reading a workload");
+        sqlite3_reset(s);
+    }
+    if (st == MT_OK && (s = stmt_get(db, S_DEV_ENSURE, &st))) {
+        sqlite3_bind_text(s, 1, device_fp, -1, SQLITE_STATIC);
+        sqlite3_bind_double(s, 2, now);
+        st = exec_stmt(db, s, "storing a device");
+    }
+    return st;
+}
+
 mt_status mt_db_put_record(mt_db *db, const mt_record *rec, int *inserted) {
     if (inserted) *inserted = 0;
     if (!db || !rec) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL record") : MT_INVALID_ARG;
@@ -722,22 +799,7 @@ mt_status mt_db_put_record(mt_db *db, const mt_record *rec, int *inserted) {
     st = begin(db);
     sqlite3_stmt *s = NULL;
     int64_t wl_id = -1;
-    if (st == MT_OK && (s = stmt_get(db, S_WL_INSERT, &st))) {
-        sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
-        st = exec_stmt(db, s, "storing a workload");
-    }
-    if (st == MT_OK && (s = stmt_get(db, S_WL_ID, &st))) {
-        sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) wl_id = sqlite3_column_int64(s, 0);
-        else st = rc == SQLITE_DONE ? db_fail(db, MT_CORRUPT, "workload vanished while storing a record") : sql_fail(db, rc, "reading a workload");
-        sqlite3_reset(s);
-    }
-    if (st == MT_OK && (s = stmt_get(db, S_DEV_ENSURE, &st))) {
-        sqlite3_bind_text(s, 1, rec->device, -1, SQLITE_STATIC);
-        sqlite3_bind_double(s, 2, now);
-        st = exec_stmt(db, s, "storing a device");
-    }
+    if (st == MT_OK) st = ensure_keys(db, wltext, rec->device, now, &wl_id);
     if (st == MT_OK && (s = stmt_get(db, S_REC_INSERT, &st))) {
         sqlite3_bind_int64(s, 1, wl_id);
         sqlite3_bind_text(s, 2, rec->template_name, -1, SQLITE_STATIC);
@@ -783,6 +845,91 @@ mt_status mt_db_has_record(mt_db *db, const mt_workload *wl, const char *templat
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) *found = 1;
     else if (rc != SQLITE_DONE) st = sql_fail(db, rc, "looking up a record");
+    sqlite3_reset(s);
+    return st;
+}
+
+/* ---- preferences ---- */
+
+mt_status mt_db_put_preference(mt_db *db, const mt_preference *p) {
+    if (!db || !p) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL preference") : MT_INVALID_ARG;
+    if (db->readonly) return db_fail(db, MT_IO, "tuning database %s is open read-only", db->path);
+    if (!db->has_preferences) return db_fail(db, MT_UNSUPPORTED, "tuning database %s has no preferences table", db->path);
+    char why[256];
+    if (mt_workload_validate(&p->wl, why, sizeof why) != MT_OK) return db_fail(db, MT_INVALID_ARG, "preference: %s", why);
+    if (!is_fingerprint(p->device)) return db_fail(db, MT_INVALID_ARG, "preference: device '%.20s' is not a fingerprint", p->device);
+    if (!memchr(p->template_name, '\0', sizeof p->template_name) || !mt_template_find(p->template_name) ||
+        !memchr(p->config, '\0', sizeof p->config) || !memchr(p->network, '\0', sizeof p->network))
+        return db_fail(db, MT_INVALID_ARG, "preference: unknown template or unterminated text");
+    if (!(p->in_network_ms > 0) || !(p->fastest_ms > 0))
+        return db_fail(db, MT_INVALID_ARG, "preference: times must be positive (%g, %g ms)", p->in_network_ms, p->fastest_ms);
+    char wltext[256];
+    mt_workload_format(&p->wl, wltext, sizeof wltext);
+    double now = mt__now_epoch();
+    int64_t wl_id = -1;
+    sqlite3_stmt *s = NULL;
+    mt_status st = begin(db);
+    if (st == MT_OK) st = ensure_keys(db, wltext, p->device, now, &wl_id);
+    if (st == MT_OK && (s = stmt_get(db, S_PREF_PUT, &st))) {
+        sqlite3_bind_int64(s, 1, wl_id);
+        sqlite3_bind_text(s, 2, p->device, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, p->template_name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, p->config, -1, SQLITE_STATIC);
+        sqlite3_bind_double(s, 5, p->in_network_ms);
+        sqlite3_bind_double(s, 6, p->fastest_ms);
+        sqlite3_bind_text(s, 7, p->network, -1, SQLITE_STATIC);
+        sqlite3_bind_double(s, 8, p->timestamp > 0 ? p->timestamp : now);
+        sqlite3_bind_text(s, 9, MT_VERSION_STRING, -1, SQLITE_STATIC);
+        st = exec_stmt(db, s, "storing a preference");
+    }
+    if (st == MT_OK) st = commit(db);
+    if (st != MT_OK) rollback(db);
+    return st;
+}
+
+mt_status mt_db_delete_preference(mt_db *db, const mt_workload *wl, const char *device_fp, int *deleted) {
+    if (deleted) *deleted = 0;
+    if (!db || !wl || !device_fp) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL argument") : MT_INVALID_ARG;
+    if (db->readonly) return db_fail(db, MT_IO, "tuning database %s is open read-only", db->path);
+    if (!db->has_preferences) return MT_OK;
+    char wltext[256];
+    mt_workload_format(wl, wltext, sizeof wltext);
+    mt_status st = MT_OK;
+    sqlite3_stmt *s = stmt_get(db, S_PREF_DEL, &st);
+    if (!s) return st;
+    sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, device_fp, -1, SQLITE_STATIC);
+    st = exec_stmt(db, s, "removing a preference");
+    if (st == MT_OK && deleted) *deleted = sqlite3_changes(db->h) > 0;
+    return st;
+}
+
+mt_status mt_db_get_preference(mt_db *db, const mt_workload *wl, const char *device_fp, mt_preference *out) {
+    if (!db || !wl || !device_fp || !out) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL argument") : MT_INVALID_ARG;
+    if (!db->has_preferences) return MT_NOT_FOUND;
+    char wltext[256];
+    mt_workload_format(wl, wltext, sizeof wltext);
+    mt_status st = MT_OK;
+    sqlite3_stmt *s = stmt_get(db, S_PREF_GET, &st);
+    if (!s) return st;
+    sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, device_fp, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        memset(out, 0, sizeof *out);
+        out->wl = *wl;
+        snprintf(out->device, sizeof out->device, "%s", device_fp);
+        if (!copy_str(out->template_name, sizeof out->template_name, col_text(s, 0)) ||
+            !copy_str(out->config, sizeof out->config, col_text(s, 1)))
+            st = db_fail(db, MT_CORRUPT, "a preference of %s has an overlong template or config", wltext);
+        out->in_network_ms = sqlite3_column_double(s, 2);
+        out->fastest_ms = sqlite3_column_double(s, 3);
+        scopy(out->network, sizeof out->network, col_text(s, 4));
+        out->timestamp = sqlite3_column_double(s, 5);
+        scopy(out->version, sizeof out->version, col_text(s, 6));
+    } else {
+        st = rc == SQLITE_DONE ? MT_NOT_FOUND : sql_fail(db, rc, "reading a preference");
+    }
     sqlite3_reset(s);
     return st;
 }
@@ -966,6 +1113,9 @@ typedef struct best_ctx {
     mt_config cfg;
     mt_record rec;
     int found;
+    int want;       /* take the want-th usable record (1: the fastest) */
+    int seen;       /* usable records so far */
+    const char *match_template, *match_config; /* or only the record of this template and config */
 } best_ctx;
 
 /* t exists, accepts wl, and reads its weights in a layout the caller gives. */
@@ -973,8 +1123,12 @@ static int template_usable(const mt_template *t, const mt_workload *wl, unsigned
     return t && mt_template_accepts(t, wl) && (layouts & (1u << mt_template_weight_layout(t)));
 }
 
+/* Keeps rec when its template is usable and its config still builds, and
+ * stops the walk at the want-th such record (an earlier one kept is
+ * replaced: with fewer usable records than want, the last one stays). */
 static int try_record(const mt_record *rec, void *user) {
     best_ctx *c = user;
+    if (c->match_template && (strcmp(rec->template_name, c->match_template) != 0 || strcmp(rec->config, c->match_config) != 0)) return 0;
     const mt_template *t = mt_template_find(rec->template_name);
     if (!template_usable(t, c->wl, c->layouts)) return 0;
     mt_space sp;
@@ -983,15 +1137,55 @@ static int try_record(const mt_record *rec, void *user) {
     mt_kernel *k = NULL;
     if (mt_config_parse(&sp, rec->config, &cfg, NULL, 0) == MT_OK && mt_template_build(t, c->wl, &sp, &cfg, &k, NULL, 0) == MT_OK) {
         mt_kernel_free(k);
+        if (c->found) mt_space_free(&c->space);
         c->t = t;
         c->space = sp;
         c->cfg = cfg;
         c->rec = *rec;
         c->found = 1;
-        return 1;
+        return ++c->seen >= c->want;
     }
     mt_space_free(&sp);
     return 0;
+}
+
+/* The in-network preference of wl on device fp, when there is one, its
+ * template is usable and its config builds. c->rec is then the record of that
+ * config (median_ms its isolated time) or, where the database holds none,
+ * a record made from the preference; either way source says "in-network". */
+static int try_preference(mt_db *db, best_ctx *c, const char *fp) {
+    mt_preference *pref = malloc(sizeof *pref);
+    if (!pref) return 0;
+    int ok = 0;
+    if (mt_db_get_preference(db, c->wl, fp, pref) == MT_OK) {
+        mt_db_filter f;
+        memset(&f, 0, sizeof f);
+        f.wl = c->wl;
+        f.device = fp;
+        f.only_ok = 1;
+        c->want = 1;
+        c->match_template = pref->template_name;
+        c->match_config = pref->config;
+        if (mt_db_for_each(db, &f, try_record, c) != MT_OK) c->found = 0;
+        if (!c->found) {
+            mt_record made;
+            mt_record_init(&made);
+            made.wl = *c->wl;
+            snprintf(made.template_name, sizeof made.template_name, "%s", pref->template_name);
+            snprintf(made.config, sizeof made.config, "%s", pref->config);
+            memcpy(made.device, fp, sizeof made.device);
+            snprintf(made.version, sizeof made.version, "%s", pref->version);
+            try_record(&made, c);
+        }
+        if (c->found) {
+            snprintf(c->rec.source, sizeof c->rec.source, "in-network:%s", pref->network);
+            ok = 1;
+        }
+        c->match_template = c->match_config = NULL;
+        c->seen = 0;
+    }
+    free(pref);
+    return ok;
 }
 
 /* |floor(log2(x)) - target|, in a form that needs no libm. */
@@ -1158,7 +1352,13 @@ mt_status mt_best_config(mt_db *db, const mt_workload *wl, const mt_device_info 
 
 mt_status mt_best_config_layouts(mt_db *db, const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **t,
                                  mt_space *space, mt_config *cfg, mt_record *rec, int *from_db, char *err, size_t errlen) {
+    return mt_best_config_ranked(db, wl, dev, layouts, 0, t, space, cfg, rec, from_db, err, errlen);
+}
+
+mt_status mt_best_config_ranked(mt_db *db, const mt_workload *wl, const mt_device_info *dev, unsigned layouts, int rank, const mt_template **t,
+                                mt_space *space, mt_config *cfg, mt_record *rec, int *from_db, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
+    if (rank < 0) return mt__fail(err, errlen, MT_INVALID_ARG, "best config: rank %d is negative", rank);
     if (!(layouts & (1u << MT_WEIGHTS_OIHW)))
         return mt__fail(err, errlen, MT_INVALID_ARG, "best config: the accepted weight layouts must include OIHW (every default config's)");
     if (!wl || !dev || !t || !space || !cfg) return mt__fail(err, errlen, MT_INVALID_ARG, "best config: NULL argument");
@@ -1171,7 +1371,8 @@ mt_status mt_best_config_layouts(mt_db *db, const mt_workload *wl, const mt_devi
     if (!c) return mt__fail(err, errlen, MT_NOMEM, "best config: out of memory");
     c->wl = wl;
     c->layouts = layouts;
-    if (db && is_fingerprint(fp)) {
+    c->want = rank > 0 ? rank : 1;
+    if (db && is_fingerprint(fp) && !(rank == 0 && try_preference(db, c, fp))) {
         mt_db_filter f;
         memset(&f, 0, sizeof f);
         f.wl = wl;

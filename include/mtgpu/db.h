@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* The schema this library writes, and the newest it reads. */
-#define MT_DB_SCHEMA_VERSION 1
+#define MT_DB_SCHEMA_VERSION 2 /* 2 added preferences; a version 1 file opened for writing is upgraded */
 /* The library version stored with each record. */
 #define MT_VERSION_STRING "0.1.0"
 
@@ -173,10 +173,13 @@ mt_status mt_db_best(mt_db *db, const mt_workload *wl, const char *device_fp, mt
 
 /* The config to run wl with on dev.
  *
- * From the database (db may be NULL to skip it): the fastest MT_OK record for
+ * From the database (db may be NULL to skip it): the in-network preference
+ * of (wl, dev->fingerprint) (mt_db_put_preference) when there is one whose
+ * template is usable and whose config still builds, with rec its record
+ * (source "in-network:NETWORK"); else the fastest MT_OK record for
  * (wl, dev->fingerprint) whose template still exists and accepts wl, whose
  * config text still parses in the template's current space, and which the
- * template still builds; *from_db = 1.
+ * template still builds; *from_db = 1 either way.
  *
  * Otherwise a default, *from_db = 0: the template is `depthwise` for
  * depthwise workloads; on a CPU device (dev->is_cpu) `kvec` where it accepts
@@ -211,6 +214,45 @@ mt_status mt_best_config(mt_db *db, const mt_workload *wl, const mt_device_info 
  * Records of other templates are passed over. */
 mt_status mt_best_config_layouts(mt_db *db, const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **t,
                                  mt_space *space, mt_config *cfg, mt_record *rec, int *from_db, char *err, size_t errlen);
+
+/* mt_best_config_layouts by rank, for comparing candidates: rank 0 is
+ * mt_best_config_layouts itself; rank r >= 1 ignores preferences and takes
+ * the r-th fastest usable record (1: the fastest), or the slowest usable one
+ * when there are fewer than r, or the default when there is none. */
+mt_status mt_best_config_ranked(mt_db *db, const mt_workload *wl, const mt_device_info *dev, unsigned layouts, int rank, const mt_template **t,
+                                mt_space *space, mt_config *cfg, mt_record *rec, int *from_db, char *err, size_t errlen);
+
+/* ---- preferences: configs chosen inside a network ----
+ *
+ * A record's time is its kernel's alone, run again and again on the same
+ * buffers, caches warm. Inside a network the kernel reads weights and
+ * inputs other layers have pushed out of cache, and the order of records can
+ * change (mt_network_refine in mtgpu/refine.h times the candidates there). A
+ * preference stores the config that won, per workload and device, and
+ * mt_best_config returns it before any record. */
+#define MT_PREFERENCE_NETWORK_LEN 64
+
+typedef struct mt_preference {
+    mt_workload wl;
+    char device[17];                          /* device fingerprint */
+    char template_name[MT_RECORD_TEMPLATE_LEN];
+    char config[MT_RECORD_CONFIG_LEN];        /* mt_config_format text */
+    double in_network_ms;                     /* the chosen config's time inside the network (all its layers) */
+    double fastest_ms;                        /* in the same passes, the time of the fastest record (rank 1) */
+    char network[MT_PREFERENCE_NETWORK_LEN];  /* where it was measured */
+    double timestamp;                         /* seconds since the epoch (0 when storing: now) */
+    char version[MT_RECORD_VERSION_LEN];      /* set by reads */
+} mt_preference;
+
+/* Stores p, replacing the preference of the same workload and device.
+ * MT_INVALID_ARG for an invalid workload, a device that is not a
+ * fingerprint, an unknown template, unterminated text or non-positive times;
+ * MT_IO when the handle is read-only. */
+mt_status mt_db_put_preference(mt_db *db, const mt_preference *p);
+/* Removes the preference of (wl, device_fp), if any (*deleted, may be NULL, says). */
+mt_status mt_db_delete_preference(mt_db *db, const mt_workload *wl, const char *device_fp, int *deleted);
+/* The preference of (wl, device_fp): MT_NOT_FOUND when there is none. */
+mt_status mt_db_get_preference(mt_db *db, const mt_workload *wl, const char *device_fp, mt_preference *out);
 
 /* The default config of template t for wl (sp: t's space for wl) on dev: the
  * rule mt_best_config uses for its default, applied to one template. The

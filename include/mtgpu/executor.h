@@ -41,6 +41,8 @@ typedef struct mt_executor_params {
     mt_db *db;                 /* best configs; NULL: the default config for every convolution */
     const mt_weights *weights; /* NULL: mt_weights_random(net, seed); else must match the network */
     uint64_t seed;             /* seed of the random weights (default 1) */
+    int rank;                  /* 0 (default): each convolution's mt_best_config; r >= 1: its r-th fastest record,
+                                  preferences ignored (mt_best_config_ranked), for comparing candidates in the network */
 } mt_executor_params;
 
 mt_executor_params mt_executor_default_params(void);

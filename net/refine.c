@@ -1,0 +1,214 @@
+/* In-network choice among each convolution's candidate configs (mtgpu/refine.h). */
+#include "mtgpu/refine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mtgpu/executor.h"
+#include "mtgpu/weights.h"
+
+/* Profiled passes of one set in a row (after one unprofiled pass). */
+#define MT__REFINE_BLOCK 5
+
+mt_refine_params mt_refine_default_params(void) {
+    return (mt_refine_params){.candidates = 3, .defaults = 1, .passes = 15, .min_gain = 0.03, .store = 1, .seed = 1};
+}
+
+void mt_refine_result_free(mt_refine_result *r) {
+    if (!r) return;
+    free(r->choices);
+    memset(r, 0, sizeof *r);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int same_workload(const mt_workload *a, const mt_workload *b) {
+    char ta[256], tb[256];
+    mt_workload_format(a, ta, sizeof ta);
+    mt_workload_format(b, tb, sizeof tb);
+    return strcmp(ta, tb) == 0;
+}
+
+/* Per conv layer, the index of its workload in r->choices (-1 for other
+ * layers); fills r->choices' workloads and layer counts. */
+static mt_status group_workloads(const mt_network *net, mt_refine_result *r, int *widx, char *err, size_t errlen) {
+    int nl = mt_network_num_layers(net);
+    r->choices = calloc((size_t)(nl > 0 ? nl : 1), sizeof *r->choices);
+    if (!r->choices) return mt__fail(err, errlen, MT_NOMEM, "refine: out of memory");
+    for (int i = 0; i < nl; i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        widx[i] = -1;
+        if (l->kind != MT_LAYER_CONV2D) continue;
+        int w = 0;
+        while (w < r->nchoices && !same_workload(&r->choices[w].wl, &l->conv.wl)) w++;
+        if (w == r->nchoices) r->choices[r->nchoices++].wl = l->conv.wl;
+        r->choices[w].layers++;
+        widx[i] = w;
+    }
+    return MT_OK;
+}
+
+/* Which config each set gave each workload, and which sets repeat an earlier one. */
+static mt_status note_configs(mt_executor *const *ex, const mt_network *net, const int *widx, mt_refine_result *r, char *err, size_t errlen) {
+    int nl = mt_network_num_layers(net);
+    for (int s = 0; s < r->nsets; s++) {
+        for (int i = 0; i < nl; i++) {
+            if (widx[i] < 0) continue;
+            mt_refine_choice *c = &r->choices[widx[i]];
+            const char *tn = NULL, *cfg = NULL;
+            int from_db = 0;
+            if (mt_executor_conv_choice(ex[s], i, &tn, &cfg, &from_db) != MT_OK)
+                return mt__fail(err, errlen, MT_INVALID_ARG, "refine: layer '%s' has no config", mt_network_layer(net, i)->name);
+            snprintf(c->template_name[s], sizeof c->template_name[s], "%s", tn);
+            snprintf(c->config[s], sizeof c->config[s], "%s", cfg);
+            c->from_db[s] = from_db;
+        }
+    }
+    for (int w = 0; w < r->nchoices; w++) {
+        mt_refine_choice *c = &r->choices[w];
+        for (int s = 0; s < r->nsets; s++) {
+            c->same_as[s] = s;
+            for (int e = 0; e < s; e++)
+                if (strcmp(c->template_name[e], c->template_name[s]) == 0 && strcmp(c->config[e], c->config[s]) == 0) {
+                    c->same_as[s] = e;
+                    break;
+                }
+        }
+    }
+    return MT_OK;
+}
+
+/* Writes the winners other than set 0 as preferences, and removes the
+ * preference of workloads set 0 won (an older refinement's, now beaten). */
+static mt_status store_choices(mt_db *db, const mt_network *net, const char *fp, mt_refine_result *r, char *err, size_t errlen) {
+    mt_preference *p = calloc(1, sizeof *p);
+    if (!p) return mt__fail(err, errlen, MT_NOMEM, "refine: out of memory");
+    mt_status st = MT_OK;
+    for (int w = 0; w < r->nchoices && st == MT_OK; w++) {
+        const mt_refine_choice *c = &r->choices[w];
+        if (c->chosen == 0) {
+            int deleted = 0;
+            st = mt_db_delete_preference(db, &c->wl, fp, &deleted);
+            r->removed += deleted;
+            continue;
+        }
+        memset(p, 0, sizeof *p);
+        p->wl = c->wl;
+        snprintf(p->device, sizeof p->device, "%s", fp);
+        snprintf(p->template_name, sizeof p->template_name, "%s", c->template_name[c->chosen]);
+        snprintf(p->config, sizeof p->config, "%s", c->config[c->chosen]);
+        p->in_network_ms = c->ms[c->chosen];
+        p->fastest_ms = c->ms[0];
+        snprintf(p->network, sizeof p->network, "%s", mt_network_name(net));
+        if ((st = mt_db_put_preference(db, p)) == MT_OK) r->stored++;
+    }
+    if (st != MT_OK) mt__fail(err, errlen, st, "refine: storing the choices: %s", mt_db_errmsg(db));
+    free(p);
+    return st;
+}
+
+mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, const mt_refine_params *params, mt_refine_result *out,
+                            char *err, size_t errlen) {
+    if (out) memset(out, 0, sizeof *out);
+    if (!dev || !net || !db || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "refine: NULL argument");
+    mt_refine_params p = params ? *params : mt_refine_default_params();
+    if (p.candidates < 1 || p.candidates > MT_REFINE_MAX_SETS - 1 || p.passes < 1 || p.passes > 1000 || !(p.min_gain >= 0 && p.min_gain < 1))
+        return mt__fail(err, errlen, MT_RANGE, "refine: candidates %d (1..%d), passes %d (1..1000) or min_gain %g ([0, 1)) out of range",
+                        p.candidates, MT_REFINE_MAX_SETS - 1, p.passes, p.min_gain);
+    mt_status st = mt_network_status(net, err, errlen);
+    if (st != MT_OK) return st;
+    double t0 = now_s();
+    int nl = mt_network_num_layers(net);
+    mt_refine_result r;
+    memset(&r, 0, sizeof r);
+    r.passes = p.passes;
+    r.nsets = p.candidates + (p.defaults != 0);
+    for (int s = 0; s < r.nsets; s++) r.set_rank[s] = s < p.candidates ? s + 1 : 0;
+
+    mt_executor *ex[MT_REFINE_MAX_SETS] = {0};
+    mt_weights *w = NULL;
+    int *widx = malloc(sizeof(int) * (size_t)nl);
+    mt_layer_time *lt = calloc((size_t)nl, sizeof *lt);
+    /* times[(s * passes + pass) * nl + layer] */
+    double *times = calloc((size_t)r.nsets * (size_t)p.passes * (size_t)nl, sizeof *times);
+    double *col = malloc(sizeof(double) * (size_t)p.passes);
+    if (!widx || !lt || !times || !col) {
+        st = mt__fail(err, errlen, MT_NOMEM, "refine: out of memory");
+        goto done;
+    }
+    if ((st = group_workloads(net, &r, widx, err, errlen)) != MT_OK) goto done;
+    if ((st = mt_weights_random(net, p.seed, &w, err, errlen)) != MT_OK) goto done;
+    /* One executor per set, all alive at once so that their passes can take turns. */
+    for (int s = 0; s < r.nsets; s++) {
+        mt_executor_params ep = mt_executor_default_params();
+        ep.db = r.set_rank[s] > 0 ? db : NULL;
+        ep.rank = r.set_rank[s];
+        ep.weights = w;
+        ep.seed = p.seed;
+        char berr[2048];
+        if ((st = mt_executor_build(dev, net, &ep, &ex[s], berr, sizeof berr)) != MT_OK) {
+            if (r.set_rank[s] > 0) mt__fail(err, errlen, st, "refine: building %s with each convolution's record %d: %s", mt_network_name(net), r.set_rank[s], berr);
+            else mt__fail(err, errlen, st, "refine: building %s with the default configs: %s", mt_network_name(net), berr);
+            goto done;
+        }
+    }
+    if ((st = note_configs(ex, net, widx, &r, err, errlen)) != MT_OK) goto done;
+    /* The sets take turns in blocks of passes, so that a slow spell of the
+     * machine falls on every set alike. Each block starts with an unprofiled
+     * pass: the caches then hold what they hold in a run of that set alone
+     * (the last level holds a whole network's weights, not four). */
+    for (int first = 0; first < p.passes; first += MT__REFINE_BLOCK)
+        for (int s = 0; s < r.nsets; s++) {
+            if ((st = mt_executor_run(ex[s], NULL, err, errlen)) != MT_OK) goto done;
+            for (int pass = first; pass < p.passes && pass < first + MT__REFINE_BLOCK; pass++) {
+                if ((st = mt_executor_run(ex[s], lt, err, errlen)) != MT_OK) goto done;
+                for (int i = 0; i < nl; i++) times[((size_t)s * p.passes + pass) * nl + i] = lt[i].kernel_ms;
+            }
+        }
+    for (int s = 0; s < r.nsets; s++)
+        for (int i = 0; i < nl; i++) {
+            if (widx[i] < 0) continue;
+            for (int pass = 0; pass < p.passes; pass++) col[pass] = times[((size_t)s * p.passes + pass) * nl + i];
+            qsort(col, (size_t)p.passes, sizeof *col, cmp_double);
+            double med = p.passes % 2 ? col[p.passes / 2] : 0.5 * (col[p.passes / 2 - 1] + col[p.passes / 2]);
+            r.choices[widx[i]].ms[s] += med;
+        }
+    for (int c = 0; c < r.nchoices; c++) {
+        mt_refine_choice *ch = &r.choices[c];
+        int best = 0;
+        for (int s = 1; s < r.nsets; s++)
+            if (ch->same_as[s] == s && ch->ms[s] < ch->ms[best]) best = s;
+        ch->chosen = ch->ms[best] < ch->ms[0] * (1.0 - p.min_gain) ? best : 0;
+        r.fastest_ms += ch->ms[0];
+        r.chosen_ms += ch->ms[ch->chosen];
+    }
+    if (p.store) {
+        char fp[17];
+        memcpy(fp, mt_device_get_info(dev)->fingerprint, 16);
+        fp[16] = '\0';
+        if ((st = store_choices(db, net, fp, &r, err, errlen)) != MT_OK) goto done;
+    }
+    r.wall_s = now_s() - t0;
+    *out = r;
+    r.choices = NULL;
+done:
+    for (int s = 0; s < MT_REFINE_MAX_SETS; s++) mt_executor_free(ex[s]);
+    mt_weights_free(w);
+    free(widx);
+    free(lt);
+    free(times);
+    free(col);
+    free(r.choices);
+    return st;
+}
