@@ -72,8 +72,8 @@ def main():
         cells = [f"={sets[r['same_as'][i]]}" if r["same_as"][i] != i else f"{r['run1_ms'][i]:.3f}" for i in range(len(sets))]
         lines.append(f"| {r['workload']} | {r['layers']} | " + " | ".join(cells) +
                      f" | {r['kept']} | {r['run2_fastest_ms']:.3f} | {r['run2_kept_ms']:.3f} |")
-    lines += ["", f"Regenerate: `bench/run_refine.sh DB` (DB: a tuned {net} database, e.g. from "
-              "`NETS=resnet50 MODELS=xgb TRIALS=736 bench/run_e2e.sh`, with `mtgpu tune --refine 0`'s records)."]
+    lines += ["", f"Regenerate: `bench/run_refine.sh DB` (DB: a tuned {net} database without preferences, e.g. from "
+              f"`mtgpu tune {net} --refine 0 --db DB`; the committed run used session 6's 736-trial xgb tuning)."]
     open(f"{out}/{name}.md", "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

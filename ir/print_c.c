@@ -28,10 +28,11 @@ typedef struct {
 
 /* The type of integer variables and vector lanes. OpenCL: 64-bit, so that an
  * index sum like (base + c * 196) + (x0 + 3) needs no sign extension per
- * term and LLVM folds its constant into the address: in kvec's reduction loop
- * 32-bit indices cost a lea and a movslq per input load, and PoCL ran the
- * kernel ~9% slower (bench/results/index64.md). CUDA keeps 32 bits, where
- * 64-bit integer arithmetic takes two instructions. */
+ * term and LLVM folds its constant into the address: with 32-bit indices
+ * kvec's 1x1 reduction loop spent a lea and a movslq per input load, and in
+ * ResNet-50 its 1x1 layers ran 1.05-1.18x faster with 64-bit ones (the 3x3
+ * and gemm layers 0.97-1.03x; bench/results/net_ab_index64.md). CUDA keeps
+ * 32 bits, where 64-bit integer arithmetic takes two instructions. */
 static const char *int_type(const printer *p) { return p->lang == MT_LANG_OPENCL ? "long" : "int"; }
 
 static void fail(printer *p, mt_status st, const char *msg) {

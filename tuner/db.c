@@ -887,18 +887,26 @@ mt_status mt_db_put_preference(mt_db *db, const mt_preference *p) {
     return st;
 }
 
+/* Statement `which` with ?1 = wl's text (kept in wltext, which must outlive
+ * the step) and ?2 = the device fingerprint. */
+static sqlite3_stmt *pref_stmt(mt_db *db, int which, const mt_workload *wl, const char *device_fp, char wltext[256], mt_status *st) {
+    mt_workload_format(wl, wltext, 256);
+    sqlite3_stmt *s = stmt_get(db, which, st);
+    if (!s) return NULL;
+    sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, device_fp, -1, SQLITE_STATIC);
+    return s;
+}
+
 mt_status mt_db_delete_preference(mt_db *db, const mt_workload *wl, const char *device_fp, int *deleted) {
     if (deleted) *deleted = 0;
     if (!db || !wl || !device_fp) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL argument") : MT_INVALID_ARG;
     if (db->readonly) return db_fail(db, MT_IO, "tuning database %s is open read-only", db->path);
     if (!db->has_preferences) return MT_OK;
     char wltext[256];
-    mt_workload_format(wl, wltext, sizeof wltext);
     mt_status st = MT_OK;
-    sqlite3_stmt *s = stmt_get(db, S_PREF_DEL, &st);
+    sqlite3_stmt *s = pref_stmt(db, S_PREF_DEL, wl, device_fp, wltext, &st);
     if (!s) return st;
-    sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, device_fp, -1, SQLITE_STATIC);
     st = exec_stmt(db, s, "removing a preference");
     if (st == MT_OK && deleted) *deleted = sqlite3_changes(db->h) > 0;
     return st;
@@ -908,12 +916,9 @@ mt_status mt_db_get_preference(mt_db *db, const mt_workload *wl, const char *dev
     if (!db || !wl || !device_fp || !out) return db ? db_fail(db, MT_INVALID_ARG, "db: NULL argument") : MT_INVALID_ARG;
     if (!db->has_preferences) return MT_NOT_FOUND;
     char wltext[256];
-    mt_workload_format(wl, wltext, sizeof wltext);
     mt_status st = MT_OK;
-    sqlite3_stmt *s = stmt_get(db, S_PREF_GET, &st);
+    sqlite3_stmt *s = pref_stmt(db, S_PREF_GET, wl, device_fp, wltext, &st);
     if (!s) return st;
-    sqlite3_bind_text(s, 1, wltext, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, device_fp, -1, SQLITE_STATIC);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
         memset(out, 0, sizeof *out);
@@ -1166,7 +1171,8 @@ static int try_preference(mt_db *db, best_ctx *c, const char *fp) {
         c->want = 1;
         c->match_template = pref->template_name;
         c->match_config = pref->config;
-        if (mt_db_for_each(db, &f, try_record, c) != MT_OK) c->found = 0;
+        /* A damaged row stops the walk: then the record made below serves. */
+        (void)mt_db_for_each(db, &f, try_record, c);
         if (!c->found) {
             mt_record made;
             mt_record_init(&made);

@@ -3,10 +3,11 @@
  * The tuner ranks configs by their time alone: one kernel run again and
  * again on the same buffers, with its weights and input warm in cache.
  * Inside a network each kernel reads weights no other layer shares and an
- * input the previous layer just wrote, and the order changes: in ResNet-50
- * tuned at the default budget, 24 of its 53 convolutions ran faster inside
- * the network with their default config than with the fastest record
- * (bench/results/refine.md).
+ * input the previous layer just wrote, and the order of the candidates can
+ * change: for ResNet-50 at the default budget another config won for 7 of
+ * its 23 workloads, and timed afresh its convolutions took 36.5 ms of
+ * device time against 37.6 ms with the fastest records (1.03x;
+ * bench/results/refine.md).
  *
  * mt_network_refine builds the network once per candidate set (the fastest
  * usable record of every convolution, the second fastest, ..., and the
