@@ -35,8 +35,10 @@ static void best_help(void) {
     printf("usage: mtgpu best TARGET [--db PATH] [--device D] [--batch N] [--json]\n"
            "\n"
            "Shows the config an inference server would run for each convolution of\n"
-           "TARGET on a device: the fastest valid record of the tuning database, or a\n"
-           "default config that fits the device when the database has none.\n"
+           "TARGET on a device: the config chosen inside the network by 'mtgpu refine'\n"
+           "where there is one (source in-network:NETWORK), else the fastest valid record\n"
+           "of the tuning database, or a default config that fits the device when the\n"
+           "database has none.\n"
            "TARGET is a workload (e.g. c=64,h=56,w=56,k=64,r=3,s=3,pad=1) or a network:");
     for (int i = 0; i < count; i++) printf(" %s", names[i]);
     printf("\n"
