@@ -264,7 +264,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     snprintf(c->template_name, sizeof c->template_name, "%s", mt_template_name(t));
     c->config = strdup(cfgtext);
     c->from_db = from_db;
-    ex->stats.convs_from_db += from_db != 0;
+    ex->stats.convs_from_db += from_db;
     char *key = malloc(EX_KEY_LEN);
     if (!c->config || !key) {
         mt_space_free(&space);

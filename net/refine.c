@@ -67,12 +67,10 @@ static mt_status note_configs(mt_executor *const *ex, const mt_network *net, con
             if (widx[i] < 0) continue;
             mt_refine_choice *c = &r->choices[widx[i]];
             const char *tn = NULL, *cfg = NULL;
-            int from_db = 0;
-            if (mt_executor_conv_choice(ex[s], i, &tn, &cfg, &from_db) != MT_OK)
+            if (mt_executor_conv_choice(ex[s], i, &tn, &cfg, NULL) != MT_OK)
                 return mt__fail(err, errlen, MT_INVALID_ARG, "refine: layer '%s' has no config", mt_network_layer(net, i)->name);
             snprintf(c->template_name[s], sizeof c->template_name[s], "%s", tn);
             snprintf(c->config[s], sizeof c->config[s], "%s", cfg);
-            c->from_db[s] = from_db;
         }
     }
     for (int w = 0; w < r->nchoices; w++) {

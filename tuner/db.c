@@ -756,7 +756,8 @@ static void format_costs(mt_strbuf *sb, const double *c, int n) {
 }
 
 /* Inside a transaction: the workload row (made if new) and its id, and a
- * device row (a placeholder if new), so that a row may refer to both. */
+ * device row (backend 'unknown' until mt_db_put_device fills it in), so that
+ * a row may refer to both. */
 static mt_status ensure_keys(mt_db *db, const char *wltext, const char *device_fp, double now, int64_t *wl_id) {
     mt_status st = MT_OK;
     sqlite3_stmt *s = NULL;

@@ -53,7 +53,6 @@ typedef struct mt_refine_choice {
     int same_as[MT_REFINE_MAX_SETS];               /* the first set with the same template and config */
     char template_name[MT_REFINE_MAX_SETS][MT_RECORD_TEMPLATE_LEN];
     char config[MT_REFINE_MAX_SETS][MT_RECORD_CONFIG_LEN];
-    int from_db[MT_REFINE_MAX_SETS];               /* 0: that set's config is the default */
     int chosen;                                    /* the set kept (0: the fastest record) */
 } mt_refine_choice;
 
