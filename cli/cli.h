@@ -28,6 +28,7 @@ int mt_cmd_export_autotvm(int argc, char **argv);
 int mt_cmd_merge_db(int argc, char **argv);
 int mt_cmd_run(int argc, char **argv);
 int mt_cmd_refine(int argc, char **argv);
+int mt_cmd_collect(int argc, char **argv);
 
 /* mtgpu refine's work, also run at the end of `mtgpu tune NETWORK`
  * (after_tune: a device the executor does not run is a note, not a
@@ -55,5 +56,7 @@ int mt_opt_parse(const char *cmd, int argc, char **argv, mt_opt *opts, int nopts
                  int *npositional, int *help);
 /* Parses a non-negative integer option value; prints an error and returns -1 when malformed. */
 long long mt_opt_int(const char *cmd, const mt_opt *opt, long long min, long long max);
+/* Parses a number option value in [min, max] into *out; prints an error and returns -1 when malformed. */
+int mt_opt_double(const char *cmd, const mt_opt *opt, double min, double max, double *out);
 
 #endif

@@ -9,6 +9,7 @@ static const mt_cli_cmd commands[] = {
     {"conv", "build, check and time configs of one convolution", mt_cmd_conv},
     {"tasks", "list the unique convolution workloads of a network", mt_cmd_tasks},
     {"tune", "tune a network's convolutions (or one workload) and store every measurement", mt_cmd_tune},
+    {"collect", "measure configs of generated workloads: training data for the cost models", mt_cmd_collect},
     {"best", "the config an inference server would use for a workload or network", mt_cmd_best},
     {"import-autotvm", "import AutoTVM tuning logs into the tuning database", mt_cmd_import_autotvm},
     {"export-autotvm", "write tuning records as an AutoTVM log", mt_cmd_export_autotvm},

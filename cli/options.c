@@ -79,3 +79,15 @@ long long mt_opt_int(const char *cmd, const mt_opt *opt, long long min, long lon
     }
     return v;
 }
+
+int mt_opt_double(const char *cmd, const mt_opt *opt, double min, double max, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(opt->value, &end);
+    if (errno || !end || *end || end == opt->value || !(v >= min && v <= max)) {
+        fprintf(stderr, "mtgpu %s: --%s expects a number in [%g, %g], got '%s'\n", cmd, opt->name, min, max, opt->value);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
