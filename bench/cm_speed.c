@@ -21,7 +21,7 @@
  * --note adds TEXT to the markdown (say, what else the machine was running).
  *
  * Where a CUDA device is usable, the gnn, gnn-shared and mlp models score on
- * it (include/mtgpu/gnn_gpu.h; MTGPU_GNN_DEVICE=cpu forces the CPU), and a
+ * it (gnn/gnn_gpu.h; MTGPU_GNN_DEVICE=cpu forces the CPU), and a
  * second table times the GNN's scoring alone (features encoded once, 4096
  * buildable graphs scored over and over up to the large batch) on the CPU
  * (mt_gnn_score, --threads threads) and on the GPU, with the largest
@@ -33,11 +33,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "mtgpu/costmodel.h"
-#include "mtgpu/gnn.h"
-#include "mtgpu/gnn_gpu.h"
-#include "mtgpu/graph_enc.h"
-#include "mtgpu/template.h"
+#include "costmodel.h"
+#include "gnn.h"
+#include "gnn_gpu.h"
+#include "graph_enc.h"
+#include "template.h"
 #include "mtgpu/workload.h"
 
 static double now_s(void) {

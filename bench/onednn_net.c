@@ -47,7 +47,7 @@
 #include "executor-impl.h" /* mt__conv_affine: batch norm folded exactly as the executor folds it */
 #include "mtgpu/executor.h"
 #include "mtgpu/net.h"
-#include "mtgpu/reference.h"
+#include "reference.h"
 #include "mtgpu/weights.h"
 
 #include "bench_util.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# In-network refinement (`mtgpu refine`, mtgpu/refine.h) of a tuned database,
+# In-network refinement (`mtgpu refine`, net/refine.h) of a tuned database,
 # and a check of what it chose that does not trust its own numbers.
 #
 #   bench/run_refine.sh DB      (about 4 minutes for ResNet-50 on the 2-core machine)

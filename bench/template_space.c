@@ -19,9 +19,10 @@
 #include <time.h>
 
 #include "mtgpu/device.h"
-#include "mtgpu/measure.h"
-#include "mtgpu/measurer.h"
-#include "mtgpu/template.h"
+#include "program.h"
+#include "measure.h"
+#include "measurer.h"
+#include "template.h"
 
 static const struct {
     const char *label;

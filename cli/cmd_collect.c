@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "mtgpu/tuner.h"
+#include "collect.h"
 #include "strbuf.h"
 
 static volatile sig_atomic_t stop_requested;

@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "mtgpu/cuda.h"
+#include "program.h"
+#include "cuda_backend.h"
 #include "mtgpu/device.h"
-#include "mtgpu/measure.h"
-#include "mtgpu/template.h"
+#include "measure.h"
+#include "template.h"
 #include "strbuf.h"
 
 static void help(void) {

@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "mtgpu/autotvm.h"
-#include "mtgpu/db.h"
+#include "autotvm.h"
+#include "mtgpu/records.h"
+#include "select.h"
 #include "mtgpu/device.h"
 #include "mtgpu/net.h"
 #include "strbuf.h"

@@ -5,9 +5,9 @@
 #include <time.h>
 
 #include "cli.h"
-#include "mtgpu/costmodel.h"
-#include "mtgpu/dataset.h"
-#include "mtgpu/db.h"
+#include "costmodel.h"
+#include "dataset.h"
+#include "mtgpu/records.h"
 #include "strbuf.h"
 
 static double now_s(void) {

@@ -1,13 +1,13 @@
 /* mtgpu refine: choose each convolution's config by timing candidates inside
- * the network (mtgpu/refine.h); `mtgpu tune NETWORK` ends with it. */
+ * the network (net/refine.h); `mtgpu tune NETWORK` ends with it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "mtgpu/db.h"
-#include "mtgpu/refine.h"
+#include "mtgpu/records.h"
+#include "refine.h"
 #include "strbuf.h"
 
 static void help(void) {

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "mtgpu/db.h"
+#include "mtgpu/records.h"
 #include "mtgpu/executor.h"
-#include "mtgpu/reference.h"
+#include "reference.h"
 #include "strbuf.h"
 
 static void help(void) {

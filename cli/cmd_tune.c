@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "mtgpu/costmodel.h"
-#include "mtgpu/refine.h"
-#include "mtgpu/template.h"
+#include "costmodel.h"
+#include "refine.h"
+#include "template.h"
 #include "mtgpu/tuner.h"
 #include "strbuf.h"
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mtgpu/version.h"
 
 static const mt_cli_cmd commands[] = {
     {"devices", "list the devices of every available backend", mt_cmd_devices},
@@ -46,7 +47,7 @@ int main(int argc, char **argv) {
         return MT_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("mtgpu 0.1.0\n");
+        printf("mtgpu %s\n", MT_VERSION_STRING);
         return MT_EXIT_OK;
     }
     for (int i = 0; i < NCOMMANDS; i++)

@@ -3,7 +3,7 @@
  * libmtgpu never links against CUDA. The module does (NVRTC, nvJitLink; the
  * driver, libcuda.so.1, only through dlopen inside the module), and exports
  * one symbol, MT_CUDA_MODULE_SYMBOL, of type mt_cuda_module_get_fn. The
- * loader (src/cuda_loader.c) dlopens the module, calls it with the ABI
+ * loader (cuda/cuda_loader.c) dlopens the module, calls it with the ABI
  * version it was built for and gets back a table of function pointers, or
  * NULL when the module cannot serve that version.
  *
@@ -18,7 +18,7 @@
  *  - The running-kernel half of the backend (driver API: devices, contexts,
  *    module load, buffers, launch, events; cuDNN) was appended in this way
  *    (dev_list .. cudnn_conv below), mirroring mt_backend_i
- *    (src/backend-impl.h) so that the loader (src/backend_cuda.c) wraps it
+ *    (device/backend-impl.h) so that the loader (cuda/backend_cuda.c) wraps it
  *    one to one; the loader checks MT_CUDA_MODULE_HAS(m, cudnn_conv) (the
  *    last of them) before using any, and reports an older module as one to
  *    rebuild.
@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mtgpu/cuda.h"
+#include "cuda_backend.h"
 #include "mtgpu/device.h"
 #include "mtgpu/workload.h"
 #include "mtgpu/status.h"
@@ -141,7 +141,7 @@ typedef struct mt_cuda_module {
      * kernel) into *res (zeroed first; may be filled even on failure). When
      * cubin is not NULL the linked cubin is returned in *cubin / *cubin_len
      * (release with free_buffer), so one call both builds and measures.
-     * Status as in mt_cuda_compile_check (include/mtgpu/cuda.h). */
+     * Status as in mt_cuda_compile_check (cuda/cuda_backend.h). */
     /* .resources        = */ mt_status (*resources)(const char *src, const char *name, const mt_cuda_check_params *p,
                                                      mt_cuda_resources *res, char **cubin, size_t *cubin_len, char *log,
                                                      size_t loglen);
@@ -151,7 +151,7 @@ typedef struct mt_cuda_module {
 
     /* ---- members appended after ABI 1's first release go below; check them with MT_CUDA_MODULE_HAS ---- */
 
-    /* ---- the driver API half (cuda/driver.c), mirroring mt_backend_i ----
+    /* ---- the driver API half (cuda/module/driver.c), mirroring mt_backend_i ----
      * Every member works without a GPU in the sense that it fails cleanly:
      * where libcuda.so.1 is missing, a required entry point is missing,
      * cuInit fails or there is no device, dev_list and dev_open return
@@ -193,18 +193,18 @@ typedef struct mt_cuda_module {
     /* .dev_props        = */ mt_status (*dev_props)(void *dev, mt_cuda_device_props *out);
     /* .prog_info        = */ mt_status (*prog_info)(void *prog, mt_cuda_prog_info *out);
 
-    /* ---- cuDNN (cuda/cudnn.c) ---- */
+    /* ---- cuDNN (cuda/module/cudnn.c) ---- */
 
     /* Non-zero when libcudnn.so.9 loads and has every function the reference
      * uses; otherwise 0 with the reason. Needs no GPU. */
     /* .cudnn_available  = */ int (*cudnn_available)(char *why, size_t whylen);
-    /* mt_cudnn_reference_dbuf (include/mtgpu/cuda.h) on the module's own
+    /* mt_cudnn_reference_dbuf (cuda/cuda_backend.h) on the module's own
      * handles: x, w, y are buffers of dev (y at least the output's size);
      * p is never NULL. */
     /* .cudnn_conv       = */ mt_status (*cudnn_conv)(void *dev, const mt_workload *wl, void *x, void *w, void *y, const mt_cudnn_params *p,
                                                       mt_cudnn_result *res, char *err, size_t errlen);
 
-    /* ---- the GNN's scoring forward on the GPU (cuda/gnn.c, cuda/gnn_kernels.c) ----
+    /* ---- the GNN's scoring forward on the GPU (cuda/module/gnn.c, cuda/module/gnn_kernels.c) ----
      * cuBLAS (libcublas.so.13, else .so.12) is dlopen'ed inside the module
      * and runs the GEMMs on the device's primary context and stream; the
      * other operations are the module's own kernels (CUDA C, compiled with
@@ -246,10 +246,10 @@ typedef struct mt_cuda_module {
 typedef const mt_cuda_module *(*mt_cuda_module_get_fn)(int abi_version);
 const mt_cuda_module *mt_cuda_module_get(int abi_version); /* defined in the module only */
 
-/* ---- loader side (src/cuda_loader.c, part of libmtgpu) ---- */
+/* ---- loader side (cuda/cuda_loader.c, part of libmtgpu) ---- */
 
 /* The process-wide module, loaded on first call (pthread_once) from the paths
- * listed in include/mtgpu/cuda.h and kept for the life of the process.
+ * listed in cuda/cuda_backend.h and kept for the life of the process.
  * MT_OK with *mod set, or MT_UNAVAILABLE with the reason in err. */
 mt_status mt__cuda_module(const mt_cuda_module **mod, char *err, size_t errlen);
 
@@ -260,7 +260,7 @@ mt_status mt__cuda_module(const mt_cuda_module **mod, char *err, size_t errlen);
 mt_status mt__cuda_load_from(const char *path, void **handle, const mt_cuda_module **mod, char *err, size_t errlen);
 void mt__cuda_unload(void *handle);
 
-/* ---- the backend on top of the module (src/backend_cuda.c) ---- */
+/* ---- the backend on top of the module (cuda/backend_cuda.c) ---- */
 
 /* Non-zero when m has every member of the driver half (dev_list ..
  * cudnn_conv); older modules can compile-check but not run. */

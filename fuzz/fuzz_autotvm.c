@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "mtgpu/autotvm.h"
+#include "autotvm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mtgpu/space.h"
+#include "space.h"
 
 static mt_space space;
 static int ready;

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "gnn-impl.h"
-#include "mtgpu/gnn.h"
+#include "gnn.h"
 
 static unsigned char *base[3];
 static size_t base_len[3];

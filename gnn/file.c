@@ -1,5 +1,5 @@
 /* GNN model files: the versioned binary format documented in
- * include/mtgpu/gnn.h, to and from files and memory.
+ * gnn/gnn.h, to and from files and memory.
  *
  * The reader trusts nothing: it checks the length against the header's
  * shapes before it reads a weight, and every read goes through rd_*() with
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gnn-impl.h"
+#include "fail.h"
 
 #define MAGIC "MTGNNMDL"
 #define VERSION 1u

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gnn-impl.h"
+#include "fail.h"
 
 mt_status mt__gnn_check_shape(const mt_graph_shape *s, char *err, size_t errlen) {
     if (!s) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: shape is NULL");

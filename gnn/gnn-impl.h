@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mtgpu/gnn.h"
+#include "gnn.h"
 #include "tensor.h"
 
 #define MT__GNN_MAX_LAYERS 64
@@ -111,7 +111,7 @@ typedef struct mt__gnn_ws {
     float *dH, *dU, *dR, *dZ, *dZ2, *ds;
 } mt__gnn_ws;
 
-/* The public scorer (mtgpu/gnn.h): a model, a private plan, a workspace. */
+/* The public scorer (gnn/gnn.h): a model, a private plan, a workspace. */
 struct mt_gnn_scorer {
     const mt_gnn *m;
     mt__gnn_plan *plan;

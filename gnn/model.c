@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gnn-impl.h"
+#include "fail.h"
 
 mt_gnn_params mt_gnn_default_params(void) {
     return (mt_gnn_params){

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gnn-impl.h"
+#include "fail.h"
 
 /* Gradients larger than this (global L2 norm) are scaled down to it: one
  * minibatch of extreme targets must not throw the weights off. */

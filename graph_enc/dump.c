@@ -1,7 +1,7 @@
 /* Names of node and edge types, and a JSON dump of a graph for debugging. */
 #include <stdio.h>
 
-#include "mtgpu/graph_enc.h"
+#include "graph_enc.h"
 
 const char *mt_graph_node_type_name(int type) {
     static const char *names[MT_GNODE_COUNT] = {"context", "loop", "buffer", "load", "store", "arith", "alloc", "barrier", "guard"};

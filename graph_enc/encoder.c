@@ -16,7 +16,8 @@
 #include <string.h>
 
 #include "genc-impl.h"
-#include "mtgpu/graph_enc.h"
+#include "graph_enc.h"
+#include "fail.h"
 
 #define PROBE_OPTS 10
 #define PROBE_RANDOM 40

@@ -34,8 +34,8 @@
 
 #include <stdint.h>
 
-#include "mtgpu/graph_enc.h"
-#include "mtgpu/ir.h"
+#include "graph_enc.h"
+#include "ir.h"
 
 #define MT__GENC_MAXD 32    /* loop depths the linear index analysis tracks (MT__LIN_MAXD) */
 #define MT__GENC_MAXNEST 64 /* deepest node nesting walked; deeper nodes fold into their ancestor */

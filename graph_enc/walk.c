@@ -18,7 +18,7 @@
  * node added to its loops, so a copy neither mixes its keys again nor walks
  * its loop stack again (acache: the features come out the same to the bit).
  *
- * Index analysis follows tuner/features.c: each index is turned into a
+ * Index analysis follows tuner/loop_features.c: each index is turned into a
  * linear form over the enclosing loop variables (coefficient per loop depth,
  * bit masks of the depths it uses at all and non-linearly), LET bindings
  * substituted. Bytes touched under a loop are AutoTVM's estimate: the
@@ -53,7 +53,7 @@ uint64_t mt__genc_hname(const char *s) {
 
 #define MIX mt__genc_mix
 
-/* ---- linear forms (as in tuner/features.c) ---- */
+/* ---- linear forms (as in tuner/loop_features.c) ---- */
 
 typedef mt__lin lin; /* ir/linear.h */
 

@@ -1,7 +1,7 @@
 #ifndef MTGPU_ARENA_H
 #define MTGPU_ARENA_H
 #include <stddef.h>
-#include "mtgpu/ir.h"
+#include "ir.h"
 /* NULL when out of memory. */
 mt_arena *mt__arena_new(size_t chunk_size);
 /* Zeroed, 16-byte aligned; NULL when out of memory or a == NULL. */

@@ -1,12 +1,13 @@
 /* IR construction (with light constant folding), structural analysis, the
  * launch-limit check and the auto-unroll pass. */
-#include "mtgpu/ir.h"
+#include "ir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+#include "fail.h"
 
 mt_kernel *mt_kernel_new(const char *name) {
     mt_kernel *k = calloc(1, sizeof *k);

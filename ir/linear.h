@@ -1,5 +1,5 @@
 /* Private: linear forms of integer index expressions over loop depths, the
- * algebra that both the flat features (tuner/features.c) and the graph
+ * algebra that both the flat features (tuner/loop_features.c) and the graph
  * encoder (graph_enc/walk.c) use to find an access's stride along each
  * enclosing loop. Each walker evaluates expressions itself (it knows its
  * variables); these are the operations on the forms. */
@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "mtgpu/ir.h"
+#include "ir.h"
 
 #define MT__LIN_MAXD 32 /* loop depths a form tracks (bits of `uses`) */
 

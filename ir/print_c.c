@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mtgpu/ir.h"
+#include "ir.h"
 #include "strbuf.h"
+#include "fail.h"
 
 /* Explicit unrolling replicates a body; past this many copies a pragma is used. */
 #define MT__MAX_EXPLICIT_UNROLL 64

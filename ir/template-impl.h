@@ -2,7 +2,7 @@
 #ifndef MTGPU_TEMPLATE_IMPL_H
 #define MTGPU_TEMPLATE_IMPL_H
 
-#include "mtgpu/template.h"
+#include "template.h"
 
 struct mt_template {
     /* .name    = */ const char *name;

@@ -22,6 +22,7 @@
  * patches hold the padding zeros, so compute from local memory needs no
  * guard at all. */
 #include "tmpl_common.h"
+#include "fail.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -17,9 +17,9 @@
 
 #include <stddef.h>
 
-#include "mtgpu/ir.h"
-#include "mtgpu/space.h"
-#include "mtgpu/template.h"
+#include "ir.h"
+#include "space.h"
+#include "template.h"
 #include "mtgpu/workload.h"
 
 /* Accumulators per work-item above which a register tile is rejected as

@@ -16,6 +16,7 @@
  * (r x s) is not split: it is the whole reduction, as in AutoTVM. */
 #include "template-impl.h"
 #include "tmpl_common.h"
+#include "fail.h"
 
 static int depthwise_accepts(const mt_workload *wl) { return wl && mt_workload_is_depthwise(wl); }
 

@@ -24,6 +24,7 @@
  * tile_ry and tile_rx. Newer records name them as here. */
 #include "template-impl.h"
 #include "tmpl_common.h"
+#include "fail.h"
 
 static int direct_accepts(const mt_workload *wl) {
     return wl && !mt_workload_is_depthwise(wl) && wl->groups >= 1 && wl->c % wl->groups == 0 && wl->k % wl->groups == 0;

@@ -92,6 +92,7 @@
 
 #include "template-impl.h"
 #include "tmpl_common.h"
+#include "fail.h"
 
 #define MT__GEMM_MAX_PRIVATE_FLOATS 256
 /* Largest kernel, in statements once unrolled loops are expanded: PoCL took

@@ -11,7 +11,7 @@
  * Each input value is loaded once per tap as a scalar, tested once against
  * the image border (a scalar select, never a per-lane path) and broadcast;
  * the weights of `vec` channels are one contiguous vector load, because the
- * kernel reads them in the OIHW16o layout (include/mtgpu/template.h): blocks
+ * kernel reads them in the OIHW16o layout (ir/template.h): blocks
  * of 16 output channels innermost, which the executor converts to once.
  * Stride and dilation cost nothing extra.
  *
@@ -69,6 +69,7 @@
 
 #include "template-impl.h"
 #include "tmpl_common.h"
+#include "fail.h"
 
 #define MT__KVEC_MAX_PRIVATE_FLOATS 512
 

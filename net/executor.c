@@ -2,6 +2,8 @@
  * forward passes. The buffer plan is in executor_plan.c, the op kernels in
  * op_kernels.c. */
 #include "mtgpu/executor.h"
+#include "program.h"
+#include "select.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,9 +12,10 @@
 #include <time.h>
 
 #include "executor-impl.h"
-#include "mtgpu/reference.h"
-#include "mtgpu/template.h"
+#include "reference.h"
+#include "template.h"
 #include "op_kernels.h"
+#include "fail.h"
 
 #define EX_MAX_ARGS 5
 #define EX_KEY_LEN 2048

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "zoo-impl.h"
+#include "fail.h"
 
 /* Same bound as mt_workload fields: keeps every product of two sizes far
  * from int overflow before the element-count checks see it. */

@@ -8,7 +8,8 @@
 
 #include "executor-impl.h"
 #include "mtgpu/executor.h"
-#include "mtgpu/reference.h"
+#include "reference.h"
+#include "fail.h"
 
 static double act(double v, mt_activation a) {
     if (a == MT_ACT_RELU) return v > 0 ? v : 0;

@@ -1,5 +1,5 @@
-/* In-network choice among each convolution's candidate configs (mtgpu/refine.h). */
-#include "mtgpu/refine.h"
+/* In-network choice among each convolution's candidate configs (net/refine.h). */
+#include "refine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include "mtgpu/executor.h"
 #include "mtgpu/weights.h"
+#include "fail.h"
 
 /* Profiled passes of one set in a row (after one unprofiled pass). */
 #define MT__REFINE_BLOCK 5

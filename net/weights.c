@@ -9,8 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend-impl.h" /* mt__hash64 */
-#include "mtgpu/reference.h"
+#include "hash.h"
+#include "reference.h"
+#include "fail.h"
 
 #define WT_MAGIC "MTGPUWT\0"
 #define WT_MAGIC_LEN 8

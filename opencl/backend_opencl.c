@@ -22,6 +22,7 @@
 
 #include "backend-impl.h"
 #include "kernel_cache.h"
+#include "fail.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #define CL_PLATFORM_NOT_FOUND_KHR -1001

@@ -5,9 +5,9 @@
 #ifndef MTGPU_TEST_GNN_SAMPLES_H
 #define MTGPU_TEST_GNN_SAMPLES_H
 
-#include "mtgpu/gnn.h"
-#include "mtgpu/graph_enc.h"
-#include "mtgpu/template.h"
+#include "gnn.h"
+#include "graph_enc.h"
+#include "template.h"
 
 /* Fills x (cap graphs of the encoder's shape) and smp[0..n) and returns n,
  * the number of buildable configs found (at most cap). */

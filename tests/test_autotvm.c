@@ -18,7 +18,8 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "mtgpu/autotvm.h"
+#include "autotvm.h"
+#include "select.h"
 
 static char g_dir[256];
 static char g_data[1024];

@@ -14,8 +14,9 @@
 #include <string.h>
 
 #include "mtgpu/device.h"
-#include "mtgpu/measure.h"
-#include "mtgpu/template.h"
+#include "program.h"
+#include "measure.h"
+#include "template.h"
 
 #include "conv_workloads.h"
 

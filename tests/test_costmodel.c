@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-#include "mtgpu/costmodel.h"
-#include "mtgpu/features.h"
-#include "mtgpu/ir.h"
-#include "mtgpu/space.h"
-#include "mtgpu/template.h"
+#include "costmodel.h"
+#include "loop_features.h"
+#include "ir.h"
+#include "space.h"
+#include "template.h"
 #include "mtgpu/workload.h"
 
 static double now_s(void) {

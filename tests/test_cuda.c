@@ -19,19 +19,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mtgpu/cuda.h"
+#include "cuda_backend.h"
+#include "program.h"
 #include "mtgpu/device.h"
-#include "mtgpu/measure.h"
-#include "mtgpu/reference.h"
-#include "mtgpu/template.h"
+#include "measure.h"
+#include "reference.h"
+#include "template.h"
 #include "mtgpu/workload.h"
 
-#include "../cuda/cuda_module.h"
+#include "cuda_module.h"
 #include "backend-impl.h"
 
 /* The ptxas log parser is module code with no dependencies; compile it in
  * here so that it is tested on canned logs, with or without CUDA. */
-#include "../cuda/ptxas_log.c"
+#include "../cuda/module/ptxas_log.c"
 
 #define SM 90
 
@@ -854,7 +855,7 @@ static int check_one_config(tmpl_job *job, const mt_device_limits *lim, uint64_t
  * printed as CUDA C and compiled for sm_90: the printer's output must
  * compile and ptxas must report registers. Round-robin over the pairs, so
  * that every template is checked before the time budget can run out. */
-/* Every GNN kernel (cuda/gnn_kernels.c) compiles with NVRTC for sm_90 and
+/* Every GNN kernel (cuda/module/gnn_kernels.c) compiles with NVRTC for sm_90 and
  * links with nvJitLink, whose report is printed; cuBLAS's presence is
  * reported (no GPU needed for either). */
 static void test_gnn_kernels_compile(void **state) {
@@ -880,7 +881,7 @@ static void test_gnn_kernels_compile(void **state) {
         assert_int_equal(r.spill_store_bytes + r.spill_load_bytes, 0);
         assert_int_equal(mt_cuda_check_limits(&r, SM, log, sizeof log), MT_OK);
     }
-    /* and the whole program as one cubin, as cuda/gnn.c builds it */
+    /* and the whole program as one cubin, as cuda/module/gnn.c builds it */
     char *bin = NULL;
     size_t len = 0;
     assert_int_equal(m->compile(src, NULL, &p, MT_CUDA_OUTPUT_CUBIN, &bin, &len, log, sizeof log), MT_OK);

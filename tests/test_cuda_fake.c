@@ -25,12 +25,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../cuda/cuda_module.h"
+#include "cuda_module.h"
+#include "program.h"
 #include "fake_cuda/fake_cuda.h"
-#include "mtgpu/cuda.h"
+#include "cuda_backend.h"
 #include "mtgpu/device.h"
-#include "mtgpu/measure.h"
-#include "mtgpu/template.h"
+#include "measure.h"
+#include "template.h"
 
 static fake_cuda_stats_fn g_stats;
 static fake_cuda_fail_fn g_fail;

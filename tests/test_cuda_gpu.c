@@ -26,12 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mtgpu/cuda.h"
+#include "cuda_backend.h"
+#include "program.h"
 #include "mtgpu/device.h"
-#include "mtgpu/measure.h"
-#include "mtgpu/measurer.h"
-#include "mtgpu/reference.h"
-#include "mtgpu/template.h"
+#include "measure.h"
+#include "measurer.h"
+#include "reference.h"
+#include "template.h"
 #include "mtgpu/workload.h"
 
 #include "conv_workloads.h"

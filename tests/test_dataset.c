@@ -13,10 +13,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "mtgpu/costmodel.h"
-#include "mtgpu/dataset.h"
-#include "mtgpu/db.h"
-#include "mtgpu/template.h"
+#include "costmodel.h"
+#include "dataset.h"
+#include "mtgpu/records.h"
+#include "template.h"
 
 static char g_dir[256];
 

@@ -20,7 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mtgpu/db.h"
+#include "mtgpu/records.h"
+#include "select.h"
 
 /* ---- scratch directories ---- */
 

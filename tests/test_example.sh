@@ -18,14 +18,21 @@ if grep -q '^MTGPU_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then
 fi
 
 # Every installed target must exist; building them is a no-op when up to date.
-targets="mtgpu mtgpu_worker mtgpu_cli"
+# A build with MTGPU_TUNING=OFF (the inference library alone) has no CLI or worker.
+targets="mtgpu"
+if cmake --build "$build" --target help 2>/dev/null | grep -q 'mtgpu_cli'; then targets="$targets mtgpu_worker mtgpu_cli"; fi
 if cmake --build "$build" --target help 2>/dev/null | grep -q 'mtgpu_cuda'; then targets="$targets mtgpu_cuda"; fi
 # shellcheck disable=SC2086
 cmake --build "$build" --target $targets -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; exit 1; }
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
-for f in include/mtgpu/embed.h include/mtgpu/executor.h lib/libmtgpu.a lib/cmake/mtgpu/mtgpuConfig.cmake \
+for f in include/mtgpu/mtgpu.h include/mtgpu/version.h include/mtgpu/embed.h include/mtgpu/executor.h lib/libmtgpu.a lib/cmake/mtgpu/mtgpuConfig.cmake \
          lib/cmake/mtgpu/mtgpuConfigVersion.cmake lib/cmake/mtgpu/mtgpuTargets.cmake lib/pkgconfig/mtgpu.pc; do
     [ -e "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+done
+
+# Internal headers stay in the source tree.
+for f in ir/ir.h ir/template.h gnn/gnn.h tuner/costmodel.h; do
+    [ ! -e "$prefix/$f" ] || { echo "internal header installed: $f"; exit 1; }
 done
 
 # 1. CMake: find_package(mtgpu)

@@ -14,11 +14,13 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include "mtgpu/db.h"
+#include "mtgpu/records.h"
+#include "program.h"
+#include "select.h"
 #include "mtgpu/embed.h"
 #include "mtgpu/executor.h"
-#include "mtgpu/reference.h"
-#include "mtgpu/refine.h"
+#include "reference.h"
+#include "refine.h"
 
 #include "executor-impl.h"
 

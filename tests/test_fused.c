@@ -20,8 +20,9 @@
 #include <string.h>
 
 #include "mtgpu/device.h"
-#include "mtgpu/reference.h"
-#include "mtgpu/template.h"
+#include "program.h"
+#include "reference.h"
+#include "template.h"
 
 #include "conv_workloads.h"
 

@@ -22,9 +22,9 @@
 #include <cmocka.h>
 
 #include "gnn-impl.h"
-#include "mtgpu/gnn.h"
-#include "mtgpu/graph_enc.h"
-#include "mtgpu/template.h"
+#include "gnn.h"
+#include "graph_enc.h"
+#include "template.h"
 #include "mtgpu/workload.h"
 
 #include "gnn_samples.h"
@@ -1197,7 +1197,7 @@ static void training_scores(mt_gnn *m, const mt_graph_shape *s, int B, const flo
 
 static double lrelu_d(double v) { return v > 0 ? v : 0.01 * v; }
 
-/* The model as mtgpu/gnn.h defines it, written out naively in double: per
+/* The model as gnn/gnn.h defines it, written out naively in double: per
  * node and per edge, in the shape's order, no plans or batches. Both paths
  * are checked against it. */
 static void reference_scores(const mt_gnn *m, const mt_graph_shape *s, int B, const float *feats, double *out) {

@@ -1,4 +1,4 @@
-/* GNN scoring on the GPU (include/mtgpu/gnn_gpu.h, cuda/gnn.c) against the
+/* GNN scoring on the GPU (gnn/gnn_gpu.h, cuda/module/gnn.c) against the
  * CPU's: real encoded candidates of every template, every architecture,
  * after a short fit (so the normalisation is a real one) and again after
  * adaptation steps (the scorer must upload the new weights), with one and
@@ -15,10 +15,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "mtgpu/gnn.h"
-#include "mtgpu/gnn_gpu.h"
-#include "mtgpu/graph_enc.h"
-#include "mtgpu/template.h"
+#include "gnn.h"
+#include "gnn_gpu.h"
+#include "graph_enc.h"
+#include "template.h"
 #include "mtgpu/workload.h"
 
 #include "gnn_samples.h"

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "mtgpu/graph_enc.h"
-#include "mtgpu/template.h"
+#include "graph_enc.h"
+#include "template.h"
 
 #define F MT_GRAPH_FEATS
 #define NCFG 100 /* buildable configs per workload */

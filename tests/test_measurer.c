@@ -1,4 +1,4 @@
-/* Isolated measurement (include/mtgpu/measurer.h): a batch of configs is
+/* Isolated measurement (tuner/measurer.h): a batch of configs is
  * compiled here and timed in mtgpu-worker; a config that hangs the worker
  * costs one `timeout` result, one that crashes it one error result, and the
  * rest of the batch is measured by a restarted worker. The faults come from
@@ -20,10 +20,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "../tuner/measurer-proto.h"
+#include "measurer-proto.h"
+#include "program.h"
 #include "mtgpu/device.h"
-#include "mtgpu/measurer.h"
-#include "mtgpu/template.h"
+#include "measurer.h"
+#include "template.h"
 
 #define WORKLOAD "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1"
 #define NCFG 4

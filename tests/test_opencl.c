@@ -17,7 +17,8 @@
 #include <cmocka.h>
 
 #include "mtgpu/device.h"
-#include "mtgpu/ir.h"
+#include "program.h"
+#include "ir.h"
 
 #include "backend-impl.h"
 
@@ -257,7 +258,7 @@ static void test_open_specs(void **state) {
         assert_int_equal(in->index, 0);
         assert_string_equal(in->fingerprint, first.fingerprint);
         mt_device_limits lim = mt_device_get_limits(dev);
-        /* CPUs get a tighter work-group limit than the driver's (src/device_info.c). */
+        /* CPUs get a tighter work-group limit than the driver's (device/device_info.c). */
         assert_true(lim.max_threads_per_block == (in->is_cpu && in->max_work_group_size > 256 ? 256 : in->max_work_group_size));
         for (int k = 0; k < 3; k++) {
             assert_true(lim.max_block_dim[k] == in->max_work_item_sizes[k]);

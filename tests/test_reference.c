@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "mtgpu/reference.h"
+#include "reference.h"
 #include "mtgpu/workload.h"
 
 #define GUARD 64

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "mtgpu/space.h"
+#include "space.h"
 
 static const int *opt(const mt_knob *k, int o) { return k->values + (size_t)o * (size_t)k->nparts; }
 

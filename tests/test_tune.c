@@ -10,9 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mtgpu/db.h"
+#include "mtgpu/records.h"
+#include "select.h"
 #include "mtgpu/device.h"
-#include "mtgpu/template.h"
+#include "template.h"
 #include "mtgpu/tuner.h"
 
 static char tmpdir[256];

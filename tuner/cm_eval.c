@@ -1,11 +1,12 @@
 /* Ranking quality of a cost model on measured samples (mt_cm_evaluate in
- * mtgpu/dataset.h). */
+ * tuner/dataset.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "mtgpu/dataset.h"
+#include "dataset.h"
+#include "fail.h"
 
 static double now_s(void) {
     struct timespec ts;

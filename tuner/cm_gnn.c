@@ -20,9 +20,10 @@
 #include <string.h>
 
 #include "costmodel-impl.h"
-#include "mtgpu/gnn.h"
-#include "mtgpu/gnn_gpu.h"
-#include "mtgpu/graph_enc.h"
+#include "gnn.h"
+#include "gnn_gpu.h"
+#include "graph_enc.h"
+#include "fail.h"
 
 #define MAX_ENCODERS 8
 #define MAX_THREADS 8
@@ -34,7 +35,7 @@
  * still keeps both threads busy (64, 128 and 256 scored equally fast). */
 #define PREDICT_SHARE 64
 /* Candidates per GPU pass of a predict call (when the GNN scores on a GPU,
- * include/mtgpu/gnn_gpu.h): the threads encode its shares, then one
+ * gnn/gnn_gpu.h): the threads encode its shares, then one
  * scorer call runs them all on the device. */
 #define GPU_CHUNK 4096
 #define GPU_SHARES (GPU_CHUNK / PREDICT_SHARE)

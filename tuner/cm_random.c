@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "costmodel-impl.h"
+#include "fail.h"
 
 typedef struct random_cm {
     uint64_t rng;

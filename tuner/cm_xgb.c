@@ -1,6 +1,6 @@
 /* The "xgb" cost model: AutoTVM's XGBoost baseline through XGBoost's C API.
  *
- * Rows are loop-nest features (mtgpu/features.h) of every sample seen since
+ * Rows are loop-nest features (tuner/loop_features.h) of every sample seen since
  * the last fit; labels are throughputs normalised per (workload, template):
  * min cost / cost, so the group's best is 1 and failed configs are 0.
  * Training uses AutoTVM's parameters (max_depth 3, gamma 1e-4,
@@ -29,7 +29,8 @@
 #include <xgboost/c_api.h>
 
 #include "costmodel-impl.h"
-#include "mtgpu/features.h"
+#include "loop_features.h"
+#include "fail.h"
 
 #define D MT_FEATURES_DIM
 #define MT__XGB_ROWS_PER_THREAD 2000

@@ -3,14 +3,15 @@
  * rest picked by a model fitted on them (so that a task's records hold both
  * the spread of its space and its fast corner). Each (workload, template) is
  * tuned by mt_tune, so records are committed as measured and a rerun resumes. */
-#include "mtgpu/tuner.h"
+#include "collect.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "mtgpu/template.h"
+#include "template.h"
+#include "fail.h"
 
 mt_collect_params mt_collect_default_params(void) {
     mt_collect_params p = {0};

@@ -8,7 +8,7 @@
 #ifndef MTGPU_COSTMODEL_IMPL_H
 #define MTGPU_COSTMODEL_IMPL_H
 
-#include "mtgpu/costmodel.h"
+#include "costmodel.h"
 
 struct mt_costmodel_i {
     /* .kind    = */ const char *kind;

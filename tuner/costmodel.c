@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "costmodel-impl.h"
+#include "fail.h"
 
 static const struct mt_costmodel_i *const kinds[] = {&mt__costmodel_random, &mt__costmodel_xgb, &mt__costmodel_gnn,
                                                      &mt__costmodel_gnn_shared, &mt__costmodel_mlp};

@@ -1,10 +1,11 @@
-/* Tuning records as cost-model samples (mtgpu/dataset.h). */
+/* Tuning records as cost-model samples (tuner/dataset.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mtgpu/dataset.h"
-#include "mtgpu/template.h"
+#include "dataset.h"
+#include "template.h"
+#include "fail.h"
 
 /* Interned objects are malloc'd one by one so that the pointers samples hold
  * stay valid while the arrays of pointers grow. */

@@ -1,4 +1,4 @@
-/* Isolated measurement (include/mtgpu/measurer.h): parallel compiles in
+/* Isolated measurement (tuner/measurer.h): parallel compiles in
  * compiler processes, timing in a worker process, one kernel at a time.
  *
  * ---- The worker protocol, version 2 ----
@@ -56,7 +56,8 @@
  * timeout) before the old mask is restored, unless a SIGPIPE was already
  * pending before the write (then it is left for its owner). */
 #define _GNU_SOURCE /* pipe2 */
-#include "mtgpu/measurer.h"
+#include "measurer.h"
+#include "program.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +76,7 @@
 #include <unistd.h>
 
 #include "measurer-proto.h"
+#include "fail.h"
 
 /* Per-measurement time allowed for first-launch code generation, as a multiple
  * of the tuner-side compile time of the same kernel. */

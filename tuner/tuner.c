@@ -2,6 +2,8 @@
  * database, and the round: search -> measure (compile in parallel, time in the
  * worker) -> commit each record -> update the cost model. */
 #include "mtgpu/tuner.h"
+#include "program.h"
+#include "select.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,8 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "mtgpu/costmodel.h"
-#include "mtgpu/search.h"
+#include "costmodel.h"
+#include "config_search.h"
+#include "measurer.h"
+#include "fail.h"
 
 #define MT__MAX_TEMPLATES 8
 /* Rounds of history the scheduler's backward gradient looks at. */

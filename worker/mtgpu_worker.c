@@ -1,4 +1,4 @@
-/* mtgpu-worker: times kernels for a measurer (include/mtgpu/measurer.h) in a
+/* mtgpu-worker: times kernels for a measurer (tuner/measurer.h) in a
  * process of its own, so that a kernel that hangs or crashes the driver takes
  * down this process, not the tuner.
  *
@@ -31,8 +31,8 @@
 
 #include "measurer-proto.h"
 #include "mtgpu/device.h"
-#include "mtgpu/measure.h"
-#include "mtgpu/template.h"
+#include "measure.h"
+#include "template.h"
 
 #define EXIT_USAGE 2
 

@@ -1,7 +1,7 @@
-/* Devices, programs, buffers and timed launches, across backends.
+/* Devices and their buffers, across backends.
  *
  * A backend (OpenCL built in, CUDA as a run-time module) sits behind one table
- * of function pointers (src/backend-impl.h). A backend that is not present on
+ * of function pointers (device/backend-impl.h). A backend that is not present on
  * the machine reports itself unavailable; it never makes these calls fail for
  * the others. Handles are independent: there is no global "current device". */
 #ifndef MTGPU_DEVICE_H
@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mtgpu/ir.h"
 #include "mtgpu/status.h"
 
 #ifdef __cplusplus
@@ -63,23 +62,9 @@ typedef struct mt_device mt_device;
 mt_status mt_device_open(const char *spec, const mt_device_params *params, mt_device **out, char *err, size_t errlen);
 void mt_device_close(mt_device *dev);
 const mt_device_info *mt_device_get_info(const mt_device *dev);
-/* The launch limits of the device, for mt_kernel_check_limits. */
-mt_device_limits mt_device_get_limits(const mt_device *dev);
-/* The same limits from a device description alone (e.g. one stored in a database). */
-mt_device_limits mt_device_info_limits(const mt_device_info *info);
 
-typedef struct mt_program mt_program;
 typedef struct mt_dbuf mt_dbuf;
 
-/* Prints the kernel in the device's language and builds it (through the
- * binary cache). On MT_BUILD the compiler's log is in log. */
-mt_status mt_program_build(mt_device *dev, const mt_kernel *k, mt_program **out, char *log, size_t loglen);
-/* Builds kernel `kernel_name` from source text in the device's language. */
-mt_status mt_program_build_source(mt_device *dev, const char *src, const char *kernel_name, mt_program **out, char *log, size_t loglen);
-void mt_program_free(mt_program *p);
-/* Seconds spent compiling this program (0 when it came from the cache). */
-double mt_program_build_seconds(const mt_program *p);
-int mt_program_from_cache(const mt_program *p);
 
 mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out);
 mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
@@ -99,26 +84,23 @@ mt_status mt_dbuf_view(mt_dbuf *parent, size_t offset, size_t bytes, mt_dbuf **o
 /* The size in bytes the buffer was allocated with (0 for NULL). */
 size_t mt_dbuf_size(const mt_dbuf *b);
 
-/* Launches p with args (global buffers, in parameter order) over grid x block
- * work-groups, `warmup` times untimed then `repeats` times, each timed on the
- * device (profiling events); times_ms[0..repeats) receives each run's time.
- * Compilation never falls inside a timing. */
-mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
-                         int warmup, int repeats, double *times_ms, char *err, size_t errlen);
-
-/* Queues one launch of p (as mt_program_run, untimed) without waiting for
- * it: launches on a device run in the order they were queued, and buffer
- * reads and writes wait for the launches queued before them. Argument and
- * limit errors are returned here; a failure of the kernel itself may only be
- * reported by mt_device_finish. Backends that cannot queue run the launch to
- * completion. An inference pass queues all its kernels and waits once. */
-mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
-                            char *err, size_t errlen);
 /* Waits for every launch queued on dev; MT_LAUNCH when one of them failed. */
 mt_status mt_device_finish(mt_device *dev, char *err, size_t errlen);
 
+/* How a kernel is timed and checked (mtgpu tune, mtgpu conv). */
+typedef struct mt_measure_params {
+    int warmup;            /* untimed runs before timing (default 1) */
+    int min_repeats;       /* timed runs at least (default 3) */
+    int max_repeats;       /* timed runs at most (default 20) */
+    double min_time_ms;    /* keep repeating until this much kernel time is timed (default 30) */
+    int check;             /* compare with the reference (default 1) */
+    double tolerance;      /* largest accepted normalised error (default 1e-4) */
+} mt_measure_params;
+
+mt_measure_params mt_measure_default_params(void);
+
 /* Measures the device's fp32 FMA throughput with a kernel of independent
- * vector FMA chains (src/peak.c): best of 5 runs, in GFLOP/s. */
+ * vector FMA chains (device/peak.c): best of 5 runs, in GFLOP/s. */
 mt_status mt_device_measure_peak(mt_device *dev, double *gflops, char *err, size_t errlen);
 
 #ifdef __cplusplus

@@ -29,7 +29,6 @@
 
 #include "mtgpu/device.h"
 #include "mtgpu/status.h"
-#include "mtgpu/template.h"
 #include "mtgpu/workload.h"
 
 #ifdef __cplusplus
@@ -45,7 +44,7 @@ typedef struct mt_embed_params {
     const char *device_spec; /* as mt_device_open ("opencl:0", ...); NULL: the first device */
     const char *cache_dir; /* compiled-kernel cache when the handle opens the device; NULL: the default */
     /* Weight layouts the caller can give (a mask of 1 << mt_weight_layout,
-     * mtgpu/template.h); OIHW is always included. With the default 0 only
+     * mtgpu/workload.h); OIHW is always included. With the default 0 only
      * templates that read OIHW weights are used, so weights stay as
      * mtgpu/workload.h describes them; a caller that converts its weights
      * (mt_weights_to_layout, once per layer) to the layout of each kernel

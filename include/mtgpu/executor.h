@@ -12,7 +12,7 @@
  * Activations share buffers: a layer's output lives from the layer to its last
  * consumer, and a buffer whose tensor is dead is reused by later layers (best
  * fit, grown to the largest tensor it ever holds). Flatten aliases its input.
- * Convolution kernels write the raw convolution (mtgpu/template.h); bias,
+ * Convolution kernels write the raw convolution (ir/template.h); bias,
  * folded batch norm, the residual add and the activation follow in one small
  * elementwise kernel, in place.
  *
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mtgpu/db.h"
+#include "mtgpu/records.h"
 #include "mtgpu/device.h"
 #include "mtgpu/net.h"
 #include "mtgpu/status.h"

@@ -3,7 +3,12 @@
  * Every fallible call in libmtgpu returns an mt_status. Codes are negative on
  * error, generated from one X-macro table (libuv style), and named by
  * mt_status_str (a sentence) and mt_status_name (a stable snake_case token that
- * machine-readable output and the tuning database use). */
+ * machine-readable output and the tuning database use).
+ *
+ * The error rule (docs/api.md): a fallible call returns its mt_status, and
+ * the human-readable reason goes to the caller's buffer (char *err, size_t
+ * errlen; NULL or 0 when the caller does not want it). Handles keep no
+ * error state, and a call that fails has no other effect. */
 #ifndef MTGPU_STATUS_H
 #define MTGPU_STATUS_H
 
@@ -39,14 +44,6 @@ typedef enum mt_status {
 const char *mt_status_str(mt_status s);
 /* A stable snake_case token ("build_error"); never NULL. */
 const char *mt_status_name(mt_status s);
-
-/* Formats a message into err (if err != NULL and errlen > 0) and returns s.
- * Lets fallible functions write `return mt__fail(err, errlen, MT_PARSE, "...", ...)`. */
-mt_status mt__fail(char *err, unsigned long errlen, mt_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 
 #ifdef __cplusplus
 }

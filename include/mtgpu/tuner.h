@@ -12,13 +12,35 @@
 
 #include <signal.h>
 
-#include "mtgpu/db.h"
-#include "mtgpu/measurer.h"
+#include "mtgpu/device.h"
+#include "mtgpu/records.h"
 #include "mtgpu/net.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* How candidates are measured: in worker processes (mtgpu-worker), compiled
+ * in parallel, timed one at a time (see tuner/measurer.h). */
+typedef struct mt_measurer_params {
+    const char *device;          /* device spec for mt_device_open; NULL or "": the first device */
+    const char *worker_path;     /* NULL: $MTGPU_WORKER, else the build tree's, else the installed mtgpu-worker */
+    const char *cache_dir;       /* compiled-binary cache shared by tuner and worker; NULL: the device default */
+    double timeout_s;            /* per measurement, request to answer (default 20) */
+    double prepare_timeout_s;    /* preparing a workload: inputs and CPU reference (default 600) */
+    double start_timeout_s;      /* worker start-up until it has opened the device (default 120) */
+    int compile_threads;         /* parallel compiles (compiler processes); <= 0: the number of online CPUs (the default) */
+    double compile_timeout_s;    /* one compile in a compiler process, past which it is killed (default 600) */
+    int compile_in_process;      /* 1: compile in the calling process's threads, no compiler processes (default 0) */
+    int max_consecutive_failures;/* worker crashes/timeouts in a row before a batch gives up (default 3) */
+    mt_measure_params measure;   /* warm-up, repeats, checking (mt_measure_default_params) */
+    uint64_t seed;               /* seed of the random inputs (default 42) */
+    /* When non-NULL and set (e.g. by a SIGINT handler), a batch stops after the
+     * measurement in flight: the configs not yet sent come back with skipped = 1. */
+    const volatile sig_atomic_t *stop;
+} mt_measurer_params;
+
+mt_measurer_params mt_measurer_default_params(void);
 
 typedef struct mt_tune_task_result {
     mt_workload wl;
@@ -49,7 +71,7 @@ typedef struct mt_tune_progress {
 
 typedef struct mt_tune_params {
     int trials;                /* total measurements across all tasks, records already in the database included */
-    const char *cost_model;    /* a kind of mtgpu/costmodel.h guiding simulated annealing ("xgb", the default;
+    const char *cost_model;    /* a kind of tuner/costmodel.h guiding simulated annealing ("xgb", the default;
                                   "gnn", "gnn-shared", "mlp"), or "random" (random search) */
     const char *cost_model_file; /* a meta-trained GNN model (`mtgpu train`) for the gnn kinds to adapt; NULL: none */
     int batch;                 /* configs per round (default 8) */
@@ -98,50 +120,6 @@ typedef struct mt_tune_summary {
  * with mt_tune_summary_free. */
 mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *p, mt_tune_summary *out, char *err, size_t errlen);
 void mt_tune_summary_free(mt_tune_summary *s);
-
-/* Collecting training data (mtgpu collect): for each generated workload
- * gen/[first, first+count) and each of its templates, `configs` measurements,
- * the first ceil(random_frac x configs) drawn at random and the rest picked
- * by `guide_model` fitted on the task's records. Resumable like mt_tune:
- * what the database holds counts. */
-typedef struct mt_collect_progress {
-    int index;                 /* the workload's generator index */
-    mt_workload wl;
-    const char *template_name;
-    const char *phase;         /* "random" or the guide model */
-    int records;               /* of this (workload, template) on this device, after the phase */
-    int errors;
-    double best_ms;
-    int measured_this_run;     /* over the whole collection */
-    double elapsed_s;
-} mt_collect_progress;
-
-typedef struct mt_collect_params {
-    mt_workload_gen_params gen;
-    int first, count;          /* workload indices (default 0, 100) */
-    int configs;               /* per (workload, template) (default 24) */
-    double random_frac;        /* default 0.5 */
-    const char *guide_model;   /* default "xgb" */
-    int one_template;          /* 1: one template per workload, the (index mod n)-th that accepts it */
-    const char *templates;     /* NULL: every template */
-    int batch;                 /* configs per round (default 8) */
-    double time_limit_s;       /* stop starting tasks after this many seconds (<= 0: none) */
-    const char *db_path;
-    mt_measurer_params measurer;
-    const volatile sig_atomic_t *stop;
-    void (*progress)(const mt_collect_progress *p, void *user);
-    void *user;
-} mt_collect_params;
-
-typedef struct mt_collect_summary {
-    int workloads, units, measured_this_run;
-    double wall_s;
-    int interrupted, timed_out;
-    mt_device_info device;
-} mt_collect_summary;
-
-mt_collect_params mt_collect_default_params(void);
-mt_status mt_collect(const mt_collect_params *p, mt_collect_summary *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -48,16 +48,25 @@ int64_t mt_workload_input_elems(const mt_workload *wl);
 int64_t mt_workload_weight_elems(const mt_workload *wl);
 int64_t mt_workload_output_elems(const mt_workload *wl);
 
-/* Random workloads for collecting tuning data (mtgpu collect): workload
- * `index` of the family `seed`, with useful FLOPs in [min_flops, max_flops].
- * The same (params, index) always gives the same workload. */
-typedef struct mt_workload_gen_params {
-    uint64_t seed;
-    double min_flops, max_flops; /* defaults 2e6 and 4e8 */
-} mt_workload_gen_params;
+/* How a convolution kernel reads the weights. Weights are constants, so an
+ * inference executor converts them once (mt_weights_to_layout); a layout
+ * with output channels innermost lets a kernel load the weights of several
+ * output channels as one vector and broadcast the input instead. */
+typedef enum mt_weight_layout {
+    MT_WEIGHTS_OIHW,    /* [k][c/groups][r][s] (mtgpu/workload.h) */
+    MT_WEIGHTS_OIHW16O, /* [ceil(k/16)][c][r][s][16] (groups == 1): blocks of 16 output channels innermost,
+                           the channels past k zero */
+    MT_WEIGHT_LAYOUT_COUNT
+} mt_weight_layout;
+#define MT_WEIGHT_LAYOUTS_ALL ((1u << MT_WEIGHT_LAYOUT_COUNT) - 1u)
 
-mt_workload_gen_params mt_workload_gen_default_params(void);
-mt_status mt_workload_generate(const mt_workload_gen_params *p, int index, mt_workload *out, char *err, size_t errlen);
+const char *mt_weight_layout_name(mt_weight_layout l);
+/* Floats the weights of wl take in layout l; 0 when l cannot hold them (OIHW16o with groups > 1). */
+int64_t mt_weight_layout_elems(mt_weight_layout l, const mt_workload *wl);
+/* Writes wl's weights, given in OIHW (mt_workload_weight_elems floats), into
+ * dst (mt_weight_layout_elems floats) in layout l. MT_UNSUPPORTED when l
+ * cannot hold them, MT_INVALID_ARG for NULL pointers. */
+mt_status mt_weights_to_layout(mt_weight_layout l, const mt_workload *wl, const float *oihw, float *dst);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,50 @@
+/* Programs: kernels of the IR (ir/) or of source text, built for a device
+ * through the binary cache, launched queued or timed. Internal: the
+ * embedding API (mtgpu/embed.h) is what servers call. */
+#ifndef MTGPU_DEVICE_PROGRAM_H
+#define MTGPU_DEVICE_PROGRAM_H
+
+#include "ir.h"
+#include "mtgpu/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_program mt_program;
+
+/* The launch limits of the device, for mt_kernel_check_limits. */
+mt_device_limits mt_device_get_limits(const mt_device *dev);
+/* The same limits from a device description alone (e.g. one stored in a database). */
+mt_device_limits mt_device_info_limits(const mt_device_info *info);
+
+/* Prints the kernel in the device's language and builds it (through the
+ * binary cache). On MT_BUILD the compiler's log is in log. */
+mt_status mt_program_build(mt_device *dev, const mt_kernel *k, mt_program **out, char *log, size_t loglen);
+/* Builds kernel `kernel_name` from source text in the device's language. */
+mt_status mt_program_build_source(mt_device *dev, const char *src, const char *kernel_name, mt_program **out, char *log, size_t loglen);
+void mt_program_free(mt_program *p);
+/* Seconds spent compiling this program (0 when it came from the cache). */
+double mt_program_build_seconds(const mt_program *p);
+int mt_program_from_cache(const mt_program *p);
+
+/* Launches p with args (global buffers, in parameter order) over grid x block
+ * work-groups, `warmup` times untimed then `repeats` times, each timed on the
+ * device (profiling events); times_ms[0..repeats) receives each run's time.
+ * Compilation never falls inside a timing. */
+mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                         int warmup, int repeats, double *times_ms, char *err, size_t errlen);
+
+/* Queues one launch of p (as mt_program_run, untimed) without waiting for
+ * it: launches on a device run in the order they were queued, and buffer
+ * reads and writes wait for the launches queued before them. Argument and
+ * limit errors are returned here; a failure of the kernel itself may only be
+ * reported by mt_device_finish. Backends that cannot queue run the launch to
+ * completion. An inference pass queues all its kernels and waits once. */
+mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                            char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

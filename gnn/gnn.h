@@ -1,0 +1,200 @@
+/* The GNN cost model: a relational graph network that scores kernel graphs.
+ *
+ * Input: a batch of graphs of one shape (graph_enc/graph.h): the shape plus
+ * B x n_nodes x MT_GRAPH_FEATS floats. Output: one score per graph, higher =
+ * predicted faster. Scores are comparable within one (workload, template).
+ *
+ * Architectures (a benchmark compares them, so all three are here):
+ *   MT_GNN_MODULAR  the design of Sura, Chen & Sung: an input embedding per
+ *                   node type; `layers` rounds of typed message passing, each
+ *                   with a weight W_t per edge type (message W_t h_src, summed
+ *                   at dst) and an update per node type
+ *                   h' = h + act(U_type h + sum of messages + b_type);
+ *                   readout mean and max over the nodes (the mean is the sum
+ *                   over a shape's fixed node count, scaled so that magnitudes
+ *                   do not grow with the graph); an MLP head gives the score.
+ *   MT_GNN_SHARED   the same network with one module shared by all node types
+ *                   and one by all edge types (types reach it only through
+ *                   the node features).
+ *   MT_GNN_MLP      no message passing: an MLP (`layers` hidden layers) over
+ *                   the mean and max of the node features ("flat features").
+ * act is leaky ReLU (slope 0.01). Features are normalised per feature with
+ * the mean and standard deviation of the training data, computed by
+ * mt_gnn_fit and stored in the model (and its file).
+ *
+ * Everything is float32, on the CPU through CBLAS. Results are deterministic:
+ * training for a seed gives bit-identical weights, and scores do not depend
+ * on the thread count (batches are cut into fixed chunks of 16 graphs). A
+ * graph scored at another place in a batch may differ in the last bits: BLAS
+ * kernels treat the edge rows of a block differently. Training and scoring
+ * run one forward (on node-major blocks, each edge type's product taken
+ * once per distinct source or destination of its edges, which is the same
+ * sum of messages in another order: gnn/gnn-impl.h); scoring keeps nothing
+ * for a backward. A model is not thread-safe (it caches per-shape plans and
+ * workspaces): use one per thread or lock around it, or give each thread a
+ * scorer (below).
+ *
+ * Model file format (version 1), all integers and floats little-endian:
+ *   offset  size    field
+ *   0       8       magic "MTGNNMDL"
+ *   8       4       u32 version (1)
+ *   12      4       u32 architecture (mt_gnn_arch)
+ *   16      4       u32 hidden width        (1..4096)
+ *   20      4       u32 layers              (0..64; MLP: 1..64)
+ *   24      4       u32 features per node   (must equal MT_GRAPH_FEATS)
+ *   28      4       u32 node types          (must equal MT_GRAPH_NODE_TYPES)
+ *   32      4       u32 edge types          (must equal MT_GRAPH_EDGE_TYPES)
+ *   36      4       u32 parameter count P   (must match the shapes above)
+ *   40      8       u64 trained samples (informational)
+ *   48      4F      f32 feature means
+ *   48+4F   4F      f32 feature standard deviations (each > 0)
+ *   48+8F   4P      f32 weights, in the order mt_gnn_param_count counts them
+ *   48+8F+4P 8      u64 FNV-1a 64 of every byte before it
+ * The file is exactly that long. Every float must be finite. A reader
+ * rejects (MT_CORRUPT, with a message naming the field) a short or long
+ * file, a wrong magic, an unknown version or architecture, shapes out of
+ * range or different from this build's, a bad checksum, and non-finite or
+ * non-positive values where they are not allowed. Adam's moments and the
+ * training parameters are not stored: a loaded model scores exactly as the
+ * saved one, and training it again starts Adam afresh. */
+#ifndef MTGPU_GNN_H
+#define MTGPU_GNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "mtgpu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_gnn mt_gnn;
+
+typedef enum mt_gnn_arch {
+    MT_GNN_MODULAR = 0, /* one module per node type and per edge type (default) */
+    MT_GNN_SHARED = 1,  /* one module for all node types, one for all edge types */
+    MT_GNN_MLP = 2      /* MLP on mean and max of node features: no structure */
+} mt_gnn_arch;
+
+typedef enum mt_gnn_loss {
+    MT_GNN_LOSS_RANK = 0, /* pairwise logistic loss within each group */
+    MT_GNN_LOSS_REG = 1,  /* squared error on the caller's normalised target */
+    MT_GNN_LOSS_BOTH = 2  /* the sum of both (default) */
+} mt_gnn_loss;
+
+typedef struct mt_gnn_params {
+    /* architecture: fixed at creation, stored in model files */
+    mt_gnn_arch arch; /* default MT_GNN_MODULAR */
+    int hidden;       /* width of node states and of the head (default 32; 1..4096) */
+    int layers;       /* message-passing rounds (default 3; 0..64), or the MLP's
+                         hidden layers (1..64) */
+    /* training and scoring: may change between calls (mt_gnn_set_params) */
+    uint64_t seed;    /* initial weights and minibatch order (default 1) */
+    double lr;        /* Adam's step size (default 3e-3) */
+    int epochs;       /* passes over the samples in mt_gnn_fit (default 30) */
+    int batch;        /* graphs per minibatch (default 64) */
+    mt_gnn_loss loss; /* default MT_GNN_LOSS_BOTH */
+    int threads;      /* scoring threads (default 2; <= 0: 1). Training runs on
+                         one thread so that it is deterministic. */
+} mt_gnn_params;
+
+mt_gnn_params mt_gnn_default_params(void);
+
+/* Creates a model with weights drawn from p->seed (p NULL: default params)
+ * and identity normalisation. MT_INVALID_ARG (message in err) for params out
+ * of range. */
+mt_status mt_gnn_create(const mt_gnn_params *p, mt_gnn **out, char *err, size_t errlen);
+void mt_gnn_free(mt_gnn *m);
+
+/* The model's params (after load: the file's architecture, defaults for the
+ * rest). */
+mt_gnn_params mt_gnn_get_params(const mt_gnn *m);
+/* Changes the training and scoring params; the architecture fields of p must
+ * equal the model's (MT_INVALID_ARG otherwise, and nothing changes). */
+mt_status mt_gnn_set_params(mt_gnn *m, const mt_gnn_params *p, char *err, size_t errlen);
+
+/* Number of trainable float parameters (every node and edge type counts,
+ * whether a shape uses it or not). */
+int64_t mt_gnn_param_count(const mt_gnn *m);
+/* Samples of the last mt_gnn_fit plus those of mt_gnn_train_steps since
+ * (0: never trained). */
+int64_t mt_gnn_trained(const mt_gnn *m);
+
+/* Scores B graphs of one shape: feats is B x shape->n_nodes x MT_GRAPH_FEATS
+ * (graph-major, then node, then feature), scores gets B floats. Uses up to
+ * params.threads threads. Allocates per-shape plans and workspaces on the
+ * first call for a shape (reused while the shape stays the same), never per
+ * graph; peak extra memory is a few MiB regardless of B. MT_INVALID_ARG for
+ * a malformed shape (types or node indices out of range), B < 0 or NULL
+ * pointers; MT_NOMEM. Non-finite features give non-finite scores. */
+mt_status mt_gnn_score(mt_gnn *m, const mt_graph_shape *shape, int B, const float *feats, float *scores, char *err, size_t errlen);
+
+/* A scorer: what scoring one shape with one model needs on one thread (a
+ * private copy of the shape's plan and a workspace), for callers that run
+ * threads of their own, such as the cost model, which encodes and scores
+ * each share of a batch on the thread that holds it. Any number of scorers
+ * of one model may run at once, as long as nothing changes or frees the
+ * model meanwhile (training, set_params, free): a scorer reads the model's
+ * current weights when it runs, and must be freed before the model.
+ * mt_gnn_scorer_run scores B graphs on the calling thread in the same fixed
+ * chunks as mt_gnn_score, so it gives the same bits. Create: MT_INVALID_ARG
+ * for a malformed shape, MT_NOMEM; *out is NULL on failure. */
+typedef struct mt_gnn_scorer mt_gnn_scorer;
+mt_status mt_gnn_scorer_create(const mt_gnn *m, const mt_graph_shape *shape, mt_gnn_scorer **out, char *err, size_t errlen);
+mt_status mt_gnn_scorer_run(mt_gnn_scorer *s, int B, const float *feats, float *scores, char *err, size_t errlen);
+/* Non-zero when s was made for a shape equal to shape (same nodes, edges, hash). */
+int mt_gnn_scorer_matches(const mt_gnn_scorer *s, const mt_graph_shape *shape);
+void mt_gnn_scorer_free(mt_gnn_scorer *s);
+
+/* One training sample. target: higher = better (for example the per-group
+ * normalised log throughput); ranking compares targets only within a group.
+ * failed != 0 marks a config that did not build, run or verify: it ranks
+ * below every working config of its group (pairs of two failed ones are
+ * ignored) and its regression target is the group's lowest working target
+ * minus 1 (target is ignored). All samples of a group must share a shape.
+ * Pointers are borrowed for the duration of the call only. */
+typedef struct mt_gnn_sample {
+    const mt_graph_shape *shape;
+    const float *feats; /* shape->n_nodes x MT_GRAPH_FEATS */
+    float target;
+    int group;
+    int failed;
+} mt_gnn_sample;
+
+/* Trains from scratch on samples[0..n): re-draws the weights from the seed,
+ * recomputes the feature normalisation from these samples, resets Adam, and
+ * runs params.epochs epochs of minibatches (each minibatch holds samples of
+ * one shape; groups are kept together so ranking pairs exist). MT_INVALID_ARG
+ * when n < 1, a sample is malformed, or a group mixes shapes. On failure the
+ * model is left as it was. */
+mt_status mt_gnn_fit(mt_gnn *m, const mt_gnn_sample *samples, int n, char *err, size_t errlen);
+
+/* Continues training (adaptation): `steps` Adam steps on minibatches drawn
+ * from samples[0..n) in the model's own seeded order, keeping the weights,
+ * normalisation and Adam state. Same errors as mt_gnn_fit; on failure the
+ * model is left as it was. */
+mt_status mt_gnn_train_steps(mt_gnn *m, const mt_gnn_sample *samples, int n, int steps, char *err, size_t errlen);
+
+/* The training loss of the current weights on samples[0..n) (mean over the
+ * minibatches of one pass in fixed order), for monitoring and tests. */
+mt_status mt_gnn_loss_value(mt_gnn *m, const mt_gnn_sample *samples, int n, double *loss, char *err, size_t errlen);
+
+/* Writes the model file (format above) to path through a temporary file in
+ * the same directory and a rename, so path holds either the old file or
+ * the complete new one. MT_IO with the reason in err. */
+mt_status mt_gnn_save(const mt_gnn *m, const char *path, char *err, size_t errlen);
+/* Reads a model file. MT_IO / MT_NOT_FOUND when it cannot be read,
+ * MT_CORRUPT (reason in err) when it is not a valid model for this build. */
+mt_status mt_gnn_load(const char *path, mt_gnn **out, char *err, size_t errlen);
+/* The same from and to memory. mt_gnn_save_mem hands back a malloc'd
+ * buffer (*buf, *len) that the caller frees with free(). mt_gnn_load_mem
+ * never reads outside buf[0..len). */
+mt_status mt_gnn_save_mem(const mt_gnn *m, unsigned char **buf, size_t *len, char *err, size_t errlen);
+mt_status mt_gnn_load_mem(const void *buf, size_t len, mt_gnn **out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,85 @@
+/* Choosing each convolution's config inside its network.
+ *
+ * The tuner ranks configs by their time alone: one kernel run again and
+ * again on the same buffers, with its weights and input warm in cache.
+ * Inside a network each kernel reads weights no other layer shares and an
+ * input the previous layer just wrote, and the order of the candidates can
+ * change: for ResNet-50 at the default budget another config won for 7 of
+ * its 23 workloads, and timed afresh its convolutions took 36.5 ms of
+ * device time against 37.6 ms with the fastest records (1.03x;
+ * bench/results/refine.md).
+ *
+ * mt_network_refine builds the network once per candidate set (the fastest
+ * usable record of every convolution, the second fastest, ..., and the
+ * default configs), runs profiled passes of all of them in turns, and per
+ * workload keeps the set whose layers took the least device time (their
+ * median pass, summed over the layers of that workload). A winner other
+ * than the fastest record is stored as a preference (mtgpu/records.h), which
+ * mt_best_config, the executor and the embedding API then use. */
+#ifndef MTGPU_REFINE_H
+#define MTGPU_REFINE_H
+
+#include <stdint.h>
+
+#include "mtgpu/records.h"
+#include "mtgpu/device.h"
+#include "mtgpu/net.h"
+#include "mtgpu/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Candidate sets at most: ranks 1..8 and the defaults. */
+#define MT_REFINE_MAX_SETS 9
+
+typedef struct mt_refine_params {
+    int candidates;  /* records per workload, fastest first (default 3; 1..8) */
+    int defaults;    /* also the default configs (default 1) */
+    int passes;      /* profiled passes of each set, in turns (default 15; 1..1000) */
+    double min_gain; /* another set replaces the fastest record only when faster by this
+                        fraction (default 0.03: below the pass-to-pass noise it is a coin toss) */
+    int store;       /* write preferences, and remove those the fastest record wins back (default 1) */
+    uint64_t seed;   /* seed of the random weights (default 1) */
+} mt_refine_params;
+
+mt_refine_params mt_refine_default_params(void);
+
+/* What was timed for one workload of the network. */
+typedef struct mt_refine_choice {
+    mt_workload wl;
+    int layers;                                    /* its layers in the network */
+    double ms[MT_REFINE_MAX_SETS];                 /* per set: median device time, summed over those layers */
+    int same_as[MT_REFINE_MAX_SETS];               /* the first set with the same template and config */
+    char template_name[MT_REFINE_MAX_SETS][MT_RECORD_TEMPLATE_LEN];
+    char config[MT_REFINE_MAX_SETS][MT_RECORD_CONFIG_LEN];
+    int chosen;                                    /* the set kept (0: the fastest record) */
+} mt_refine_choice;
+
+typedef struct mt_refine_result {
+    int nsets;
+    int set_rank[MT_REFINE_MAX_SETS]; /* per set: the record rank (1 = fastest), 0 for the defaults */
+    int nchoices;
+    mt_refine_choice *choices;        /* per workload, in order of first layer */
+    double fastest_ms;                /* sum over workloads of set 0's time */
+    double chosen_ms;                 /* sum over workloads of the kept set's time, same passes */
+    int passes;
+    int stored, removed;              /* preferences written, and removed */
+    double wall_s;                    /* builds included */
+} mt_refine_result;
+
+/* Times the candidate sets of net on dev with the records of db and keeps
+ * the fastest per workload (see above); params may be NULL. db must be
+ * writable when params->store. The network must be one the executor runs
+ * (OpenCL device). On MT_OK, *out holds the result (free it with
+ * mt_refine_result_free); on an error *out is empty and db unchanged or
+ * holding the preferences stored before it. */
+mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, const mt_refine_params *params, mt_refine_result *out,
+                            char *err, size_t errlen);
+
+void mt_refine_result_free(mt_refine_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

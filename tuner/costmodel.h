@@ -1,0 +1,155 @@
+/* Cost models: learn from measured schedules, score unmeasured ones.
+ *
+ * A cost model is fitted on measured samples and asked for scores of
+ * candidate configs; a higher score means "predicted faster". Scores are only
+ * comparable within one call's candidates of one (workload, template): a
+ * ranking model (like "xgb") gives margins, not times.
+ *
+ * Kinds (one dispatch table in tuner/costmodel.c; later kinds join it):
+ *   "random"  uniformly random scores in [0, 1), seeded; learns nothing.
+ *   "xgb"     AutoTVM's baseline: gradient-boosted trees (XGBoost) over
+ *             loop-nest features of the kernel IR (tuner/loop_features.h), with
+ *             AutoTVM's two losses: regression on normalised throughput
+ *             (loss_type="reg", the default here as in TVM's current
+ *             tutorials) or pairwise ranking (loss_type="rank",
+ *             rank:pairwise). Samples of several workloads and templates may
+ *             be mixed: it trains one model on all of them; throughputs are
+ *             normalised per (workload, template), which is also the ranking
+ *             group.
+ *   "gnn"     the structured model of ../shared/DESIGN.md: each config's
+ *             kernel IR becomes a typed graph (graph_enc/graph_enc.h) scored by a
+ *             relational GNN with one module per node and edge type
+ *             (gnn/gnn.h), trained with pairwise ranking plus regression on
+ *             per-(workload, template) normalised log throughput. Without
+ *             gnn_model it learns from the task's own records (refitted from
+ *             scratch on every update, like "xgb"); with gnn_model it starts
+ *             from that meta-trained file (`mtgpu train`) and adapts to the
+ *             task's records with gnn_adapt_steps Adam steps per update.
+ *   "gnn-shared"  the same GNN with one module for all node and edge types.
+ *   "mlp"     an MLP over the mean and max of the same node features: the
+ *             "flat features" baseline for the GNN.
+ *
+ * Samples are copied (as features) when given: the model keeps no pointer to
+ * a caller's workload, template, space or config. A model is not thread-safe;
+ * use one per thread or lock around it. */
+#ifndef MTGPU_COSTMODEL_H
+#define MTGPU_COSTMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtgpu/device.h"
+#include "space.h"
+#include "mtgpu/status.h"
+#include "template.h"
+#include "mtgpu/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_costmodel mt_costmodel;
+
+typedef enum mt_xgb_loss {
+    MT_XGB_LOSS_REG,  /* reg:squarederror on min cost / cost per group (failed: 0) */
+    MT_XGB_LOSS_RANK  /* rank:pairwise, one group per (workload, template) */
+} mt_xgb_loss;
+
+typedef struct mt_costmodel_params {
+    uint64_t seed;      /* random scores, XGBoost's seed and row order (default 1) */
+    int threads;        /* most worker threads for features and XGBoost (default 2;
+                           <= 0: 1); XGBoost gets one per 2000 rows, up to this */
+    /* xgb */
+    mt_xgb_loss xgb_loss; /* default MT_XGB_LOSS_REG: in model-guided search it
+                           reaches near-optimal configs in 2-4x fewer trials than
+                           rank:pairwise, which weighs every pair of bad configs
+                           as much as the pairs near the top */
+    int xgb_rounds;     /* most boosting rounds per fit (default 200) */
+    int xgb_early_stop; /* stop after this many rounds without a better training
+                           recall curve, checked every 5 rounds; 0: always run
+                           xgb_rounds (default 30) */
+    int xgb_max_depth;  /* tree depth (default 3) */
+    double xgb_eta;     /* learning rate (default 0.3) */
+    int plan_size;      /* the recall@k that early stopping watches, like AutoTVM's
+                           plan size: the tuner's batch (default 64) */
+    /* gnn, gnn-shared, mlp */
+    const char *gnn_model; /* meta-trained model file to start from (NULL: learn from
+                           the task's records only); borrowed: must outlive the model.
+                           Its architecture wins over the kind's. */
+    int gnn_epochs;     /* passes over the samples per fit from scratch (default 30) */
+    int gnn_adapt_steps; /* Adam steps per update when starting from gnn_model (default 60) */
+    int gnn_hidden;     /* width (default 32) */
+    int gnn_layers;     /* message-passing rounds, or the MLP's hidden layers (default 3) */
+} mt_costmodel_params;
+
+mt_costmodel_params mt_costmodel_default_params(void);
+
+/* One measured config. cost_ms is the median time; failed != 0 marks a config
+ * that did not build, launch or verify (AutoTVM gives those throughput 0, so
+ * a ranking model learns to put them last). */
+typedef struct mt_cm_sample {
+    const mt_workload *wl;
+    const mt_template *tmpl;
+    const mt_space *space;   /* the template's space for wl */
+    mt_config cfg;
+    double cost_ms;          /* ignored when failed */
+    int failed;
+    const mt_device_info *dev; /* the device it was measured on (NULL: unknown);
+                                  models that read the device ("gnn") use it */
+} mt_cm_sample;
+
+/* What the candidates of one predict call belong to. */
+typedef struct mt_cm_query {
+    const mt_workload *wl;
+    const mt_template *tmpl;
+    const mt_space *space;
+    const mt_device_info *dev; /* the device to predict for (NULL: unknown) */
+} mt_cm_query;
+
+/* Creates a model of the given kind. MT_INVALID_ARG, with the known kinds
+ * listed in err, for an unknown kind; p NULL: default params. */
+mt_status mt_costmodel_create(const char *kind, const mt_costmodel_params *p, mt_costmodel **out, char *err, size_t errlen);
+void mt_costmodel_free(mt_costmodel *m);
+const char *mt_costmodel_kind(const mt_costmodel *m);
+
+/* Number of kinds and their names, for help texts. */
+int mt_costmodel_kind_count(void);
+const char *mt_costmodel_kind_at(int i);
+
+/* Trains from scratch on samples[0..n), forgetting earlier samples.
+ * MT_INVALID_ARG when n < 1 or a sample is malformed. On failure the model
+ * is left as it was before the call. */
+mt_status mt_costmodel_fit(mt_costmodel *m, const mt_cm_sample *samples, int n);
+/* Adds newly measured samples to everything seen since the last fit and
+ * retrains ("xgb" refits on all of them, like AutoTVM). n == 0 is a no-op.
+ * On failure the samples are not added and the previous model stays. */
+mt_status mt_costmodel_update(mt_costmodel *m, const mt_cm_sample *samples, int n);
+/* Scores cfgs[0..n) (configs of q->space): scores[i] higher = predicted
+ * faster. Configs the template cannot build get MT_COSTMODEL_INVALID_SCORE
+ * (finite) from models that look at the kernel ("xgb"), fitted or not. A
+ * model never fitted scores every other candidate 0 ("random": still
+ * random). */
+mt_status mt_costmodel_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores);
+
+/* Samples the current model was trained on (0: not fitted). */
+int64_t mt_costmodel_trained(const mt_costmodel *m);
+
+/* The message of the last failed call on m ("" if none); owned by m, valid
+ * until the next call on m. */
+const char *mt_costmodel_last_error(const mt_costmodel *m);
+
+/* Writes a trained gnn, gnn-shared or mlp model to a model file (gnn/gnn.h)
+ * that params.gnn_model can load; MT_UNSUPPORTED for other kinds,
+ * MT_INVALID_ARG when it was never trained, MT_IO. */
+mt_status mt_costmodel_save(const mt_costmodel *m, const char *path, char *err, size_t errlen);
+
+/* Trainable parameters of a gnn, gnn-shared or mlp model; -1 for other kinds. */
+int64_t mt_costmodel_param_count(const mt_costmodel *m);
+
+/* The score given to configs that cannot be built. */
+#define MT_COSTMODEL_INVALID_SCORE (-1e9)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

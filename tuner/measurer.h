@@ -1,0 +1,91 @@
+/* Isolated measurement: kernels are compiled in compiler processes and timed
+ * in a worker process (both mtgpu-worker), so that a kernel that hangs or
+ * crashes the driver or its compiler costs one result marked as an error, not
+ * the tuning run.
+ *
+ * A measurer owns one timing worker, up to compile_threads compiler processes
+ * (started on first use) and the tuner's own handle on the same device.
+ * mt_measurer_measure_batch compiles a batch of configs in parallel, one per
+ * compiler process (which fills the on-disk binary cache; on OpenCL each
+ * compiler also makes the kernel's first launch, over one work-group, where
+ * PoCL generates and caches its work-group code), then sends the configs that
+ * compiled to the timing worker one at a time: timing runs one kernel at a
+ * time, with no compile running, and never includes compile time (the
+ * worker's build is a cache hit). Processes, not threads: PoCL compiles one
+ * kernel at a time in a process. Where no compiler process can start, the
+ * batch is compiled in the calling process instead.
+ * A worker that does not answer within the timeout is killed and restarted;
+ * one that dies is restarted; either way that config gets an error result and
+ * the batch goes on.
+ *
+ * The worker executable is found at params.worker_path, else $MTGPU_WORKER,
+ * else next to the build tree's libmtgpu, else under <prefix>/lib/mtgpu.
+ *
+ * A measurer is not thread-safe: one thread at a time may call into it. It
+ * never changes the process's signal dispositions, and reaps every child it
+ * starts. */
+#ifndef MTGPU_MEASURER_H
+#define MTGPU_MEASURER_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "measure.h"
+#include "mtgpu/tuner.h"
+#include "space.h"
+#include "mtgpu/status.h"
+#include "template.h"
+#include "mtgpu/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+
+typedef struct mt_measurer_result {
+    /* status, timings, each run's time (m.run_ms[0..m.nruns)), error, message.
+     * m.build_s is the compile time in the tuner's process (0 on a cache hit). */
+    mt_measure_result m;
+    double wall_s;       /* seconds from sending the config to the worker to its answer (0 if never sent) */
+    int sent_to_worker;  /* 1 if the config reached the worker */
+    int skipped;         /* 1 if not measured because stop was requested; record nothing for it */
+} mt_measurer_result;
+
+typedef struct mt_measurer mt_measurer;
+
+/* Opens the device in this process and starts a worker on it. *info_out (may
+ * be NULL) receives the device's description. MT_UNAVAILABLE when no worker
+ * executable is found or it cannot start; the reason is in err. Strings in
+ * params are copied. */
+mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out, mt_device_info *info_out, char *err, size_t errlen);
+
+/* Measures cfgs[0..n) of template t (space sp) on workload wl; results[i] is
+ * cfgs[i]'s outcome, always filled. Configs outside the space or the device's
+ * limits are invalid_config, compile failures build_error (with the log; also a
+ * compiler process that dies or takes over compile_timeout_s); those never
+ * reach the timing worker. A config the worker does not answer in time is
+ * `timeout`, one during which the worker died `launch_error` ("worker crashed
+ * (signal N)"); the worker is then restarted for the rest.
+ *
+ * Returns MT_OK when every config got its own result; MT_DEVICE when the
+ * worker failed max_consecutive_failures times in a row, and MT_UNAVAILABLE /
+ * MT_TIMEOUT / ... when it could not be (re)started or could not prepare the
+ * workload: the configs not measured then carry that status, with the reason
+ * in their message and in err. */
+mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const mt_template *t, const mt_space *sp,
+                                    const mt_config *cfgs, int n, mt_measurer_result *results, char *err, size_t errlen);
+
+/* The process id of the current timing worker, or -1 when none is running (for tests and logs). */
+long mt_measurer_worker_pid(const mt_measurer *m);
+/* The number of compiler processes running; the first `max` of their ids go to pids (may be NULL). */
+int mt_measurer_compiler_pids(const mt_measurer *m, long *pids, int max);
+
+/* Asks the worker to quit (killing it if it does not within a few seconds),
+ * reaps it, and closes the device. NULL is allowed. */
+void mt_measurer_stop(mt_measurer *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
