@@ -32,7 +32,7 @@ typedef struct {
  * term and LLVM folds its constant into the address: with 32-bit indices
  * kvec's 1x1 reduction loop spent a lea and a movslq per input load, and in
  * ResNet-50 its 1x1 layers ran 1.05-1.18x faster with 64-bit ones (the 3x3
- * and gemm layers 0.97-1.03x; bench/results/net_ab_index64.md). CUDA keeps
+ * and gemm layers 0.97-1.03x; bench/net_ab/results/net_ab_index64.md). CUDA keeps
  * 32 bits, where 64-bit integer arithmetic takes two instructions. */
 static const char *int_type(const printer *p) { return p->lang == MT_LANG_OPENCL ? "long" : "int"; }
 

@@ -6,7 +6,7 @@
 
 /* Kernels larger than this once unrolled take PoCL 20 s to minutes to compile
  * (tuning records: 2,300-3,400 statements took 50-100 s); the fastest configs
- * known on CPUs and GPUs (bench/known_configs.txt, TopHub) unroll to under 900. */
+ * known on CPUs and GPUs (bench/common/known_configs.txt, TopHub) unroll to under 900. */
 #define MT__MAX_UNROLLED_STMTS 2048
 
 static const mt_template *const templates[] = {&mt__template_direct, &mt__template_depthwise, &mt__template_gemm, &mt__template_kvec};

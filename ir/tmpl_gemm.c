@@ -43,7 +43,7 @@
  * the reduction loop and keeps the accumulators in memory), but on ResNet-50's
  * 14x14 3x3 layer, where every unstaged tile touches the padding, the fastest
  * config 300 trials found was staged (stage_local 1, two work-items per group:
- * 0.90 ms, 257 GFLOP/s; bench/results/tune_curves.csv).
+ * 0.90 ms, 257 GFLOP/s; bench/tune_curves/results/tune_curves.csv).
  *
  * Channel tiles that overhang k/groups are shifted back (without staging) so
  * that every weight read is real: the work-item computes channels

@@ -41,7 +41,7 @@
  * when the weights are more than twice the input rows read (kvec_pixels_first):
  * in a network every layer's weights come from memory, and in ResNet-50's
  * last stage (weights 2-9 MiB, inputs 0.1-0.8 MiB) it ran 1.1-2.3x faster, while
- * in the first stages it ran up to 2x slower (bench/results/kernel_order.md).
+ * in the first stages it ran up to 2x slower (bench/kernel_order/results/kernel_order.md).
  * It is a rule and not a knob: a measurement of the kernel alone repeats it
  * with its weights in cache, so the tuner could not see the difference.
  *
@@ -271,7 +271,7 @@ static mt_stmt *store_row_lanes(kvec_builder *b, int y, mt_expr *oy) {
  * lies reg_k*vec floats after column x-1) and given the epilogue as a vector
  * (one bias, one residual vector load). Stored lane by lane instead, every
  * output cost its own address, epilogue and scalar store. Inside ResNet-50
- * (bench/results/net_ab.md, against lane-by-lane stores) the kvec layers ran
+ * (bench/net_ab/results/net_ab.md, against lane-by-lane stores) the kvec layers ran
  * 1.05-1.36x faster (most on the 1x1 layers with short reductions), except
  * one strided 3x3 layer whose 4-column tiles ran 0.90x, and the
  * convolutions 1.09x. */

@@ -7,7 +7,7 @@
  * change: for ResNet-50 at the default budget another config won for 7 of
  * its 23 workloads, and timed afresh its convolutions took 36.5 ms of
  * device time against 37.6 ms with the fastest records (1.03x;
- * bench/results/refine.md).
+ * bench/refine/results/refine.md).
  *
  * mt_network_refine builds the network once per candidate set (the fastest
  * usable record of every convolution, the second fastest, ..., and the

@@ -1206,7 +1206,7 @@ static int64_t log2_distance(int64_t x, int target) {
 }
 
 /* Knob values that make fast kernels on CPUs (PoCL), from the best configs
- * directed searches found there (bench/known_configs.txt): one work-item per
+ * directed searches found there (bench/common/known_configs.txt): one work-item per
  * group, a register tile of about 12 AVX2 registers, 8-wide vectors, no
  * local-memory staging. A split knob gives a value per part (0: any). The
  * generic rule below suits GPUs and picks 128-work-item groups, which on
@@ -1329,7 +1329,7 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
 /* The default template and config (see mt_best_config in db.h). On a CPU
  * whose caller takes packed weights, kvec: ResNet-50 with every convolution
  * at its default config took 115.5 ms with gemm's defaults and 48.8 ms with
- * kvec's (the `default` row of bench/results/e2e.md, before and after this
+ * kvec's (the `default` row of bench/e2e/results/e2e.md, before and after this
  * choice; 45.2 ms since kvec stores vectors).
  * Elsewhere gemm, whose weights are plain OIHW. */
 static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **tout, mt_space *sp,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what mtgpu needs to build and test on Debian 12 (as root, or with sudo),
-# plus any further Debian packages named as arguments (bench/setup.sh uses that).
+# plus any further Debian packages named as arguments (bench/common/setup.sh uses that).
 # Idempotent: packages already present are not fetched again.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang

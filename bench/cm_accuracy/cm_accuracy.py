@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Helpers of bench/run_cm_accuracy.sh: the data-set snapshot, the held-out
+"""Helpers of bench/cm_accuracy/run.sh: the data-set snapshot, the held-out
 splits, and the report (table, CSV, plot, verdict) from the eval-model runs.
 
-    python3 bench/cm_accuracy.py prepare SRC_DB SNAPSHOT --splits N --holdout-frac F [--device FP] > splits.json
-    python3 bench/cm_accuracy.py report --runs RUNS.jsonl --splits splits.json --snapshot SNAPSHOT
+    python3 bench/cm_accuracy/cm_accuracy.py prepare SRC_DB SNAPSHOT --splits N --holdout-frac F [--device FP] > splits.json
+    python3 bench/cm_accuracy/cm_accuracy.py report --runs RUNS.jsonl --splits splits.json --snapshot SNAPSHOT
                                         --source SRC_DB --command CMD --out DIR [--wall-s S] [--stopped-early]
 
 prepare copies SRC_DB (a records database, possibly being written by a
@@ -293,7 +293,7 @@ def write_png(path, ok, models, fracs):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("cm_accuracy.py: matplotlib is missing (bench/setup.sh installs it): no PNG", file=sys.stderr)
+        print("cm_accuracy.py: matplotlib is missing (bench/common/setup.sh installs it): no PNG", file=sys.stderr)
         return False
     fs = sorted(fracs)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -364,7 +364,7 @@ def report(args):
     L.append("")
     nfold = spl["folds"]
     L.append(f"Method: {len(spl['splits'])} held-out splits by workload, K-fold with K = {nfold} over the "
-             f"{len(spl['workloads'])} workloads (split s holds out fold s; `bench/cm_accuracy.py` says how the folds are "
+             f"{len(spl['workloads'])} workloads (split s holds out fold s; `bench/cm_accuracy/cm_accuracy.py` says how the folds are "
              "drawn). For each split, share and model: `mtgpu eval-model --db SNAPSHOT --cost-model MODEL --holdout "
              "<the split's workloads> --train-frac SHARE --seed SPLIT --json`: the model is fitted on that share of the "
              "records of the other workloads (a seeded subsample; the smaller shares' records are subsets of the larger "

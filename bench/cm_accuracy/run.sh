@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost-model accuracy on held-out workloads (issue 4): the modular GNN (gnn),
+# Cost-model accuracy on held-out workloads: the modular GNN (gnn),
 # the same GNN with one shared module (gnn-shared), an MLP on pooled node
 # features (mlp), XGBoost on loop features (xgb) and random scores, each
 # fitted on a share of the training records of a measured data set and
@@ -8,9 +8,9 @@
 # parameters, and a paragraph that says from the numbers whether the modular
 # GNN beats the others and whether its lead grows as the share shrinks),
 # $OUT/cm_accuracy.csv (one row per run) and $OUT/cm_accuracy.png (with
-# matplotlib). bench/cm_accuracy.py does the snapshot, the splits and the report.
+# matplotlib). bench/cm_accuracy/cm_accuracy.py does the snapshot, the splits and the report.
 #
-#   bench/run_cm_accuracy.sh [DB]      (default data/opencl_dataset.db, e.g. from bench/gen_dataset.sh)
+#   bench/cm_accuracy/run.sh [DB]      (default data/opencl_dataset.db, e.g. from bench/dataset/run.sh)
 #
 # The database is first copied to a snapshot (SQLite's online backup), so a
 # data set that a tuner is still writing gives every run the same records.
@@ -27,7 +27,7 @@
 #   HOLDOUT_FRAC  share of the workloads held out per split [0.25]
 #   DEVICE        only records of the device with this fingerprint [all]
 #   TIME_LIMIT    seconds; no run starts after it, the report covers what ran [0: none]
-#   OUT           where cm_accuracy.{md,csv,png} go [bench/results]
+#   OUT           where cm_accuracy.{md,csv,png} go [bench/cm_accuracy/results]
 #   BUILD_DIR     build directory, relative to the repository root [build-bench]
 #   JOBS          parallel build jobs [nproc]
 #   PYTHON        a python3 with matplotlib for the plot [python3, else /usr/bin/python3]
@@ -37,7 +37,7 @@
 # gnn run on 2 cores. Exit status: 0 when every run succeeded, 1 otherwise
 # (the report is still written from what ran).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DB="${1:-data/opencl_dataset.db}"
 BUILD="${BUILD_DIR:-build-bench}"
 MODELS="${MODELS:-gnn gnn-shared mlp xgb random}"
@@ -45,7 +45,7 @@ FRACS="${FRACS:-0.1 0.3 1.0}"
 SEEDS="${SEEDS:-3}"
 HOLDOUT_FRAC="${HOLDOUT_FRAC:-0.25}"
 TIME_LIMIT="${TIME_LIMIT:-0}"
-OUT="${OUT:-bench/results}"
+OUT="${OUT:-bench/cm_accuracy/results}"
 
 # The command as given, with the settings that differ from the defaults, for the report.
 cmd=""
@@ -55,7 +55,7 @@ for v in MODELS FRACS SEEDS HOLDOUT_FRAC DEVICE TIME_LIMIT; do
     *) cmd+="$v=${!v@Q} " ;;
   esac
 done
-cmd+="bench/run_cm_accuracy.sh $DB"
+cmd+="bench/cm_accuracy/run.sh $DB"
 
 py=python3
 for cand in "${PYTHON:-}" python3 /usr/bin/python3; do
@@ -67,11 +67,11 @@ cmake --build "$BUILD" -j"${JOBS:-$(nproc)}" --target mtgpu_cli >/dev/null
 mkdir -p "$OUT"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/mtgpu-cm-acc.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-log() { echo "run_cm_accuracy: $*" >&2; }
+log() { echo "cm_accuracy: $*" >&2; }
 
 dev_args=()
 if [ -n "${DEVICE:-}" ]; then dev_args=(--device "$DEVICE"); fi
-"$py" bench/cm_accuracy.py prepare "$DB" "$tmp/snapshot.db" --splits "$SEEDS" --holdout-frac "$HOLDOUT_FRAC" "${dev_args[@]}" \
+"$py" bench/cm_accuracy/cm_accuracy.py prepare "$DB" "$tmp/snapshot.db" --splits "$SEEDS" --holdout-frac "$HOLDOUT_FRAC" "${dev_args[@]}" \
   >"$tmp/splits.json"
 log "$(sqlite3 "file:$tmp/snapshot.db?mode=ro" 'select count(*) from records' 2>/dev/null || echo '?') records of $DB;" \
   "$SEEDS splits x {$FRACS} x {$MODELS}"
@@ -119,7 +119,7 @@ print(json.dumps(obj))' "$tmp/run.out" "$tmp/run.err" >>"$tmp/runs.jsonl"
 done
 if [ "${#stopped[@]}" -gt 0 ]; then log "time limit ($TIME_LIMIT s) reached: the report covers the runs done"; fi
 
-"$py" bench/cm_accuracy.py report --runs "$tmp/runs.jsonl" --splits "$tmp/splits.json" --snapshot "$tmp/snapshot.db" --source "$DB" \
+"$py" bench/cm_accuracy/cm_accuracy.py report --runs "$tmp/runs.jsonl" --splits "$tmp/splits.json" --snapshot "$tmp/snapshot.db" --source "$DB" \
   --command "$cmd" --out "$OUT" --wall-s $(($(date +%s) - start)) "${stopped[@]}" || failed=1
 log "wrote $OUT/cm_accuracy.md, $OUT/cm_accuracy.csv$([ -f "$OUT/cm_accuracy.png" ] && echo ", $OUT/cm_accuracy.png")"
 exit "$failed"

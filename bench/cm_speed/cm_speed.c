@@ -1,5 +1,5 @@
 /* bench_cm_speed: how fast each cost model scores candidates, and the memory
- * it needs, on the machine's cores (issue 4's speed figures).
+ * it needs, on the machine's cores.
  *
  * For a ResNet-50 layer (3x3 64->64 at 56x56) and each template that accepts
  * it, every model kind is fitted on 200 random configs (with costs from a
@@ -27,7 +27,7 @@
  * (mt_gnn_score, --threads threads) and on the GPU, with the largest
  * difference between their scores. Without a device the output says why.
  *
- * Writes DIR/cm_speed.json and DIR/cm_speed.md (default bench/results). */
+ * Writes DIR/cm_speed.json and DIR/cm_speed.md (default bench/cm_speed/results). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +80,7 @@ typedef struct row {
 } row;
 
 int main(int argc, char **argv) {
-    const char *out = "bench/results", *models = "xgb,gnn,gnn-shared,mlp", *note = NULL;
+    const char *out = "bench/cm_speed/results", *models = "xgb,gnn,gnn-shared,mlp", *note = NULL;
     int threads = 2, big = 100000;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
@@ -289,7 +289,7 @@ int main(int argc, char **argv) {
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(j, "{\"date\": \"%s\", \"workload\": \"%s\", \"threads\": %d, \"peak_rss_reset\": %s, \"rows\": [", date, wtext, threads,
             can_reset ? "true" : "false");
-    fprintf(md, "# Cost-model scoring speed\n\nGenerated %s by `bench/run_cm_speed.sh` (`bench_cm_speed --threads %d --big %d`). Workload `%s`; "
+    fprintf(md, "# Cost-model scoring speed\n\nGenerated %s by `bench/cm_speed/run.sh` (`bench_cm_speed --threads %d --big %d`). Workload `%s`; "
                 "each model fitted on 200 random configs, then one predict call per batch of random configs (graph encoding or "
                 "feature extraction included; the 1k rate is the median of 5 calls), %d threads. Peak memory: the process's "
                 "resident high-water mark while scoring the large batch%s. Buildable: the share of the large batch that the "
@@ -327,11 +327,11 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nsrows; i++)
             fprintf(md, "| %s | %s | %.0f | %.0f | %.1f | %.3g | %.3g |\n", arch_names[srows[i].arch], srows[i].tmpl, srows[i].cpu_per_s,
                     srows[i].gpu_per_s, srows[i].gpu_per_s / srows[i].cpu_per_s, srows[i].maxdiff, srows[i].maxabs);
-        fprintf(md, "\nGoal (issue 6): GNN scoring on the GPU at least 10x the CPU's candidates per second for batches of 100k.\n");
+        fprintf(md, "\nGoal: GNN scoring on the GPU at least 10x the CPU's candidates per second for batches of 100k.\n");
     } else {
         fprintf(md, "\nNo GPU rows: %s.\n", gpu_why);
     }
-    fprintf(md, "\nGoal (issue 4): at least 20,000 candidates a second on 2 cores for 1k and 100k batches; under 2 GiB while scoring 100k.\n");
+    fprintf(md, "\nGoal: at least 20,000 candidates a second on 2 cores for 1k and 100k batches; under 2 GiB while scoring 100k.\n");
     fclose(j);
     fclose(md);
     free(cfgs);

@@ -1,5 +1,5 @@
-/* Small helpers the oneDNN benchmarks share (bench/onednn_convs.c,
- * bench/onednn_net.c): a monotonic clock, a comparison for medians, and a
+/* Small helpers the oneDNN benchmarks share (bench/tune_network/onednn_convs.c,
+ * bench/e2e/onednn_net.c): a monotonic clock, a comparison for medians, and a
  * JSON string writer. Header-only: the benchmarks are single files. */
 #ifndef MTGPU_BENCH_UTIL_H
 #define MTGPU_BENCH_UTIL_H

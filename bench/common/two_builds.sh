@@ -1,5 +1,5 @@
-# Sourced by the benchmarks that compare builds (run_tune_speed.sh,
-# run_kernel_ab.sh, run_kernel_order.sh, run_net_ab.sh); run from the
+# Sourced by the benchmarks that compare builds (tune_speed,
+# kernel_ab, kernel_order, net_ab, refine); run from the
 # repository root.
 #
 #   bench_release_build SRC BUILD   a Release build of the CLI and the worker
@@ -8,7 +8,7 @@
 #                                   $work=/tmp/PREFIX-XXXXXX (removed on exit),
 #                                   as $work/base-build and $work/head-build;
 #                                   sets base_rev and head_rev (+changes when
-#                                   the tree differs from HEAD outside bench/results)
+#                                   the tree differs from HEAD outside the results folders)
 #   bench_run_net EXE DB ARGS...    `EXE run ARGS...` on the records of DB, or, when
 #                                   DB is empty, with default configs only (no
 #                                   database: a HOME of its own under $work)
@@ -30,7 +30,7 @@ bench_base_and_head() { # PREFIX BASE
   bench_release_build "$work/base-src" "$work/base-build"
   bench_release_build . "$work/head-build"
   base_rev=$(git rev-parse --short "$2")
-  head_rev="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +changes)"
+  head_rev="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/*/results/*' || echo +changes)"
 }
 
 bench_run_net() { # EXE DB ARGS...

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds the cost-model data set of issue 4: measured records of random
+# Builds the cost-model data set: measured records of random
 # configs of many convolutions on the OpenCL device, in one SQLite database
 # (the tuning database's schema, so `mtgpu train` and `mtgpu eval-model` read
 # it directly).
 #
-#   bench/gen_dataset.sh [DB]          (default data/opencl_dataset.db)
+#   bench/dataset/run.sh [DB]          (default data/opencl_dataset.db)
 #
 # Workloads: the unique convolutions of resnet18, resnet50, mobilenet_v2,
 # vgg16 and squeezenet1_1 (their union, 60+ workloads), in an order that
@@ -20,7 +20,7 @@
 # per-workload order means a partial run is still a usable set of fewer
 # workloads.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DB="${1:-data/opencl_dataset.db}"
 BUILD="${BUILD_DIR:-build-bench}"
 CONFIGS="${CONFIGS:-200}"
@@ -46,16 +46,16 @@ for i in range(max(len(l) for l in lists)):
 print("\n".join(order[:limit]))
 PY
 )
-echo "gen_dataset: ${#wls[@]} workloads x $CONFIGS configs -> $DB" >&2
+echo "dataset: ${#wls[@]} workloads x $CONFIGS configs -> $DB" >&2
 start=$(date +%s)
 for wl in "${wls[@]}"; do
   left=0
   if [ "$TIME_LIMIT" -gt 0 ]; then
     left=$((TIME_LIMIT - ($(date +%s) - start)))
-    if [ "$left" -le 0 ]; then echo "gen_dataset: time limit reached" >&2; break; fi
+    if [ "$left" -le 0 ]; then echo "dataset: time limit reached" >&2; break; fi
   fi
   "$BUILD"/mtgpu tune "$wl" --cost-model random --trials "$CONFIGS" --early-stop 0 --db "$DB" --time-limit "$left" \
-    --seed 1 >/dev/null || echo "gen_dataset: $wl: mtgpu tune failed (exit $?); going on" >&2
+    --seed 1 >/dev/null || echo "dataset: $wl: mtgpu tune failed (exit $?); going on" >&2
   n=$(sqlite3 "file:$DB?mode=ro" "select count(*) from records" 2>/dev/null || echo "?")
-  echo "gen_dataset: $wl done; $n records in $DB after $(( $(date +%s) - start )) s" >&2
+  echo "dataset: $wl done; $n records in $DB after $(( $(date +%s) - start )) s" >&2
 done

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Tables and a plot from the per-pair results of bench/run_e2e.sh.
+"""Tables and a plot from the per-pair results of bench/e2e/run.sh.
 
-    python3 bench/e2e_report.py [--work DIR] [--out DIR] [--nets N...] [--models M...]
+    python3 bench/e2e/e2e_report.py [--work DIR] [--out DIR] [--nets N...] [--models M...]
 
 Reads WORK/<network>/{default,<model>,onednn_any,onednn_nchw,onednn_check}.json
-(default WORK: OUT/e2e, OUT: bench/results) and writes OUT/e2e.md (a table per
+(default WORK: OUT/e2e, OUT: bench/e2e/results) and writes OUT/e2e.md (a table per
 network), OUT/e2e.json (every number) and OUT/e2e.png (latency per network and
 cost model, with oneDNN's). Without --nets/--models, every network directory and
 model result found is used. Missing results show as "-". The PNG needs
-matplotlib (bench/setup.sh installs python3-matplotlib); without it the tables
+matplotlib (bench/common/setup.sh installs python3-matplotlib); without it the tables
 are still written.
 """
 import argparse
@@ -18,7 +18,7 @@ import sys
 import time
 
 MIB = 1048576.0
-# The issue's goal: tuned ResNet-50 on the OpenCL device within this factor of oneDNN.
+# The goal: tuned ResNet-50 on the OpenCL device within this factor of oneDNN.
 GOAL_NET, GOAL_RATIO = "resnet50", 1.5
 MODEL_ORDER = ["default", "random", "xgb", "gnn", "gnn-shared", "mlp"]
 
@@ -104,21 +104,21 @@ def collect(work, nets, models):
 
 def write_md(path, res, settings):
     L = ["# End-to-end: whole-network inference after tuning, per cost model, against oneDNN\n"]
-    L.append(f"Generated {settings['date']} by `bench/run_e2e.sh` (`bench/e2e_report.py`). For each network and cost model: "
+    L.append(f"Generated {settings['date']} by `bench/e2e/run.sh` (`bench/e2e/e2e_report.py`). For each network and cost model: "
              "`mtgpu tune NET --trials T --cost-model M --db <fresh>` (compiled-kernel caches empty at the start unless noted), "
              "then `mtgpu run NET --db <that database> --json`; the `default` row runs the default config of every convolution "
              "(no database). oneDNN: `bench_onednn_net NET` runs the same network with the same weights (batch norm folded) on the CPU, "
              "fp32, batch 1, 224x224: `any` = oneDNN's blocked layouts with fused post-ops (sum, ReLU/clip), `nchw` = plain layouts; "
              "its output matches `mt_network_reference` at 32x32 (the check column).\n")
     L.append("Latency: median wall time of whole forward passes after warm-up. Ratio: mtgpu / oneDNN (above 1: mtgpu slower). "
-             "Memory: the executor's peak device memory, against the issue's bound weights + the two largest activations + "
+             "Memory: the executor's peak device memory, against the bound weights + the two largest activations + "
              "kernel workspace (all from `mtgpu run --json`). Tuning wall: the tuner's own time (`wall_s`); trials: measurements done "
              "of the budget (a run stopped by the time limit is marked). Refine: the in-network choice `mtgpu tune` ends with "
              "(`mtgpu refine`: each convolution's 3 fastest records and its default config timed inside the network), its wall time "
              "and the number of convolution workloads whose kept config is not the fastest record (- where the tune predates it).\n")
     again = sorted({x["run_remeasured"] for r in res.values() for x in r["rows"] if x.get("run_remeasured")})
     if again:
-        L.append(f"Latencies of the tuned rows were measured again after tuning (`REMEASURE=1 bench/run_e2e.sh`, {again[0]}"
+        L.append(f"Latencies of the tuned rows were measured again after tuning (`REMEASURE=1 bench/e2e/run.sh`, {again[0]}"
                  + (f" to {again[-1]}" if len(again) > 1 else "") + "), back to back with oneDNN and the default configs, so "
                  "the latencies of one network come from one window of the machine; tuning figures are from the tuning runs.\n")
     goal = None
@@ -185,7 +185,7 @@ def write_png(path, res):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("e2e_report.py: matplotlib is missing (bench/setup.sh installs it): no PNG", file=sys.stderr)
+        print("e2e_report.py: matplotlib is missing (bench/common/setup.sh installs it): no PNG", file=sys.stderr)
         return False
     nets = [n for n, r in res.items() if r["rows"] or r["onednn"].get("any") or r["onednn"].get("nchw")]
     if not nets:
@@ -227,7 +227,7 @@ def write_png(path, res):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--out", default="bench/e2e/results")
     ap.add_argument("--work", default=None)
     ap.add_argument("--nets", nargs="*", default=None)
     ap.add_argument("--models", nargs="*", default=None)

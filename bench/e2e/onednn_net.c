@@ -31,8 +31,8 @@
  * the environment. On a machine shared with other jobs, OpenMP's default
  * spin-waiting makes passes several times slower and very uneven (ResNet-50:
  * median 200 ms, min 70 ms on 2 busy cores) where OMP_WAIT_POLICY=passive
- * gives 45 ms; bench/run_e2e.sh sets it.
- * Built only when oneDNN (dnnl.h, libdnnl) is found; bench/setup.sh installs it. */
+ * gives 45 ms; bench/e2e/run.sh sets it.
+ * Built only when oneDNN (dnnl.h, libdnnl) is found; bench/common/setup.sh installs it. */
 #include <dnnl.h>
 #include <dnnl_debug.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end benchmark (issue 5): for each network and each cost model, tune
+# End-to-end benchmark: for each network and each cost model, tune
 # the network with the same trial budget on a fresh records database, then
 # run the whole network with the tuned kernels (`mtgpu run`): inference
 # latency, tuning wall time and the executor's peak device memory against the
@@ -8,9 +8,9 @@
 # the same network with the same weights through oneDNN on the CPU
 # (bench_onednn_net: blocked "any" layouts and plain NCHW), whose output is
 # first checked against the CPU reference at 32x32. Writes
-# $OUT/e2e.md, $OUT/e2e.json and $OUT/e2e.png (bench/e2e_report.py).
+# $OUT/e2e.md, $OUT/e2e.json and $OUT/e2e.png (bench/e2e/e2e_report.py).
 #
-#   bench/run_e2e.sh                 (hours: 4 networks x 3 cost models; resumable)
+#   bench/e2e/run.sh                 (hours: 4 networks x 3 cost models; resumable)
 #
 # Environment (defaults in brackets):
 #   NETS            networks ["resnet18 resnet50 vgg16 mobilenet_v2"]
@@ -26,7 +26,7 @@
 #                   Threads: all cores (OMP_NUM_THREADS unset) unless set here or outside
 #   DEVICE          `--device` for mtgpu tune and run [the first device]
 #   MTGPU_TUNE_ARGS extra arguments for `mtgpu tune` (word-split)
-#   OUT             where e2e.{md,json,png} go [bench/results]
+#   OUT             where e2e.{md,json,png} go [bench/e2e/results]
 #   WORK            one JSON per finished (network, model) and per oneDNN run [$OUT/e2e]
 #   DB_DIR          the tuning databases and logs [${XDG_CACHE_HOME:-~/.cache}/mtgpu/e2e]
 #   BUILD_DIR       build directory, relative to the repository root [build-bench]
@@ -47,7 +47,7 @@
 # Exit status: 0 when every pair and reference ran, 1 otherwise (the report
 # is still written from what finished).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD="${BUILD_DIR:-build-bench}"
 NETS="${NETS:-resnet18 resnet50 vgg16 mobilenet_v2}"
 MODELS="${MODELS:-random xgb gnn}"
@@ -55,7 +55,7 @@ TRIALS="${TRIALS:-160}"
 TIME_LIMIT="${TIME_LIMIT:-2700}"
 REPEAT="${REPEAT:-20}"
 ONEDNN_REPEAT="${ONEDNN_REPEAT:-20}"
-OUT="${OUT:-bench/results}"
+OUT="${OUT:-bench/e2e/results}"
 WORK="${WORK:-$OUT/e2e}"
 DB_DIR="${DB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mtgpu/e2e}"
 FORCE="${FORCE:-0}"
@@ -68,7 +68,7 @@ if ! grep -qE '^DNNL_(LIBRARY|INCLUDE_DIR):[A-Z]+=.*NOTFOUND' "$BUILD/CMakeCache
   cmake --build "$BUILD" -j"${JOBS:-$(nproc)}" --target bench_onednn_net >/dev/null
   have_dnnl=1
 else
-  echo "run_e2e: oneDNN not found (bench/setup.sh installs it): no oneDNN reference" >&2
+  echo "e2e: oneDNN not found (bench/common/setup.sh installs it): no oneDNN reference" >&2
 fi
 mkdir -p "$OUT" "$WORK" "$DB_DIR"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/mtgpu-e2e.XXXXXX")"
@@ -78,7 +78,7 @@ dev_args=()
 if [ -n "${DEVICE:-}" ]; then dev_args=(--device "$DEVICE"); fi
 failed=0
 
-log() { echo "run_e2e: $*" >&2; }
+log() { echo "e2e: $*" >&2; }
 
 # Runs "$@" with fresh, empty kernel caches under $1 (unless WARM_CACHE=1).
 with_caches() {
@@ -228,5 +228,5 @@ for cand in "${PYTHON:-}" python3 /usr/bin/python3; do
   if [ -n "$cand" ] && "$cand" -c 'import matplotlib' 2>/dev/null; then py="$cand"; break; fi
 done
 # shellcheck disable=SC2086
-"$py" bench/e2e_report.py --work "$WORK" --out "$OUT" --nets $NETS --models $MODELS || failed=1
+"$py" bench/e2e/e2e_report.py --work "$WORK" --out "$OUT" --nets $NETS --models $MODELS || failed=1
 exit "$failed"

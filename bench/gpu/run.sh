@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 6): on a machine with one NVIDIA GPU, in under 8
+# The GPU check: on a machine with one NVIDIA GPU, in under 8
 # minutes, writes into OUTDIR (at most 8 files, for the device tool):
 #   summary.md              what was measured, in short (also printed)
 #   tests.log               the CUDA tests: kernels of every template on the

@@ -7,7 +7,7 @@
 # ROUNDS times per build, the builds alternating (the machine is shared: turns
 # spread its noise over both); the cell is the median.
 #
-#   bench/run_kernel_ab.sh            (about 5 minutes on the 2-core machine)
+#   bench/kernel_ab/run.sh            (about 5 minutes on the 2-core machine)
 #
 # Environment (defaults in brackets):
 #   BASE       git revision to compare with [41c425e: kvec with conditional input loads]
@@ -16,18 +16,18 @@
 #              and its 1x1 64->256 at 56x56]
 #   RANDOM_CONFIGS  random configs per layer besides the CPU default config [4]
 #   ROUNDS     [3]
-#   OUT        [bench/results] gets NAME.csv and NAME.md
+#   OUT        [bench/kernel_ab/results] gets NAME.csv and NAME.md
 #   NAME       [kernel_ab]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BASE="${BASE:-41c425e}"
 TEMPLATE="${TEMPLATE:-kvec}"
 LAYERS="${LAYERS:-n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1 n=1,c=128,h=28,w=28,k=128,r=3,s=3,pad=1 n=1,c=256,h=14,w=14,k=256,r=3,s=3,pad=1 n=1,c=512,h=7,w=7,k=512,r=3,s=3,pad=1 n=1,c=64,h=56,w=56,k=256,r=1,s=1}"
 RANDOM_N="${RANDOM_CONFIGS:-4}"
 ROUNDS="${ROUNDS:-3}"
-OUT="${OUT:-bench/results}"
+OUT="${OUT:-bench/kernel_ab/results}"
 NAME="${NAME:-kernel_ab}"
-. bench/two_builds.sh
+. bench/common/two_builds.sh
 bench_base_and_head mtgpu-kernel-ab "$BASE"
 
 # The configs: the template's CPU default (as the working tree's default_config
@@ -50,7 +50,7 @@ for line in out.splitlines():
             print(f"{wl}\tdefault\t{d['config']}")
 PY
 done
-[ -s "$cfgs" ] || { echo "run_kernel_ab: no configs of template $TEMPLATE for these layers" >&2; exit 1; }
+[ -s "$cfgs" ] || { echo "kernel_ab: no configs of template $TEMPLATE for these layers" >&2; exit 1; }
 
 csv="$OUT/$NAME.csv"
 mkdir -p "$OUT"
@@ -73,7 +73,7 @@ print(f'"{wl}",{kind},"{cfg}",{b},{rev},{rnd},{f(ms)},{f(gf)},{st}')
 PY
     done
   done <"$cfgs"
-  echo "run_kernel_ab: round $round of $ROUNDS done" >&2
+  echo "kernel_ab: round $round of $ROUNDS done" >&2
 done
 
 python3 - "$csv" "$OUT/$NAME.md" "$TEMPLATE" "$ROUNDS" <<'PY'
@@ -90,7 +90,7 @@ def med(rs):
     return statistics.median(v) if v else None
 out = []
 out.append(f"# `{tmpl}` kernels of two generator revisions, side by side\n")
-out.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `bench/run_kernel_ab.sh` "
+out.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `bench/kernel_ab/run.sh` "
            f"(base {revs.get('base')}, head {revs.get('head')}): the same configs built by each revision's generator, "
            f"timed with `mtgpu conv --config` in turns, {rounds} rounds; cells are medians of the rounds (ms). "
            "Ratio: base / head (above 1: head faster). `default` is the template's CPU default config.\n")

@@ -8,31 +8,31 @@
 # rounds), the order the rule's build generates for each kvec layer (read
 # from its kernel source), and the network time of each build.
 #
-#   bench/run_kernel_order.sh [DB]     (about 5 minutes on the 2-core machine)
+#   bench/kernel_order/run.sh [DB]     (about 5 minutes on the 2-core machine)
 #
 # DB: a tuning database with the network's records (e.g. from
-# `DB_OUT=/tmp/r50.db bench/run_tune_network.sh`); without one every layer
+# `DB_OUT=/tmp/r50.db bench/tune_network/run.sh`); without one every layer
 # runs its default config (on a CPU: kvec). Environment (defaults in
-# brackets): NETWORK [resnet50], ROUNDS [3], OUT [bench/results] gets
+# brackets): NETWORK [resnet50], ROUNDS [3], OUT [bench/kernel_order/results] gets
 # kernel_order.md and kernel_order.json.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DB="${1:-}"
 NETWORK="${NETWORK:-resnet50}"
 ROUNDS="${ROUNDS:-3}"
-OUT="${OUT:-bench/results}"
+OUT="${OUT:-bench/kernel_order/results}"
 work=$(mktemp -d /tmp/mtgpu-kernel-order-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-. bench/two_builds.sh
+. bench/common/two_builds.sh
 
 grep -q '^static int kvec_pixels_first(const kvec_plan \*p) {$' ir/tmpl_kvec.c ||
-  { echo "run_kernel_order: kvec_pixels_first not found in ir/tmpl_kvec.c" >&2; exit 1; }
+  { echo "kernel_order: kvec_pixels_first not found in ir/tmpl_kvec.c" >&2; exit 1; }
 # The forced variants: a copy of the tracked sources with the rule's body replaced.
 for v in channels pixels; do
   mkdir -p "$work/$v-src"
   git ls-files -z | xargs -0 cp --parents -t "$work/$v-src"
   ret=$([ $v = pixels ] && echo 1 || echo 0)
-  sed -i "/^static int kvec_pixels_first(const kvec_plan \*p) {\$/a\\    if (p) return $ret; /* run_kernel_order.sh: forced */" "$work/$v-src/ir/tmpl_kvec.c"
+  sed -i "/^static int kvec_pixels_first(const kvec_plan \*p) {\$/a\\    if (p) return $ret; /* kernel_order/run.sh: forced */" "$work/$v-src/ir/tmpl_kvec.c"
   bench_release_build "$work/$v-src" "$work/$v-build"
 done
 bench_release_build . "$work/rule-build"
@@ -42,7 +42,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for v in $variants; do
     bench_run_net "$work/$v-build/mtgpu" "$DB" "$NETWORK" --repeat 20 --profile --json >"$work/run-$v-$round.json"
   done
-  echo "run_kernel_order: round $round of $ROUNDS done" >&2
+  echo "kernel_order: round $round of $ROUNDS done" >&2
 done
 
 python3 - "$work" "$ROUNDS" "$NETWORK" "${DB:-none (default configs)}" "$OUT" <<'PY'
@@ -82,7 +82,7 @@ res = {"network": net, "database": db, "rounds": rounds, "date": time.strftime("
 os.makedirs(out, exist_ok=True)
 json.dump(res, open(f"{out}/kernel_order.json", "w"), indent=1)
 md = [f"# kvec work-group order inside {net}\n",
-      f"Generated {res['date']} by `bench/run_kernel_order.sh` (database: {db}): the working tree built three times, with "
+      f"Generated {res['date']} by `bench/kernel_order/run.sh` (database: {db}): the working tree built three times, with "
       "`kvec_pixels_first` forced to channel blocks first, forced to pixel blocks first, and unchanged (the rule), "
       f"`mtgpu run --profile` with each in turns, {rounds} rounds; cells are medians (device ms per layer). `order`: the "
       "order the rule's build generates for the layer (read from its kernel source: pixels first when the weights are "

@@ -6,32 +6,32 @@
 # layer. Both builds read the same database, so a change to a kernel
 # generator or to the fixed op kernels shows as the ratio of the two columns
 # (a change to a template's space would pick other configs: compare those
-# with run_e2e.sh instead).
+# with bench/e2e/run.sh instead).
 #
-#   bench/run_net_ab.sh [DB]         (about 5 minutes for ResNet-50 on the 2-core machine)
+#   bench/net_ab/run.sh [DB]         (about 5 minutes for ResNet-50 on the 2-core machine)
 #
 # DB: a tuning database with the network's records (e.g. from
-# `DB_OUT=/tmp/r50.db bench/run_tune_network.sh`); without one every layer
+# `DB_OUT=/tmp/r50.db bench/tune_network/run.sh`); without one every layer
 # runs its default config. Environment (defaults in brackets): BASE [HEAD],
 # NETWORK [resnet50], ROUNDS [3], REPEAT [20] passes per run, OUT
-# [bench/results] gets NAME.md and NAME.json, NAME [net_ab].
+# [bench/net_ab/results] gets NAME.md and NAME.json, NAME [net_ab].
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DB="${1:-}"
 BASE="${BASE:-HEAD}"
 NETWORK="${NETWORK:-resnet50}"
 ROUNDS="${ROUNDS:-3}"
 REPEAT="${REPEAT:-20}"
-OUT="${OUT:-bench/results}"
+OUT="${OUT:-bench/net_ab/results}"
 NAME="${NAME:-net_ab}"
-. bench/two_builds.sh
+. bench/common/two_builds.sh
 bench_base_and_head mtgpu-net-ab "$BASE"
 for round in $(seq 1 "$ROUNDS"); do
   for b in base head; do
     bench_run_net "$work/$b-build/mtgpu" "$DB" "$NETWORK" --repeat "$REPEAT" --json >"$work/wall-$b-$round.json"
     bench_run_net "$work/$b-build/mtgpu" "$DB" "$NETWORK" --repeat "$REPEAT" --json --profile >"$work/prof-$b-$round.json"
   done
-  echo "run_net_ab: round $round of $ROUNDS done" >&2
+  echo "net_ab: round $round of $ROUNDS done" >&2
 done
 
 python3 - "$work" "$ROUNDS" "$NETWORK" "${DB:-none (default configs)}" "$OUT" "$NAME" "$base_rev" "$head_rev" <<'PY'
@@ -60,7 +60,7 @@ os.makedirs(out, exist_ok=True)
 json.dump(res, open(f"{out}/{name}.json", "w"), indent=1)
 r = lambda b, h: f"{b / h:.2f}" if h else "-"
 md = [f"# {net}: two builds side by side\n",
-      f"Generated {res['date']} by `bench/run_net_ab.sh` (base {base_rev}, head {head_rev}; database: {db}): "
+      f"Generated {res['date']} by `bench/net_ab/run.sh` (base {base_rev}, head {head_rev}; database: {db}): "
       f"`mtgpu run {net}` with each build in turns, {rounds} rounds; cells are medians of the rounds. Network: median wall "
       "time of whole passes without profiling; the rest from `--profile` passes (device time). Ratio: base / head (above 1: "
       "head faster).\n",

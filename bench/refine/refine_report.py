@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Report of bench/run_refine.sh: NAME.json and NAME.md from its work directory.
+"""Report of bench/refine/run.sh: NAME.json and NAME.md from its work directory.
 
 usage: refine_report.py WORK ROUNDS NETWORK DB REV OUT NAME
 """
@@ -42,7 +42,7 @@ def main():
 
     lines = [f"# In-network refinement of {net}'s tuned configs",
              "",
-             f"Generated {res['date']} by `bench/run_refine.sh {db}` (revision {rev}). "
+             f"Generated {res['date']} by `bench/refine/run.sh {db}` (revision {rev}). "
              f"`mtgpu refine {net}` timed {len(sets)} candidate sets inside the network ({', '.join(sets)}: "
              "recN = each convolution's N-th fastest record by its own time, default = the default configs), "
              f"{r1['passes']} profiled passes each in blocks taken in turns, and kept per workload the set whose layers took "
@@ -72,8 +72,8 @@ def main():
         cells = [f"={sets[r['same_as'][i]]}" if r["same_as"][i] != i else f"{r['run1_ms'][i]:.3f}" for i in range(len(sets))]
         lines.append(f"| {r['workload']} | {r['layers']} | " + " | ".join(cells) +
                      f" | {r['kept']} | {r['run2_fastest_ms']:.3f} | {r['run2_kept_ms']:.3f} |")
-    lines += ["", f"Regenerate: `bench/run_refine.sh DB` (DB: a tuned {net} database without preferences, e.g. from "
-              f"`mtgpu tune {net} --refine 0 --db DB`; the committed run used session 6's 736-trial xgb tuning)."]
+    lines += ["", f"Regenerate: `bench/refine/run.sh DB` (DB: a tuned {net} database without preferences, e.g. from "
+              f"`mtgpu tune {net} --refine 0 --db DB`)."]
     open(f"{out}/{name}.md", "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Draws the tuning curves of bench_tune_curves.
 
-    python3 bench/plot.py [DIR]          (default bench/results)
+    python3 bench/tune_curves/plot.py [DIR]          (default bench/tune_curves/results)
 
 Reads DIR/tune_curves.csv (layer,model,seed,trial,gflops_best,...) and writes
 DIR/tune_curves.png: one subplot per layer, best GFLOP/s found against the
 number of measurements, per cost model the mean over seeds as a line and the
 min-max over seeds as a band. A run that stopped before the others keeps its
-last best (as in tune_curves.md). Needs matplotlib (bench/setup.sh installs
+last best (as in tune_curves.md). Needs matplotlib (bench/common/setup.sh installs
 python3-matplotlib).
 """
 import csv
@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 
 
-# Titles for the layers of bench/tune_curves.c; other names are shown as they are.
+# Titles for the layers of bench/tune_curves/tune_curves.c; other names are shown as they are.
 TITLES = {
     "3x3_64_56": "ResNet-50 3x3 64->64 @56",
     "1x1_256_56": "ResNet-50 1x1 256->64 @56",
@@ -46,7 +46,7 @@ def band(curves):
 
 
 def main():
-    outdir = sys.argv[1] if len(sys.argv) > 1 else "bench/results"
+    outdir = sys.argv[1] if len(sys.argv) > 1 else "bench/tune_curves/results"
     src = os.path.join(outdir, "tune_curves.csv")
     dst = os.path.join(outdir, "tune_curves.png")
     try:
@@ -55,7 +55,7 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.exit("plot.py: matplotlib is missing (run bench/setup.sh, or use the python3 that has it)")
+        sys.exit("plot.py: matplotlib is missing (run bench/common/setup.sh, or use the python3 that has it)")
     runs = load(src)
     if not runs:
         sys.exit(f"plot.py: {src} has no rows")

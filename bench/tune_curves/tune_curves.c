@@ -19,7 +19,7 @@
  * ends, and DIR/tune_curves.md: per layer and model, the mean best
  * GFLOP/s across seeds at trials 25/50/100/200/300 (those <= T, and T), and the
  * trials needed to reach 90% of the best any run found on that layer.
- * bench/plot.py draws the CSV. A run that ends before T (time limit, space
+ * bench/tune_curves/plot.py draws the CSV. A run that ends before T (time limit, space
  * exhausted, early stop) keeps its last best for the later checkpoints; the
  * summary says how many runs did.
  *
@@ -61,7 +61,7 @@ static const struct {
     const char *name;
     const char *label;
     const char *workload;
-    double onednn_gflops; /* "dnnl any" on the 2-core development machine (reference_times_this_machine.md) */
+    double onednn_gflops; /* "dnnl any" (oneDNN 2.6.3) on the 2-core AMD EPYC development machine, 2026-11-29 */
 } layers[] = {
     {"3x3_64_56", "ResNet-50 3x3 64->64 @56 pad 1", "n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 238},
     {"1x1_256_56", "ResNet-50 1x1 256->64 @56", "n=1,c=256,h=56,w=56,k=64,r=1,s=1", 233},
@@ -254,7 +254,7 @@ static void usage(const char *argv0) {
     for (int i = 0; i < NLAYERS; i++) fprintf(stderr, " %s", layers[i].name);
     fprintf(stderr, "\n"
                     "  --models LIST            comma-separated among random, xgb, gnn (default all)\n"
-                    "  --out DIR                where the CSV and markdown go (default bench/results)\n"
+                    "  --out DIR                where the CSV and markdown go (default bench/tune_curves/results)\n"
                     "  --time-limit-per-run SEC stop a run after SEC seconds (default: none)\n"
                     "  --early-stop N           mt_tune's early stop (default 0: never)\n"
                     "  --batch N                configs per round (default mt_tune's, 8)\n"
@@ -269,7 +269,7 @@ static void usage(const char *argv0) {
 int main(int argc, char **argv) {
     int trials = 300, nseeds = 3, early_stop = 0, batch = 0, keep_dbs = 0, resume = 0;
     double time_limit = 0;
-    const char *outdir = "bench/results", *device = NULL, *layer_list = NULL, *model_list = NULL, *db_dir = NULL;
+    const char *outdir = "bench/tune_curves/results", *device = NULL, *layer_list = NULL, *model_list = NULL, *db_dir = NULL;
     /* The templates the committed curves were measured with: a resumed CSV
      * must keep them (kvec came later; --templates "" for all). */
     const char *templates = "direct,depthwise,gemm";
@@ -503,7 +503,7 @@ int main(int argc, char **argv) {
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(md, "# Tuning curves: best GFLOP/s found against measurements, per cost model\n\n");
-    fprintf(md, "Generated %s by `bench/run_tune_curves.sh` (`bench_tune_curves --trials %d --seeds %d", date, trials, nseeds);
+    fprintf(md, "Generated %s by `bench/tune_curves/run.sh` (`bench_tune_curves --trials %d --seeds %d", date, trials, nseeds);
     if (layer_list) fprintf(md, " --layers %s", layer_list);
     if (model_list) fprintf(md, " --models %s", model_list);
     if (time_limit > 0) fprintf(md, " --time-limit-per-run %g", time_limit);
@@ -522,7 +522,7 @@ int main(int argc, char **argv) {
                 "is one measurement (failed ones included). Cells: mean over seeds of the best GFLOP/s found\n"
                 "after that many trials (min-max in brackets). \"To 90%%\": trials until a run first reached 90%% of the best\n"
                 "GFLOP/s any run found on that layer, mean over the runs that reached it (how many did). Curves:\n"
-                "`tune_curves.png` (bench/plot.py), data: `tune_curves.csv` (its elapsed_s includes compile time, and\n"
+                "`tune_curves.png` (bench/tune_curves/plot.py), data: `tune_curves.csv` (its elapsed_s includes compile time, and\n"
                 "compiled kernels are cached across runs, so compare the models by trial, not by time).\n\n");
     fprintf(md, "| layer | model |");
     for (int c = 0; c < ncp; c++) fprintf(md, " @%d |", cps[c]);
@@ -590,8 +590,8 @@ int main(int argc, char **argv) {
             fprintf(md, " | |\n");
         }
     }
-    fprintf(md, "\nFor scale, oneDNN (\"dnnl any\") on the 2-core development machine "
-                "(../shared/data/reference_times_this_machine.md):");
+    fprintf(md, "\nFor scale, oneDNN (\"dnnl any\", 2.6.3) on the 2-core AMD EPYC development machine "
+                "(2026-11-29):");
     for (int li = 0; li < nl; li++) fprintf(md, "%s %s %.0f GFLOP/s", li ? ";" : "", layers[lsel[li]].name, layers[lsel[li]].onednn_gflops);
     fprintf(md, ".\n");
     fclose(md);

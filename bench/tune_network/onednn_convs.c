@@ -1,7 +1,6 @@
 /* bench/onednn_convs: the vendor reference on the CPU. Times every unique
  * convolution of a zoo network with oneDNN (fp32, forward inference, no bias,
- * batch 1 unless --batch-size), the way ../shared/data/reference_times_this_machine.md
- * was measured: median of N timed calls after warm-up, on every core oneDNN's
+ * batch 1 unless --batch-size): median of N timed calls after warm-up, on every core oneDNN's
  * OpenMP runtime gives it (OMP_NUM_THREADS unset: all of them).
  *
  *   bench_onednn_convs NETWORK [--repeats N] [--layout any|nchw] [--batch-size N] [--json]
@@ -16,7 +15,7 @@
  * its "workload" in mt_workload_format's canonical form (as in `mtgpu tune
  * --json`), then one {"type": "summary", ...}.
  *
- * Built only when oneDNN (dnnl.h, libdnnl) is found; bench/setup.sh installs it. */
+ * Built only when oneDNN (dnnl.h, libdnnl) is found; bench/common/setup.sh installs it. */
 #include <dnnl.h>
 #include <math.h>
 #include <stdint.h>

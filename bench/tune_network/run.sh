@@ -3,26 +3,26 @@
 # user sees: they must finish within 30 minutes on the 2-core machine), on a
 # fresh records database, then times the same convolutions with oneDNN (blocked
 # "any" layouts and plain NCHW) right after, and writes
-# bench/results/tune_<network>.md and .json: tuned network convolution time
+# bench/tune_network/results/tune_<network>.md and .json: tuned network convolution time
 # against oneDNN, wall time, trials, measurements/s, and a per-task table.
 #
-#   bench/run_tune_network.sh [NETWORK]        (default resnet50)
+#   bench/tune_network/run.sh [NETWORK]        (default resnet50)
 #
 # Environment: MTGPU_TUNE_ARGS extra arguments for `mtgpu tune` (word-split;
 # unset: the defaults), e.g. MTGPU_TUNE_ARGS="--trials 4 --time-limit 120" for a
-# smoke test; ONEDNN_REPEATS (default 15); OUT (default bench/results);
+# smoke test; ONEDNN_REPEATS (default 15); OUT (default bench/tune_network/results);
 # BUILD_DIR (default build-bench, relative to the repository root);
 # DB_OUT=PATH keeps the tuned records database there (e.g. for `mtgpu run`);
 # WARM_CACHE=1 to tune with the user's compiled-kernel caches (mtgpu's and
 # PoCL's) instead of fresh empty ones: by default the tuning starts cold, as a
 # first run on a new machine does, since cache hits skip most of the compile time.
 # oneDNN timings are skipped, with a note, when bench_onednn_convs was not built
-# (oneDNN missing: bench/setup.sh installs it).
+# (oneDNN missing: bench/common/setup.sh installs it).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD="${BUILD_DIR:-build-bench}"
 NET="${1:-resnet50}"
-OUT="${OUT:-bench/results}"
+OUT="${OUT:-bench/tune_network/results}"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target mtgpu_cli mtgpu_worker >/dev/null
 have_dnnl=0
@@ -38,25 +38,25 @@ read -r -a tune_args <<<"${MTGPU_TUNE_ARGS:-}"
 cache="cold"
 cache_env=(MTGPU_CACHE_DIR="$tmp/kernels" POCL_CACHE_DIR="$tmp/pocl")
 if [ "${WARM_CACHE:-0}" = 1 ]; then cache="warm"; cache_env=(); fi
-echo "run_tune_network: mtgpu tune $NET --json --db <fresh> ${MTGPU_TUNE_ARGS:-} (kernel caches: $cache)" >&2
+echo "tune_network: mtgpu tune $NET --json --db <fresh> ${MTGPU_TUNE_ARGS:-} (kernel caches: $cache)" >&2
 t0=$(date +%s.%N)
 tune_rc=0
 env "${cache_env[@]}" "$BUILD"/mtgpu tune "$NET" --json --db "$tmp/tune.db" "${tune_args[@]}" >"$tmp/tune.jsonl" || tune_rc=$?
 t1=$(date +%s.%N)
 if [ "$tune_rc" -ne 0 ]; then
-  echo "run_tune_network: mtgpu tune failed (exit $tune_rc)" >&2
+  echo "tune_network: mtgpu tune failed (exit $tune_rc)" >&2
   exit 1
 fi
 if [ -n "${DB_OUT:-}" ]; then
-  sqlite3 "$tmp/tune.db" ".backup '$DB_OUT'" && echo "run_tune_network: records kept in $DB_OUT" >&2
+  sqlite3 "$tmp/tune.db" ".backup '$DB_OUT'" && echo "tune_network: records kept in $DB_OUT" >&2
 fi
 if [ "$have_dnnl" -eq 1 ]; then
   for layout in any nchw; do
-    echo "run_tune_network: bench_onednn_convs $NET --layout $layout" >&2
+    echo "tune_network: bench_onednn_convs $NET --layout $layout" >&2
     "$BUILD"/bench_onednn_convs "$NET" --layout "$layout" --repeats "${ONEDNN_REPEATS:-15}" --json >"$tmp/onednn_$layout.jsonl"
   done
 else
-  echo "run_tune_network: bench_onednn_convs not built (oneDNN missing; bench/setup.sh): no oneDNN columns" >&2
+  echo "tune_network: bench_onednn_convs not built (oneDNN missing; bench/common/setup.sh): no oneDNN columns" >&2
 fi
 
 NET="$NET" OUT="$OUT" TMPD="$tmp" T0="$t0" T1="$t1" TUNE_ARGS="${MTGPU_TUNE_ARGS:-}" CACHE="$cache" python3 - <<'PY'
@@ -80,7 +80,7 @@ with open(os.path.join(tmp, "tune.jsonl")) as f:
             nrecords += 1
             nerrors += obj.get("status") != "ok"
 if summary is None:
-    raise SystemExit("run_tune_network: no summary line in mtgpu tune's output")
+    raise SystemExit("tune_network: no summary line in mtgpu tune's output")
 
 def load_onednn(layout):
     path = os.path.join(tmp, f"onednn_{layout}.jsonl")
@@ -152,13 +152,13 @@ with open(os.path.join(out, f"tune_{net}.json"), "w") as f:
 od = result["onednn"]["any"] or result["onednn"]["nchw"]
 L = []
 L.append(f"# Tuning {net} with `mtgpu tune` at its defaults, against oneDNN\n")
-L.append(f"Generated {result['date']} by `bench/run_tune_network.sh {net}`: `mtgpu tune {net} --json --db <fresh database>"
+L.append(f"Generated {result['date']} by `bench/tune_network/run.sh {net}`: `mtgpu tune {net} --json --db <fresh database>"
          + (f" {tune_args}" if tune_args else "") + "`, then `bench_onednn_convs` on the same convolutions right after. "
          + ("Compiled-kernel caches (mtgpu's and PoCL's) start empty, as on a first run." if cache == "cold"
             else "Compiled-kernel caches: the user's (warm; compile time mostly skipped)."))
 L.append(f"Device: {summary['device']} ({summary['fingerprint']}). "
          + (f"oneDNN {od['version']}, fp32 forward inference, no bias, median of {od['repeats']} calls after warm-up, "
-            f"OMP_NUM_THREADS={od['omp_num_threads'] or 'unset (all cores)'}." if od else "oneDNN: not built (bench/setup.sh installs it)."))
+            f"OMP_NUM_THREADS={od['omp_num_threads'] or 'unset (all cores)'}." if od else "oneDNN: not built (bench/common/setup.sh installs it)."))
 L.append("Network time: sum over the unique convolutions of best (or median) time x occurrences. Ratio: mtgpu / oneDNN (above 1: mtgpu slower).\n")
 L.append("| | value |")
 L.append("|---|---|")

@@ -6,7 +6,7 @@
 # the speed of compiling and measuring alone. The builds run in turns, ROUNDS
 # times each (the machine is shared: turns spread its noise over both).
 #
-#   bench/run_tune_speed.sh            (about 10 minutes on the 2-core machine)
+#   bench/tune_speed/run.sh            (about 10 minutes on the 2-core machine)
 #
 # Environment (defaults in brackets):
 #   BASE       git revision to compare with [8afaa91, the last commit before the
@@ -16,16 +16,16 @@
 #   HEAD_ARGS  extra `mtgpu tune` arguments for the working tree's build
 #              [--templates direct,depthwise,gemm: the base's templates, so that
 #              both builds measure the same configs]
-#   OUT        [bench/results] gets tune_speed.csv and tune_speed.md
+#   OUT        [bench/tune_speed/results] gets tune_speed.csv and tune_speed.md
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BASE="${BASE:-8afaa91}"
 WORKLOAD="${WORKLOAD:-n=1,c=256,h=14,w=14,k=256,r=3,s=3,pad=1}"
 TRIALS="${TRIALS:-24}"
 ROUNDS="${ROUNDS:-3}"
 read -r -a head_args <<<"${HEAD_ARGS---templates direct,depthwise,gemm}"
-OUT="${OUT:-bench/results}"
-. bench/two_builds.sh
+OUT="${OUT:-bench/tune_speed/results}"
+. bench/common/two_builds.sh
 bench_base_and_head mtgpu-tune-speed "$BASE"
 
 csv="$OUT/tune_speed.csv"
@@ -69,7 +69,7 @@ def med(b, k):
 lines = [
     "# Tuning throughput: compiler processes and PoCL's cache against the base build",
     "",
-    f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `bench/run_tune_speed.sh`: "
+    f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `bench/tune_speed/run.sh`: "
     f"`mtgpu tune {wl} --trials {trials} --cost-model random --seed ROUND` with cold kernel caches, "
     f"the two builds in turns, {rounds} rounds. Data: `tune_speed.csv`.",
     "",
