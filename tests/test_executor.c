@@ -168,7 +168,7 @@ static mt_network *ops_network(void) {
 
 /* The activation plans of the zoo at 224x224 (no device needed). Packed:
  * tensors live at the same time never share bytes, and the arena is within
- * the issue's bound, the two largest activations (plus alignment). Whole
+ * the bound of the two largest activations (plus alignment). Whole
  * buffers: tensors live at once never share a buffer, and every buffer holds
  * its tensors. In both, a residual convolution whose residual dies there
  * writes over it (the fused kernel adds it in place). */

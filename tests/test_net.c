@@ -127,7 +127,7 @@ static const task_row resnet50_rows[] = {
     {1024, 14, 2048, 1, 2, 1}, {2048, 7, 512, 1, 1, 2},   {512, 7, 512, 3, 1, 2},
 };
 
-/* From /work/shared/data/reference_times_this_machine.md. */
+/* The unique convolutions of torchvision's networks, with their counts. */
 static const task_row resnet18_rows[] = {
     {3, 224, 64, 7, 2, 1},   {64, 56, 64, 3, 1, 4},  {64, 56, 128, 3, 2, 1},  {128, 28, 128, 3, 1, 3}, {64, 56, 128, 1, 2, 1},
     {128, 28, 256, 3, 2, 1}, {256, 14, 256, 3, 1, 3}, {128, 28, 256, 1, 2, 1}, {256, 14, 512, 3, 2, 1}, {512, 7, 512, 3, 1, 3},

@@ -3,18 +3,21 @@
  * network.
  *
  * mt_executor_build does all the expensive work once: it picks each
- * convolution's config (mt_best_config: the database's best, else the
- * default), builds every distinct kernel once (through the binary cache),
- * folds batch norm into the convolution weights and biases on the host,
- * uploads the weights and allocates every device buffer. A forward pass then
- * only uploads the input and launches kernels; it allocates nothing.
+ * convolution's config (mt_best_config: the in-network preference, else the
+ * database's fastest record, else the default), builds every distinct kernel
+ * once (through the binary cache), folds batch norm into the convolution
+ * weights and biases on the host, uploads the weights and allocates every
+ * device buffer. A forward pass then only uploads the input and launches
+ * kernels; it allocates nothing.
  *
- * Activations share buffers: a layer's output lives from the layer to its last
- * consumer, and a buffer whose tensor is dead is reused by later layers (best
- * fit, grown to the largest tensor it ever holds). Flatten aliases its input.
- * Convolution kernels write the raw convolution (ir/template.h); bias,
- * folded batch norm, the residual add and the activation follow in one small
- * elementwise kernel, in place.
+ * Activations share memory: a layer's output lives from the layer to its
+ * last consumer. Where the backend has buffer views, every tensor is a view
+ * at an offset in one arena, placed greedily by size over the tensors'
+ * lifetimes; elsewhere a buffer whose tensor is dead is reused by later
+ * layers (best fit). Flatten aliases its input. Bias, folded batch norm, the
+ * residual add and the activation are fused into each convolution kernel's
+ * stores (mt_template_build_fused), so there is no second pass over the
+ * output.
  *
  * Threads: an executor runs one forward pass at a time (its buffers are
  * shared by every pass); use one executor per thread, or serialise. The
@@ -61,7 +64,7 @@ typedef struct mt_executor_stats {
     int64_t workspace_bytes;   /* parameter blocks of the op kernels */
     int64_t device_bytes;      /* peak device memory: everything the executor allocated, the sum of the three above */
     int64_t largest_live_bytes; /* largest total size of activations live at one time (a lower bound for activation_bytes) */
-    int64_t two_largest_bytes; /* the two largest activations of the network added: the yardstick */
+    int64_t two_largest_bytes; /* the two largest activations of the network added: the executor's yardstick for activation memory */
 } mt_executor_stats;
 
 /* Builds net on dev. Errors: the network's sticky error; MT_NOT_FOUND when
