@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
         enum { NVALID = 4096 };
         int nvalid = 0;
         uint64_t vrng = 123;
-        for (int tries = 0; nvalid < NVALID && tries < 400 * NVALID; tries++) {
+        for (int tries = 0; nvalid < NVALID && nvalid < big && tries < 400 * NVALID; tries++) {
             mt_space_random(&sp, &vrng, &valid[nvalid]);
             if (mt_template_check(t, &wl, &sp, &valid[nvalid], NULL, NULL, 0) == MT_OK) nvalid++;
         }
