@@ -144,7 +144,7 @@ int mt_cmd_best(int argc, char **argv) {
     mt_db *db = NULL;
     char dbpath[4096] = "";
     if (opts[0].given) snprintf(dbpath, sizeof dbpath, "%s", opts[0].value);
-    else if (mt_db_default_path(dbpath, sizeof dbpath) != MT_OK) dbpath[0] = '\0';
+    else if (mt_db_default_path(dbpath, sizeof dbpath, NULL, 0) != MT_OK) dbpath[0] = '\0';
     int ret = MT_EXIT_OK;
     if (dbpath[0] && (opts[0].given || access(dbpath, F_OK) == 0)) {
         mt_db_params p = mt_db_default_params();
@@ -164,7 +164,7 @@ int mt_cmd_best(int argc, char **argv) {
     memset(&info, 0, sizeof info);
     mt_device *dev = NULL;
     const char *spec = opts[1].given ? opts[1].value : NULL;
-    if (spec && is_hex16(spec) && db && mt_db_get_device(db, spec, NULL, &info) == MT_OK) {
+    if (spec && is_hex16(spec) && db && mt_db_get_device(db, spec, NULL, &info, NULL, 0) == MT_OK) {
         /* info rebuilt from the database */
     } else {
         mt_device_params dp = mt_device_default_params();
@@ -184,33 +184,30 @@ int mt_cmd_best(int argc, char **argv) {
 
     double total_ms = 0;
     int all_db = 1;
+    mt_select_result *sel = malloc(sizeof *sel);
+    if (!sel) {
+        fprintf(stderr, "mtgpu best: out of memory\n");
+        ret = MT_EXIT_FAIL;
+        ntasks = 0;
+    }
     for (int i = 0; i < ntasks; i++) {
-        const mt_template *t = NULL;
-        mt_space sp;
-        mt_config cfg;
-        mt_record *rec = malloc(sizeof *rec);
-        int from_db = 0;
-        if (!rec) {
-            ret = MT_EXIT_FAIL;
-            break;
-        }
-        err[0] = '\0';
-        mt_status st = mt_best_config(db, &tasks[i].wl, &info, &t, &sp, &cfg, rec, &from_db, err, sizeof err);
+        mt_select_query q = mt_select_query_default(db, &tasks[i].wl, &info);
+        mt_status st = mt_select_config(&q, sel, err, sizeof err);
         if (st != MT_OK) {
             char wtext[256];
             mt_workload_format(&tasks[i].wl, wtext, sizeof wtext);
             fprintf(stderr, "mtgpu best: %s: %s\n", wtext, err);
             ret = MT_EXIT_FAIL;
-            free(rec);
             continue;
         }
-        if (err[0]) fprintf(stderr, "mtgpu best: note: %s\n", err);
-        print_best_row(&tasks[i].wl, tasks[i].count > 0 ? tasks[i].count : 1, t, rec, from_db, fp, json);
-        if (from_db) total_ms += rec->median_ms * (tasks[i].count > 0 ? tasks[i].count : 1);
+        if (sel->db_note[0]) fprintf(stderr, "mtgpu best: note: %s\n", sel->db_note);
+        int from_db = sel->from != MT_SELECT_FROM_DEFAULT;
+        print_best_row(&tasks[i].wl, tasks[i].count > 0 ? tasks[i].count : 1, sel->t, &sel->rec, from_db, fp, json);
+        if (from_db) total_ms += sel->rec.median_ms * (tasks[i].count > 0 ? tasks[i].count : 1);
         else all_db = 0;
-        mt_space_free(&sp);
-        free(rec);
+        mt_select_result_free(sel);
     }
+    free(sel);
     if (!json && ntasks > 1) {
         if (all_db) printf("all %d workloads from the database: %.4f ms of convolutions per inference\n", ntasks, total_ms);
         else printf("%d workloads; some use default configs (not measured)\n", ntasks);
@@ -434,11 +431,13 @@ static int merge_device(const mt_db_device *dev, void *user) {
     merge_ctx *c = user;
     mt_device_info info;
     mt_db_device row;
-    if (mt_db_get_device(c->src, dev->fingerprint, &row, &info) != MT_OK || !strcmp(row.backend, "unknown")) return 0;
+    if (mt_db_get_device(c->src, dev->fingerprint, &row, &info, NULL, 0) != MT_OK || !strcmp(row.backend, "unknown")) return 0;
     snprintf(info.fingerprint, sizeof info.fingerprint, "%s", dev->fingerprint);
-    if (mt_db_put_device(c->dst, &info) != MT_OK) {
-        c->st = MT_IO;
-        snprintf(c->err, sizeof c->err, "storing device %s: %s", dev->fingerprint, mt_db_errmsg(c->dst));
+    char why[512] = "";
+    mt_status st = mt_db_put_device(c->dst, &info, why, sizeof why);
+    if (st != MT_OK) {
+        c->st = st;
+        snprintf(c->err, sizeof c->err, "storing device %s: %s", dev->fingerprint, why);
         return 1;
     }
     c->devices++;
@@ -448,10 +447,11 @@ static int merge_device(const mt_db_device *dev, void *user) {
 static int merge_record(const mt_record *rec, void *user) {
     merge_ctx *c = user;
     int inserted = 0;
-    mt_status st = mt_db_put_record(c->dst, rec, &inserted);
+    char why[512] = "";
+    mt_status st = mt_db_put_record(c->dst, rec, &inserted, why, sizeof why);
     if (st != MT_OK) {
         c->st = st;
-        snprintf(c->err, sizeof c->err, "storing record %lld: %s: %s", (long long)rec->id, mt_status_str(st), mt_db_errmsg(c->dst));
+        snprintf(c->err, sizeof c->err, "storing record %lld: %s: %s", (long long)rec->id, mt_status_str(st), why);
         return 1;
     }
     c->records++;
@@ -502,13 +502,13 @@ int mt_cmd_merge_db(int argc, char **argv) {
             ret = MT_EXIT_FAIL;
             break;
         }
-        st = mt_db_for_each_device(c.src, merge_device, &c);
-        if (st == MT_OK && c.st == MT_OK) st = mt_db_for_each(c.src, NULL, merge_record, &c);
+        st = mt_db_for_each_device(c.src, merge_device, &c, err, sizeof err);
+        if (st == MT_OK && c.st == MT_OK) st = mt_db_for_each(c.src, NULL, merge_record, &c, err, sizeof err);
         if (c.st != MT_OK) {
             fprintf(stderr, "mtgpu merge-db: %s: %s\n", pos[i], c.err);
             ret = MT_EXIT_FAIL;
         } else if (st != MT_OK) {
-            fprintf(stderr, "mtgpu merge-db: reading %s: %s: %s\n", pos[i], mt_status_str(st), mt_db_errmsg(c.src));
+            fprintf(stderr, "mtgpu merge-db: reading %s: %s: %s\n", pos[i], mt_status_str(st), err);
             ret = MT_EXIT_FAIL;
         }
         if (json) {

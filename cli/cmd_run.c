@@ -109,7 +109,7 @@ int mt_cmd_run(int argc, char **argv) {
 
     char dbpath[4096] = "";
     if (opts[O_DB].given) snprintf(dbpath, sizeof dbpath, "%s", opts[O_DB].value);
-    else if (mt_db_default_path(dbpath, sizeof dbpath) != MT_OK) dbpath[0] = '\0';
+    else if (mt_db_default_path(dbpath, sizeof dbpath, NULL, 0) != MT_OK) dbpath[0] = '\0';
     if (dbpath[0] && (opts[O_DB].given || access(dbpath, F_OK) == 0)) {
         mt_db_params p = mt_db_default_params();
         p.readonly = 1;

@@ -102,40 +102,38 @@ mt_device *mt_embed_device(mt_embed *e) { return e ? e->dev : NULL; }
 
 /* Builds the prepared kernel of wl; called with e->lock held. */
 static mt_status prepare(mt_embed *e, const mt_workload *wl, mt_conv_kernel **out, char *err, size_t errlen) {
-    const mt_template *t = NULL;
-    mt_space space;
-    mt_config cfg;
-    mt_record *rec = malloc(sizeof *rec);
+    mt_select_result *sel = malloc(sizeof *sel);
     mt_conv_kernel *k = calloc(1, sizeof *k);
     char *cfgtext = malloc(MT_RECORD_CONFIG_LEN);
-    if (!rec || !k || !cfgtext) {
-        free(rec);
+    if (!sel || !k || !cfgtext) {
+        free(sel);
         free(k);
         free(cfgtext);
         return mt__fail(err, errlen, MT_NOMEM, "embed: out of memory");
     }
-    int from_db = 0;
-    char dberr[512] = "";
-    mt_status st =
-        mt_best_config_layouts(e->db, wl, mt_device_get_info(e->dev), e->weight_layouts, &t, &space, &cfg, rec, &from_db, dberr, sizeof dberr);
+    mt_select_query q = mt_select_query_default(e->db, wl, mt_device_get_info(e->dev));
+    q.layouts = e->weight_layouts;
+    char why[512] = "";
+    mt_status st = mt_select_config(&q, sel, why, sizeof why);
     if (st != MT_OK) {
-        free(rec);
+        free(sel);
         free(k);
         free(cfgtext);
-        return mt__fail(err, errlen, st, "embed: no config for this workload: %s", dberr);
+        return mt__fail(err, errlen, st, "embed: no config for this workload: %s", why);
     }
+    const mt_template *t = sel->t;
     k->wl = *wl;
-    k->from_db = from_db;
-    k->tuned_ms = from_db ? rec->median_ms : 0;
+    k->from_db = sel->from != MT_SELECT_FROM_DEFAULT;
+    k->tuned_ms = k->from_db ? sel->rec.median_ms : 0;
     k->config = cfgtext;
-    free(rec);
     snprintf(k->template_name, sizeof k->template_name, "%s", mt_template_name(t));
     k->weight_layout = mt_template_weight_layout(t);
-    mt_config_format(&space, &cfg, k->config, MT_RECORD_CONFIG_LEN);
+    mt_config_format(&sel->space, &sel->cfg, k->config, MT_RECORD_CONFIG_LEN);
     mt_kernel *ir = NULL;
     mt_kernel_resources kr;
-    st = mt_template_build(t, wl, &space, &cfg, &ir, err, errlen);
-    mt_space_free(&space);
+    st = mt_template_build(t, wl, &sel->space, &sel->cfg, &ir, err, errlen);
+    mt_select_result_free(sel);
+    free(sel);
     if (st == MT_OK) st = mt_kernel_analyze(ir, &kr, err, errlen);
     if (st == MT_OK) {
         memcpy(k->grid, kr.grid, sizeof k->grid);

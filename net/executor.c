@@ -253,16 +253,16 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     const mt_layer *l = mt_network_layer(ex->net, i);
     const mt_workload *wl = &l->conv.wl;
     const mt_device_info *di = mt_device_get_info(ex->dev);
-    const mt_template *t = NULL;
-    mt_space space;
-    mt_config cfg;
-    mt_record rec;
-    int from_db = 0;
-    char dberr[512] = "";
-    mt_status st = mt_best_config_ranked(db, wl, di, MT_WEIGHT_LAYOUTS_ALL, ex->rank, &t, &space, &cfg, &rec, &from_db, dberr, sizeof dberr);
-    if (st != MT_OK) return mt__fail(err, errlen, st, "layer '%s': no config: %s", l->name, dberr);
+    mt_select_query q = mt_select_query_default(db, wl, di);
+    q.rank = ex->rank;
+    mt_select_result sel;
+    char why[512] = "";
+    mt_status st = mt_select_config(&q, &sel, why, sizeof why);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "layer '%s': no config: %s", l->name, why);
+    const mt_template *t = sel.t;
+    int from_db = sel.from != MT_SELECT_FROM_DEFAULT;
     char cfgtext[MT_RECORD_CONFIG_LEN];
-    mt_config_format(&space, &cfg, cfgtext, sizeof cfgtext);
+    mt_config_format(&sel.space, &sel.cfg, cfgtext, sizeof cfgtext);
     ex_conv_choice *c = &ex->choice[i];
     snprintf(c->template_name, sizeof c->template_name, "%s", mt_template_name(t));
     c->config = strdup(cfgtext);
@@ -270,7 +270,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     ex->stats.convs_from_db += from_db;
     char *key = malloc(EX_KEY_LEN);
     if (!c->config || !key) {
-        mt_space_free(&space);
+        mt_select_result_free(&sel);
         free(key);
         return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
     }
@@ -291,8 +291,8 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     mt_kernel *k = NULL;
     mt_kernel_resources kr;
     ex_launch launch = {.layer = i, .nargs = 3 + epi.bias + (epi.residual == MT_RESIDUAL_BUFFER)};
-    st = mt_template_build_fused(t, wl, &space, &cfg, &epi, &k, err, errlen);
-    mt_space_free(&space);
+    st = mt_template_build_fused(t, wl, &sel.space, &sel.cfg, &epi, &k, err, errlen);
+    mt_select_result_free(&sel);
     if (st == MT_OK) st = mt_kernel_analyze(k, &kr, err, errlen);
     if (st != MT_OK) {
         mt_kernel_free(k);

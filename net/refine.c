@@ -94,11 +94,12 @@ static mt_status store_choices(mt_db *db, const mt_network *net, const char *fp,
     mt_preference *p = calloc(1, sizeof *p);
     if (!p) return mt__fail(err, errlen, MT_NOMEM, "refine: out of memory");
     mt_status st = MT_OK;
+    char why[512] = "";
     for (int w = 0; w < r->nchoices && st == MT_OK; w++) {
         const mt_refine_choice *c = &r->choices[w];
         if (c->chosen == 0) {
             int deleted = 0;
-            st = mt_db_delete_preference(db, &c->wl, fp, &deleted);
+            st = mt_db_delete_preference(db, &c->wl, fp, &deleted, why, sizeof why);
             r->removed += deleted;
             continue;
         }
@@ -110,9 +111,9 @@ static mt_status store_choices(mt_db *db, const mt_network *net, const char *fp,
         p->in_network_ms = c->ms[c->chosen];
         p->fastest_ms = c->ms[0];
         snprintf(p->network, sizeof p->network, "%s", mt_network_name(net));
-        if ((st = mt_db_put_preference(db, p)) == MT_OK) r->stored++;
+        if ((st = mt_db_put_preference(db, p, why, sizeof why)) == MT_OK) r->stored++;
     }
-    if (st != MT_OK) mt__fail(err, errlen, st, "refine: storing the choices: %s", mt_db_errmsg(db));
+    if (st != MT_OK) mt__fail(err, errlen, st, "refine: storing the choices: %s", why);
     free(p);
     return st;
 }

@@ -15,7 +15,8 @@
  * workload keeps the set whose layers took the least device time (their
  * median pass, summed over the layers of that workload). A winner other
  * than the fastest record is stored as a preference (mtgpu/records.h), which
- * mt_best_config, the executor and the embedding API then use. */
+ * mt_select_config (records/select.h), the executor and the embedding API
+ * then use. */
 #ifndef MTGPU_REFINE_H
 #define MTGPU_REFINE_H
 

@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "hash.h"
-#include "db-impl.h"
-#include "json.h"
-#include "strbuf.h"
 #include "fail.h"
+#include "json.h"
+#include "store-impl.h"
+#include "strbuf.h"
 
 /* Longest line read; longer ones are consumed and counted as malformed. */
 #define MT__AUTOTVM_LINE_MAX ((size_t)1 << 20)
@@ -465,7 +465,7 @@ static void note_task(mt_autotvm_stats *s, const char *task) {
     }
 }
 
-static mt_status put_target_device(mt_db *db, const char *target, const char *fp) {
+static mt_status put_target_device(mt_db *db, const char *target, const char *fp, char *err, size_t errlen) {
     mt_strbuf info = {0};
     mt__sb_append(&info, "{\"target\": ");
     mt__sb_json_str(&info, target);
@@ -473,7 +473,8 @@ static mt_status put_target_device(mt_db *db, const char *target, const char *fp
     char platform[32];
     size_t k = strcspn(target, " ");
     snprintf(platform, sizeof platform, "%.*s", (int)(k < 31 ? k : 31), target);
-    mt_status st = info.failed ? MT_NOMEM : mt__db_put_device_row(db, fp, "autotvm", platform, target, "", info.data);
+    mt_status st = info.failed ? mt__fail(err, errlen, MT_NOMEM, "autotvm import: out of memory")
+                               : mt__db_put_device_row(db, fp, "autotvm", platform, target, "", info.data, err, errlen);
     mt__sb_free(&info);
     return st;
 }
@@ -504,17 +505,15 @@ mt_status mt_autotvm_import(mt_db *db, const char *path, mt_autotvm_stats *stats
         else o = decode(buf, len, rec, target, sizeof target, &d, why, sizeof why);
         if (o == MT_AUTOTVM_IMPORTED) {
             if (strcmp(last_fp, rec->device) != 0) {
-                st = put_target_device(db, target, rec->device);
-                if (st != MT_OK) {
-                    mt__fail(err, errlen, st, "%s", mt_db_errmsg(db));
-                    break;
-                }
+                st = put_target_device(db, target, rec->device, err, errlen);
+                if (st != MT_OK) break;
                 memcpy(last_fp, rec->device, sizeof last_fp);
             }
             int inserted = 0;
-            st = mt_db_put_record(db, rec, &inserted);
+            char dberr[512] = "";
+            st = mt_db_put_record(db, rec, &inserted, dberr, sizeof dberr);
             if (st != MT_OK) {
-                mt__fail(err, errlen, st, "%s (line %lld of %s)", mt_db_errmsg(db), (long long)s->lines, path);
+                mt__fail(err, errlen, st, "%s (line %lld of %s)", dberr, (long long)s->lines, path);
                 s->lines--;
                 break;
             }
@@ -548,7 +547,7 @@ typedef struct export_ctx {
 /* The AutoTVM target a device's records are written under. */
 static void target_of_device(mt_db *db, const char *fp, char *out, size_t len) {
     mt_db_device d;
-    if (mt_db_get_device(db, fp, &d, NULL) != MT_OK || strcmp(d.backend, "unknown") == 0) {
+    if (mt_db_get_device(db, fp, &d, NULL, NULL, 0) != MT_OK || strcmp(d.backend, "unknown") == 0) {
         snprintf(out, len, "opencl -model=device_%s", fp);
         return;
     }
@@ -680,9 +679,8 @@ mt_status mt_autotvm_export(mt_db *db, FILE *out, const mt_db_filter *filter, mt
     if (filter) f = *filter;
     else memset(&f, 0, sizeof f);
     f.order_by_median = 0;
-    mt_status st = mt_db_for_each(db, &f, export_one, c);
+    mt_status st = mt_db_for_each(db, &f, export_one, c, err, errlen);
     if (c->st != MT_OK) st = mt__fail(err, errlen, c->st, "autotvm export: %s", c->st == MT_IO ? strerror(errno) : "out of memory");
-    else if (st != MT_OK) mt__fail(err, errlen, st, "%s", mt_db_errmsg(db));
     if (st == MT_OK && fflush(out) != 0) st = mt__fail(err, errlen, MT_IO, "autotvm export: %s", strerror(errno));
     free(c);
     return st;

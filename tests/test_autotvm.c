@@ -142,14 +142,14 @@ static void test_import_tophub(void **state) {
     int64_t total;
     import_all(db, &total, 0);
     int64_t n;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, total);
-    assert_int_equal(mt_db_count(db, NULL, NULL, "depthwise", &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, "depthwise", &n, NULL, 0), MT_OK);
     assert_int_equal(n, 97 + 9 + 6); /* opencl: 3 of its 9 depthwise records are inconsistent */
     print_message("    %lld records imported, %lld depthwise\n", (long long)total, (long long)n);
     /* Importing again stores nothing new. */
     import_all(db, &total, 1);
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, total);
 
     /* One target: the first record of cuda_v0.10 (titanx, 2048->192 1x1). */
@@ -157,17 +157,17 @@ static void test_import_tophub(void **state) {
     mt_autotvm_fingerprint("cuda -model=titanx", fp);
     mt_db_device d;
     mt_device_info info;
-    assert_int_equal(mt_db_get_device(db, fp, &d, &info), MT_OK);
+    assert_int_equal(mt_db_get_device(db, fp, &d, &info, NULL, 0), MT_OK);
     assert_string_equal(d.backend, "autotvm");
     assert_string_equal(d.name, "cuda -model=titanx");
     assert_string_equal(d.platform, "cuda");
     assert_int_equal(info.max_work_group_size, 1024);
-    assert_int_equal(mt_db_count(db, NULL, fp, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, fp, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 141); /* titanx: 160 lines, 19 of them other tasks */
     mt_workload wl;
     assert_int_equal(mt_workload_parse("c=2048,h=8,w=8,k=192,r=1,s=1", &wl, NULL, 0), MT_OK);
     mt_record best;
-    assert_int_equal(mt_db_best(db, &wl, fp, &best), MT_OK);
+    assert_int_equal(mt_db_best(db, &wl, fp, &best, NULL, 0), MT_OK);
     assert_string_equal(best.template_name, "direct");
     assert_string_equal(best.config, "tile_f=6x1x32x1,tile_y=4x1x2x1,tile_x=1x1x8x1,tile_rc=64x32,tile_ry=1x1,tile_rx=1x1,"
                                      "auto_unroll_max_step=1500,unroll_explicit=1,vec=1,stage_local=1");
@@ -177,21 +177,19 @@ static void test_import_tophub(void **state) {
     assert_string_equal(best.version, "tvm 0.7.dev0");
     assert_int_equal(best.status, MT_OK);
 
-    /* mt_best_config on that device picks the imported record. */
-    const mt_template *t;
-    mt_space sp;
-    mt_config cfg;
-    int from_db = 0;
+    /* The best-config selection on that device picks the imported record. */
+    mt_select_query q = mt_select_query_default(db, &wl, &info);
+    mt_select_result sel;
     char err[512];
-    assert_int_equal(mt_best_config(db, &wl, &info, &t, &sp, &cfg, NULL, &from_db, err, sizeof err), MT_OK);
-    assert_int_equal(from_db, 1);
-    assert_string_equal(mt_template_name(t), "direct");
-    mt_space_free(&sp);
+    assert_int_equal(mt_select_config(&q, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+    assert_string_equal(mt_template_name(sel.t), "direct");
+    mt_select_result_free(&sel);
 
     mt_db_filter f = {0};
     f.source_prefix = "autotvm:rocm";
     n = 0;
-    assert_int_equal(mt_db_for_each(db, &f, count_cb, &n), MT_OK);
+    assert_int_equal(mt_db_for_each(db, &f, count_cb, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 166); /* the other 16 imported rocm-log records are "opencl -model=gfx900" */
     mt_db_close(db);
 }
@@ -253,8 +251,8 @@ static void test_export_round_trip(void **state) {
     assert_int_equal(s.count[MT_AUTOTVM_IMPORTED], total);
 
     rec_list la = {0}, lb = {0};
-    assert_int_equal(mt_db_for_each(a, NULL, list_cb, &la), MT_OK);
-    assert_int_equal(mt_db_for_each(b, NULL, list_cb, &lb), MT_OK);
+    assert_int_equal(mt_db_for_each(a, NULL, list_cb, &la, NULL, 0), MT_OK);
+    assert_int_equal(mt_db_for_each(b, NULL, list_cb, &lb, NULL, 0), MT_OK);
     assert_int_equal(la.n, lb.n);
     for (int64_t i = 0; i < la.n; i++) {
         const mt_record *x = &la.r[i], *y = &lb.r[i];
@@ -298,7 +296,7 @@ static void test_export_round_trip(void **state) {
     assert_int_equal(mt_autotvm_export(a, f, &filt, &es, err, sizeof err), MT_OK);
     fclose(f);
     int64_t n;
-    assert_int_equal(mt_db_count(a, NULL, fp, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(a, NULL, fp, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(es.written, n);
     assert_true(n > 0);
     mt_db_close(a);
@@ -327,7 +325,7 @@ static void test_export_skips(void **state) {
     mt_config cfg;
     char err[512];
     assert_int_equal(mt_config_parse(&sp, r.config, &cfg, err, sizeof err), MT_OK);
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     /* The same with vec=1, and a failed build. */
     snprintf(r.config, sizeof r.config,
              "tile_f=1x1x16x1,tile_y=1x1x8x1,tile_x=1x1x4x2,tile_rc=4x4,tile_ry=3x1,tile_rx=1x3,auto_unroll_max_step=0,unroll_explicit=0,"
@@ -337,13 +335,13 @@ static void test_export_skips(void **state) {
     r.status = MT_BUILD;
     r.ncosts = 0;
     snprintf(r.message, sizeof r.message, "ptxas error");
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     /* A gemm record. */
     snprintf(r.template_name, sizeof r.template_name, "gemm");
     snprintf(r.config, sizeof r.config, "whatever=1");
     r.status = MT_OK;
     r.ncosts = 1;
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/skips.log", g_dir);
     FILE *f = fopen(path, "w");

@@ -83,7 +83,7 @@ static void make_db(char *path, size_t len) {
                 snprintf(r.message, sizeof r.message, "synthetic failure");
             }
             int inserted;
-            assert_int_equal(mt_db_put_record(db, &r, &inserted), MT_OK);
+            assert_int_equal(mt_db_put_record(db, &r, &inserted, NULL, 0), MT_OK);
         }
         mt_space_free(&sp);
     }
@@ -96,10 +96,10 @@ static void make_db(char *path, size_t len) {
     snprintf(r.device, sizeof r.device, FP);
     r.ncosts = 1;
     r.costs_ms[0] = r.median_ms = 1;
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     snprintf(r.template_name, sizeof r.template_name, "gemm");
     snprintf(r.config, sizeof r.config, "reg_k=999");
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     mt_db_close(db);
 }
 

@@ -163,7 +163,7 @@ static void test_open_create(void **state) {
     assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
     assert_string_equal(mt_db_path(db), path);
     int64_t n = -1;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 0);
     mt_db_close(db);
     /* Reopen, and read-only. */
@@ -201,19 +201,19 @@ static void test_default_path(void **state) {
     const char *old_db = getenv("MTGPU_DB"), *old_xdg = getenv("XDG_CACHE_HOME"), *old_home = getenv("HOME");
     char *save_db = old_db ? strdup(old_db) : NULL, *save_xdg = old_xdg ? strdup(old_xdg) : NULL, *save_home = old_home ? strdup(old_home) : NULL;
     setenv("MTGPU_DB", "/x/y.db", 1);
-    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_OK);
+    assert_int_equal(mt_db_default_path(buf, sizeof buf, NULL, 0), MT_OK);
     assert_string_equal(buf, "/x/y.db");
     unsetenv("MTGPU_DB");
     setenv("XDG_CACHE_HOME", "/cache", 1);
-    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_OK);
+    assert_int_equal(mt_db_default_path(buf, sizeof buf, NULL, 0), MT_OK);
     assert_string_equal(buf, "/cache/mtgpu/tuning.db");
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "/home/u", 1);
-    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_OK);
+    assert_int_equal(mt_db_default_path(buf, sizeof buf, NULL, 0), MT_OK);
     assert_string_equal(buf, "/home/u/.cache/mtgpu/tuning.db");
-    assert_int_equal(mt_db_default_path(buf, 5), MT_RANGE);
+    assert_int_equal(mt_db_default_path(buf, 5, NULL, 0), MT_RANGE);
     unsetenv("HOME");
-    assert_int_equal(mt_db_default_path(buf, sizeof buf), MT_UNAVAILABLE);
+    assert_int_equal(mt_db_default_path(buf, sizeof buf, NULL, 0), MT_UNAVAILABLE);
     /* mt_db_open(NULL) uses it and creates the directories. */
     char dbp[512];
     path_in(dbp, sizeof dbp, "env/dir/t.db");
@@ -263,7 +263,7 @@ static void test_schema_version(void **state) {
     mt_record r;
     mt_workload wl = wl_3x3();
     make_record(&r, &wl, FP1, 1, 1.0);
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     mt_db_close(db);
     exec_raw(path, "UPDATE meta SET value = '999' WHERE key = 'schema_version'");
     expect_corrupt_unchanged(path, 0);
@@ -277,7 +277,7 @@ static void test_schema_version(void **state) {
     exec_raw(path, "UPDATE meta SET value = 'mtgpu' WHERE key = 'application'");
     db = open_db("version.db");
     int64_t n;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 1);
     mt_db_close(db);
     /* Another application's SQLite database. */
@@ -321,7 +321,7 @@ static void test_truncated(void **state) {
     for (int i = 0; i < 400; i++) {
         make_record(&r, &wl, FP1, (uint64_t)i * 7919, 1.0 + i);
         snprintf(r.message, sizeof r.message, "padding the record so that the file spans many pages %d", i);
-        assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+        assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     }
     mt_db_close(db);
     size_t n = 0;
@@ -339,8 +339,9 @@ static void test_truncated(void **state) {
         if (st == MT_OK) {
             /* SQLite could not tell at open time: queries must fail cleanly. */
             int64_t cnt = 0;
-            mt_status q = mt_db_count(d, NULL, NULL, NULL, &cnt);
-            print_message("      count -> %s: %s\n", mt_status_name(q), mt_db_errmsg(d));
+            char qerr[512] = "";
+            mt_status q = mt_db_count(d, NULL, NULL, NULL, &cnt, qerr, sizeof qerr);
+            print_message("      count -> %s: %s\n", mt_status_name(q), qerr);
             assert_true(q == MT_CORRUPT || q == MT_OK);
             mt_db_close(d);
         } else {
@@ -393,12 +394,12 @@ static void test_round_trip(void **state) {
     snprintf(recs[2].message, sizeof recs[2].message, "error: 'quote\" and \\ and unicode \xc3\xa9' line\nnext");
     for (int i = 0; i < 3; i++) {
         int ins = -1;
-        assert_int_equal(mt_db_put_record(db, &recs[i], &ins), MT_OK);
+        assert_int_equal(mt_db_put_record(db, &recs[i], &ins, NULL, 0), MT_OK);
         assert_int_equal(ins, 1);
     }
     mt_record *got = calloc(17, sizeof *got);
     got[0].id = 0;
-    assert_int_equal(mt_db_for_each(db, NULL, collect, got), MT_OK);
+    assert_int_equal(mt_db_for_each(db, NULL, collect, got, NULL, 0), MT_OK);
     assert_int_equal(got[0].id, 3);
     for (int i = 0; i < 3; i++) {
         assert_record_equal(&got[1 + i], &recs[i]);
@@ -408,57 +409,57 @@ static void test_round_trip(void **state) {
     }
     /* Filters. */
     int64_t n;
-    assert_int_equal(mt_db_count(db, &wl, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, &wl, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 3);
-    assert_int_equal(mt_db_count(db, &wl, FP1, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, &wl, FP1, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 2);
-    assert_int_equal(mt_db_count(db, NULL, FP2, "direct", &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, FP2, "direct", &n, NULL, 0), MT_OK);
     assert_int_equal(n, 1);
-    assert_int_equal(mt_db_count(db, NULL, NULL, "gemm", &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, "gemm", &n, NULL, 0), MT_OK);
     assert_int_equal(n, 0);
     mt_workload other = wl;
     other.k = 32;
-    assert_int_equal(mt_db_count(db, &other, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, &other, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 0);
     mt_db_filter f = {0};
     f.only_ok = 1;
-    assert_int_equal(mt_db_count_filter(db, &f, &n), MT_OK);
+    assert_int_equal(mt_db_count_filter(db, &f, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 2);
     f.source_prefix = "meas";
-    assert_int_equal(mt_db_count_filter(db, &f, &n), MT_OK);
+    assert_int_equal(mt_db_count_filter(db, &f, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 2);
     f.source_prefix = "autotvm:";
-    assert_int_equal(mt_db_count_filter(db, &f, &n), MT_OK);
+    assert_int_equal(mt_db_count_filter(db, &f, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 0);
     /* Ordered by median, limited. */
     memset(&f, 0, sizeof f);
     f.order_by_median = 1;
     f.limit = 2;
     memset(got, 0, 17 * sizeof *got);
-    assert_int_equal(mt_db_for_each(db, &f, collect, got), MT_OK);
+    assert_int_equal(mt_db_for_each(db, &f, collect, got, NULL, 0), MT_OK);
     assert_int_equal(got[0].id, 2);
     assert_true(got[1].median_ms == 0.25);
     assert_true(got[2].median_ms == 0.5);
     /* has_record */
     int found = -1;
-    assert_int_equal(mt_db_has_record(db, &wl, "direct", recs[0].config, FP1, &found), MT_OK);
+    assert_int_equal(mt_db_has_record(db, &wl, "direct", recs[0].config, FP1, &found, NULL, 0), MT_OK);
     assert_int_equal(found, 1);
-    assert_int_equal(mt_db_has_record(db, &wl, "direct", recs[0].config, "1111111111111111", &found), MT_OK);
+    assert_int_equal(mt_db_has_record(db, &wl, "direct", recs[0].config, "1111111111111111", &found, NULL, 0), MT_OK);
     assert_int_equal(found, 0);
-    assert_int_equal(mt_db_has_record(db, &wl, "gemm", recs[0].config, FP1, &found), MT_OK);
+    assert_int_equal(mt_db_has_record(db, &wl, "gemm", recs[0].config, FP1, &found, NULL, 0), MT_OK);
     assert_int_equal(found, 0);
     /* Missing costs but a median: the median is computed from costs when absent. */
     mt_record r;
     make_record(&r, &wl, FP1, 99, 2.0);
     r.median_ms = 0;
     r.costs_ms[0] = 5, r.costs_ms[1] = 1, r.costs_ms[2] = 3;
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     mt_db_filter one = {0};
     one.wl = &wl;
     one.device = FP1;
     one.order_by_median = 0;
     memset(got, 0, 17 * sizeof *got);
-    assert_int_equal(mt_db_for_each(db, &one, collect, got), MT_OK);
+    assert_int_equal(mt_db_for_each(db, &one, collect, got, NULL, 0), MT_OK);
     assert_int_equal(got[0].id, 3);
     assert_true(got[3].median_ms == 3.0);
     free(got);
@@ -474,31 +475,32 @@ static void test_invalid_records(void **state) {
     make_record(&r, &wl, FP1, 1, 1.0);
     mt_record bad = r;
     bad.wl.c = 0;
-    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_record(db, &bad, NULL, NULL, 0), MT_INVALID_ARG);
     bad = r;
     bad.template_name[0] = '\0';
-    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_record(db, &bad, NULL, NULL, 0), MT_INVALID_ARG);
     bad = r;
     memcpy(bad.device, "not-a-fingerpr!", 16);
-    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
-    assert_true(strlen(mt_db_errmsg(db)) > 0);
+    char err[512] = "";
+    assert_int_equal(mt_db_put_record(db, &bad, NULL, err, sizeof err), MT_INVALID_ARG);
+    assert_true(strlen(err) > 0);
     bad = r;
     bad.ncosts = MT_RECORD_MAX_COSTS + 1;
-    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_record(db, &bad, NULL, NULL, 0), MT_INVALID_ARG);
     bad = r;
     bad.costs_ms[1] = 0.0 / 0.0;
-    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_record(db, &bad, NULL, NULL, 0), MT_INVALID_ARG);
     bad = r;
     bad.ncosts = 0;
     bad.median_ms = 0; /* ok without a time */
-    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_record(db, &bad, NULL, NULL, 0), MT_INVALID_ARG);
     bad = r;
     memset(bad.config, 'x', sizeof bad.config); /* unterminated */
-    assert_int_equal(mt_db_put_record(db, &bad, NULL), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_record(db, &bad, NULL, NULL, 0), MT_INVALID_ARG);
     int64_t n;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 0);
-    assert_int_equal(mt_db_put_record(NULL, &r, NULL), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_record(NULL, &r, NULL, NULL, 0), MT_INVALID_ARG);
     mt_db_close(db);
 }
 
@@ -509,30 +511,30 @@ static void test_unique(void **state) {
     mt_record r;
     make_record(&r, &wl, FP1, 5, 1.0);
     int ins = -1;
-    assert_int_equal(mt_db_put_record(db, &r, &ins), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, &ins, NULL, 0), MT_OK);
     assert_int_equal(ins, 1);
     mt_record again = r;
     again.median_ms = 0.1; /* a different measurement of the same key is not stored */
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(mt_db_put_record(db, &again, &ins), MT_OK);
+        assert_int_equal(mt_db_put_record(db, &again, &ins, NULL, 0), MT_OK);
         assert_int_equal(ins, 0);
     }
     int64_t n;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 1);
     mt_record best;
-    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_OK);
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_OK);
     assert_true(best.median_ms == 1.0);
     /* Same config on another device, or another template name: new keys. */
     again = r;
     memcpy(again.device, FP2, 17);
-    assert_int_equal(mt_db_put_record(db, &again, &ins), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &again, &ins, NULL, 0), MT_OK);
     assert_int_equal(ins, 1);
     again = r;
     snprintf(again.template_name, sizeof again.template_name, "direct2");
-    assert_int_equal(mt_db_put_record(db, &again, &ins), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &again, &ins, NULL, 0), MT_OK);
     assert_int_equal(ins, 1);
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 3);
     mt_db_close(db);
 }
@@ -543,9 +545,9 @@ static void test_devices(void **state) {
     mt_workload wl = wl_3x3();
     mt_record r;
     make_record(&r, &wl, FP1, 5, 1.0);
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     mt_db_device d;
-    assert_int_equal(mt_db_get_device(db, FP1, &d, NULL), MT_OK);
+    assert_int_equal(mt_db_get_device(db, FP1, &d, NULL, NULL, 0), MT_OK);
     assert_string_equal(d.backend, "unknown");
     mt_device_info info;
     memset(&info, 0, sizeof info);
@@ -568,9 +570,9 @@ static void test_devices(void **state) {
     info.peak_gflops = 66900.5;
     memcpy(info.fingerprint, FP1, 17);
     /* Fills in the placeholder. */
-    assert_int_equal(mt_db_put_device(db, &info), MT_OK);
+    assert_int_equal(mt_db_put_device(db, &info, NULL, 0), MT_OK);
     mt_device_info back;
-    assert_int_equal(mt_db_get_device(db, FP1, &d, &back), MT_OK);
+    assert_int_equal(mt_db_get_device(db, FP1, &d, &back, NULL, 0), MT_OK);
     assert_string_equal(d.backend, "cuda");
     assert_string_equal(d.name, info.name);
     assert_int_equal(back.backend, MT_BACKEND_CUDA);
@@ -587,10 +589,10 @@ static void test_devices(void **state) {
     /* A second put of a known device changes nothing. */
     mt_device_info changed = info;
     snprintf(changed.name, sizeof changed.name, "renamed");
-    assert_int_equal(mt_db_put_device(db, &changed), MT_OK);
-    assert_int_equal(mt_db_get_device(db, FP1, &d, NULL), MT_OK);
+    assert_int_equal(mt_db_put_device(db, &changed, NULL, 0), MT_OK);
+    assert_int_equal(mt_db_get_device(db, FP1, &d, NULL, NULL, 0), MT_OK);
     assert_string_equal(d.name, info.name);
-    assert_int_equal(mt_db_get_device(db, FP2, &d, NULL), MT_NOT_FOUND);
+    assert_int_equal(mt_db_get_device(db, FP2, &d, NULL, NULL, 0), MT_NOT_FOUND);
     mt_db_close(db);
 }
 
@@ -599,22 +601,22 @@ static void test_best(void **state) {
     mt_db *db = open_db("best.db");
     mt_workload wl = wl_3x3();
     mt_record r, best;
-    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_NOT_FOUND);
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_NOT_FOUND);
     const double ms[] = {3.0, 1.5, 0.5, 2.0};
     const mt_status stv[] = {MT_OK, MT_OK, MT_WRONG_RESULT, MT_OK};
     for (int i = 0; i < 4; i++) {
         make_record(&r, &wl, FP1, (uint64_t)i * 13, ms[i]);
         r.status = stv[i];
-        assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+        assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     }
     /* The wrong result is faster but never the best. */
-    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_OK);
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_OK);
     assert_true(best.median_ms == 1.5);
     assert_int_equal(best.status, MT_OK);
-    assert_int_equal(mt_db_best(db, &wl, FP2, &best), MT_NOT_FOUND);
+    assert_int_equal(mt_db_best(db, &wl, FP2, &best, NULL, 0), MT_NOT_FOUND);
     mt_workload other = wl;
     other.stride_h = other.stride_w = 2;
-    assert_int_equal(mt_db_best(db, &other, FP1, &best), MT_NOT_FOUND);
+    assert_int_equal(mt_db_best(db, &other, FP1, &best, NULL, 0), MT_NOT_FOUND);
     mt_db_close(db);
 }
 
@@ -628,6 +630,15 @@ static mt_device_info test_device(const char *fp, int64_t max_wg, uint64_t local
     d.local_mem_bytes = local_mem;
     memcpy(d.fingerprint, fp, 17);
     return d;
+}
+
+/* mt_select_config of wl on dev from db (may be NULL) with the given layouts and rank. */
+static mt_status select_config(mt_db *db, const mt_workload *wl, const mt_device_info *dev, unsigned layouts, int rank,
+                               mt_select_result *out, char *err, size_t errlen) {
+    mt_select_query q = mt_select_query_default(db, wl, dev);
+    q.layouts = layouts;
+    q.rank = rank;
+    return mt_select_config(&q, out, err, errlen);
 }
 
 /* The config fits the device: it builds and passes the limit check. */
@@ -650,95 +661,93 @@ static void test_best_config(void **state) {
     mt_db *db = open_db("bestcfg.db");
     mt_workload wl = wl_3x3();
     mt_device_info dev = test_device(FP1, 256, 32768);
-    const mt_template *t = NULL;
-    mt_space sp;
-    mt_config cfg;
-    mt_record rec;
-    int from_db = -1;
+    mt_select_result sel;
     char err[512];
 
     /* Nothing stored: the default, valid for the device, deterministic. */
-    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_int_equal(from_db, 0);
-    assert_non_null(t);
-    assert_string_equal(rec.source, "default");
-    print_message("    default for %s: %s %s\n", "3x3", mt_template_name(t), rec.config);
-    assert_fits(t, &wl, &sp, &cfg, &dev);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_DEFAULT);
+    assert_non_null(sel.t);
+    assert_string_equal(sel.rec.source, "default");
+    print_message("    default for %s: %s %s\n", "3x3", mt_template_name(sel.t), sel.rec.config);
+    assert_fits(sel.t, &wl, &sel.space, &sel.cfg, &dev);
     char first[MT_RECORD_CONFIG_LEN];
-    mt_config_format(&sp, &cfg, first, sizeof first);
-    assert_string_equal(first, rec.config);
-    mt_space_free(&sp);
-    assert_int_equal(mt_best_config(NULL, &wl, &dev, &t, &sp, &cfg, NULL, &from_db, err, sizeof err), MT_OK);
+    mt_config_format(&sel.space, &sel.cfg, first, sizeof first);
+    assert_string_equal(first, sel.rec.config);
+    mt_select_result_free(&sel);
+    assert_int_equal(select_config(NULL, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
     char second[MT_RECORD_CONFIG_LEN];
-    mt_config_format(&sp, &cfg, second, sizeof second);
+    mt_config_format(&sel.space, &sel.cfg, second, sizeof second);
     assert_string_equal(first, second);
-    mt_space_free(&sp);
+    mt_select_result_free(&sel);
 
     /* A small device gets a config within its limits. */
     mt_device_info tiny = test_device(FP2, 32, 4096);
-    assert_int_equal(mt_best_config(db, &wl, &tiny, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_fits(t, &wl, &sp, &cfg, &tiny);
-    print_message("    default on a 32-work-item device: %s %s\n", mt_template_name(t), rec.config);
-    mt_space_free(&sp);
+    assert_int_equal(select_config(db, &wl, &tiny, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_fits(sel.t, &wl, &sel.space, &sel.cfg, &tiny);
+    print_message("    default on a 32-work-item device: %s %s\n", mt_template_name(sel.t), sel.rec.config);
+    mt_select_result_free(&sel);
 
     /* A CPU takes kvec by default when the caller accepts its packed
      * weights, and gemm (plain OIHW) when it does not. */
     mt_device_info cpu = test_device(FP1, 4096, 1 << 20);
     cpu.is_cpu = 1;
     cpu.native_vector_width = 16;
-    assert_int_equal(mt_best_config(NULL, &wl, &cpu, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_string_equal(mt_template_name(t), "kvec");
-    assert_fits(t, &wl, &sp, &cfg, &cpu);
-    print_message("    default on a CPU: %s %s\n", mt_template_name(t), rec.config);
-    mt_space_free(&sp);
-    assert_int_equal(mt_best_config_layouts(NULL, &wl, &cpu, 1u << MT_WEIGHTS_OIHW, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_string_equal(mt_template_name(t), "gemm");
-    assert_int_equal(mt_template_weight_layout(t), MT_WEIGHTS_OIHW);
-    mt_space_free(&sp);
+    assert_int_equal(select_config(NULL, &wl, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_string_equal(mt_template_name(sel.t), "kvec");
+    assert_fits(sel.t, &wl, &sel.space, &sel.cfg, &cpu);
+    print_message("    default on a CPU: %s %s\n", mt_template_name(sel.t), sel.rec.config);
+    mt_select_result_free(&sel);
+    assert_int_equal(select_config(NULL, &wl, &cpu, 1u << MT_WEIGHTS_OIHW, 0, &sel, err, sizeof err), MT_OK);
+    assert_string_equal(mt_template_name(sel.t), "gemm");
+    assert_int_equal(mt_template_weight_layout(sel.t), MT_WEIGHTS_OIHW);
+    mt_select_result_free(&sel);
 
     /* Depthwise workloads default to the depthwise template. */
     mt_workload dw;
     assert_int_equal(mt_workload_parse("c=32,h=56,w=56,k=32,r=3,s=3,pad=1,groups=32", &dw, NULL, 0), MT_OK);
-    assert_int_equal(mt_best_config(db, &dw, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_string_equal(mt_template_name(t), "depthwise");
-    assert_fits(t, &dw, &sp, &cfg, &dev);
-    mt_space_free(&sp);
+    assert_int_equal(select_config(db, &dw, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_string_equal(mt_template_name(sel.t), "depthwise");
+    assert_fits(sel.t, &dw, &sel.space, &sel.cfg, &dev);
+    mt_select_result_free(&sel);
 
     /* Stored records: the fastest valid one wins; ones whose config no longer
      * parses, whose template is unknown, or which failed are passed over. */
     mt_record r;
     make_record(&r, &wl, FP1, 21, 0.1);
     snprintf(r.config, sizeof r.config, "tile_f=1x1x1x1,nonsense=3");
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     make_record(&r, &wl, FP1, 22, 0.2);
     snprintf(r.template_name, sizeof r.template_name, "retired");
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     make_record(&r, &wl, FP1, 23, 0.05);
     r.status = MT_LAUNCH;
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     mt_record good;
     make_record(&good, &wl, FP1, 24, 0.3);
-    assert_int_equal(mt_db_put_record(db, &good, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &good, NULL, NULL, 0), MT_OK);
     make_record(&r, &wl, FP1, 25, 0.4);
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
-    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_int_equal(from_db, 1);
-    assert_string_equal(mt_template_name(t), "direct");
-    assert_string_equal(rec.config, good.config);
-    assert_true(rec.median_ms == 0.3);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+    assert_string_equal(mt_template_name(sel.t), "direct");
+    assert_string_equal(sel.rec.config, good.config);
+    assert_true(sel.rec.median_ms == 0.3);
     char text[MT_RECORD_CONFIG_LEN];
-    mt_config_format(&sp, &cfg, text, sizeof text);
+    mt_config_format(&sel.space, &sel.cfg, text, sizeof text);
     assert_string_equal(text, good.config);
-    mt_space_free(&sp);
+    mt_select_result_free(&sel);
     /* Another device's records are not used. */
-    assert_int_equal(mt_best_config(db, &wl, &tiny, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_int_equal(from_db, 0);
-    mt_space_free(&sp);
+    assert_int_equal(select_config(db, &wl, &tiny, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_DEFAULT);
+    mt_select_result_free(&sel);
     /* Bad arguments. */
-    assert_int_equal(mt_best_config(db, NULL, &dev, &t, &sp, &cfg, NULL, NULL, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(select_config(db, NULL, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_INVALID_ARG);
     mt_workload badwl = wl;
     badwl.c = -1;
-    assert_int_equal(mt_best_config(db, &badwl, &dev, &t, &sp, &cfg, NULL, NULL, err, sizeof err), MT_RANGE);
+    assert_int_equal(select_config(db, &badwl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_RANGE);
+    assert_int_equal(select_config(db, &wl, &dev, 1u << MT_WEIGHTS_OIHW16O, 0, &sel, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(mt_select_config(NULL, &sel, err, sizeof err), MT_INVALID_ARG);
     mt_db_close(db);
 }
 
@@ -754,28 +763,23 @@ static void test_preferences(void **state) {
     make_record(&fast, &wl, FP1, 31, 0.1);
     make_record(&mid, &wl, FP1, 32, 0.2);
     make_record(&slow, &wl, FP1, 33, 0.3);
-    assert_int_equal(mt_db_put_record(db, &fast, NULL), MT_OK);
-    assert_int_equal(mt_db_put_record(db, &mid, NULL), MT_OK);
-    assert_int_equal(mt_db_put_record(db, &slow, NULL), MT_OK);
-    const mt_template *t = NULL;
-    mt_space sp;
-    mt_config cfg;
-    mt_record rec;
-    int from_db = -1;
+    assert_int_equal(mt_db_put_record(db, &fast, NULL, NULL, 0), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &mid, NULL, NULL, 0), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &slow, NULL, NULL, 0), MT_OK);
+    mt_select_result sel;
     char err[512];
     /* Ranks 1, 2, 3, and past the end the slowest usable record. */
     const mt_record *order[] = {&fast, &mid, &slow, &slow};
     for (int rank = 1; rank <= 4; rank++) {
-        assert_int_equal(mt_best_config_ranked(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, rank, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-        assert_int_equal(from_db, 1);
-        assert_string_equal(rec.config, order[rank - 1]->config);
-        mt_space_free(&sp);
+        assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, rank, &sel, err, sizeof err), MT_OK);
+        assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+        assert_string_equal(sel.rec.config, order[rank - 1]->config);
+        mt_select_result_free(&sel);
     }
-    assert_int_equal(mt_best_config_ranked(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, -1, &t, &sp, &cfg, &rec, &from_db, err, sizeof err),
-                     MT_INVALID_ARG);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, -1, &sel, err, sizeof err), MT_INVALID_ARG);
     mt_preference p, got;
     memset(&p, 0, sizeof p);
-    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_NOT_FOUND);
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got, NULL, 0), MT_NOT_FOUND);
     p.wl = wl;
     snprintf(p.device, sizeof p.device, "%s", FP1);
     snprintf(p.template_name, sizeof p.template_name, "direct");
@@ -783,58 +787,59 @@ static void test_preferences(void **state) {
     p.in_network_ms = 0.25;
     p.fastest_ms = 0.4;
     snprintf(p.network, sizeof p.network, "testnet");
-    assert_int_equal(mt_db_put_preference(db, &p), MT_OK);
-    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_OK);
+    assert_int_equal(mt_db_put_preference(db, &p, NULL, 0), MT_OK);
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got, NULL, 0), MT_OK);
     assert_string_equal(got.config, slow.config);
     assert_true(got.in_network_ms == 0.25 && got.fastest_ms == 0.4 && got.timestamp > 0);
     assert_string_equal(got.network, "testnet");
     /* The preference wins over the fastest record, with its record's time;
      * rank 1 still gives the fastest; another device is not affected. */
-    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_int_equal(from_db, 1);
-    assert_string_equal(rec.config, slow.config);
-    assert_true(rec.median_ms == 0.3);
-    assert_string_equal(rec.source, "in-network:testnet");
-    mt_space_free(&sp);
-    assert_int_equal(mt_best_config_ranked(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 1, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_string_equal(rec.config, fast.config);
-    mt_space_free(&sp);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_PREFERENCE);
+    assert_string_equal(sel.rec.config, slow.config);
+    assert_true(sel.rec.median_ms == 0.3);
+    assert_string_equal(sel.rec.source, "in-network:testnet");
+    mt_select_result_free(&sel);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 1, &sel, err, sizeof err), MT_OK);
+    assert_string_equal(sel.rec.config, fast.config);
+    mt_select_result_free(&sel);
     mt_device_info other = test_device(FP2, 256, 32768);
-    assert_int_equal(mt_best_config(db, &wl, &other, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_int_equal(from_db, 0);
-    mt_space_free(&sp);
+    assert_int_equal(select_config(db, &wl, &other, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_DEFAULT);
+    mt_select_result_free(&sel);
     /* A preference of a config without a record: a record made from it. */
     char lone[MT_RECORD_CONFIG_LEN];
     direct_config(&wl, 34, lone, sizeof lone, NULL);
     snprintf(p.config, sizeof p.config, "%s", lone);
-    assert_int_equal(mt_db_put_preference(db, &p), MT_OK);
-    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_string_equal(rec.config, lone);
-    assert_true(rec.median_ms == 0);
-    assert_string_equal(rec.source, "in-network:testnet");
-    mt_space_free(&sp);
+    assert_int_equal(mt_db_put_preference(db, &p, NULL, 0), MT_OK);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_PREFERENCE);
+    assert_string_equal(sel.rec.config, lone);
+    assert_true(sel.rec.median_ms == 0);
+    assert_string_equal(sel.rec.source, "in-network:testnet");
+    mt_select_result_free(&sel);
     /* One whose config no longer parses is passed over: the fastest record. */
     exec_raw(mt_db_path(db), "UPDATE preferences SET config = 'tile_f=9,nonsense=1'");
-    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_string_equal(rec.config, fast.config);
-    mt_space_free(&sp);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_string_equal(sel.rec.config, fast.config);
+    mt_select_result_free(&sel);
     /* Removed: the fastest record again. */
     int deleted = 0;
-    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, &deleted), MT_OK);
+    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, &deleted, NULL, 0), MT_OK);
     assert_int_equal(deleted, 1);
-    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, &deleted), MT_OK);
+    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, &deleted, NULL, 0), MT_OK);
     assert_int_equal(deleted, 0);
-    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_NOT_FOUND);
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got, NULL, 0), MT_NOT_FOUND);
     /* Refused: an unknown template, times that are not positive, a device that is no fingerprint. */
     mt_preference bad = p;
     snprintf(bad.template_name, sizeof bad.template_name, "retired");
-    assert_int_equal(mt_db_put_preference(db, &bad), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_preference(db, &bad, NULL, 0), MT_INVALID_ARG);
     bad = p;
     bad.in_network_ms = -1;
-    assert_int_equal(mt_db_put_preference(db, &bad), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_preference(db, &bad, NULL, 0), MT_INVALID_ARG);
     bad = p;
     snprintf(bad.device, sizeof bad.device, "not-a-print");
-    assert_int_equal(mt_db_put_preference(db, &bad), MT_INVALID_ARG);
+    assert_int_equal(mt_db_put_preference(db, &bad, NULL, 0), MT_INVALID_ARG);
     mt_db_close(db);
     /* Read-only handles read preferences and cannot write them. */
     char path[512];
@@ -842,8 +847,8 @@ static void test_preferences(void **state) {
     mt_db_params rp = mt_db_default_params();
     rp.readonly = 1;
     assert_int_equal(mt_db_open(path, &rp, &db, err, sizeof err), MT_OK);
-    assert_int_equal(mt_db_put_preference(db, &p), MT_IO);
-    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, NULL), MT_IO);
+    assert_int_equal(mt_db_put_preference(db, &p, NULL, 0), MT_IO);
+    assert_int_equal(mt_db_delete_preference(db, &wl, FP1, NULL, NULL, 0), MT_IO);
     mt_db_close(db);
     integrity_ok(path);
 }
@@ -858,24 +863,20 @@ static void test_schema_upgrade(void **state) {
     mt_workload wl = wl_3x3();
     mt_record r;
     make_record(&r, &wl, FP1, 41, 0.5);
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     mt_db_close(db);
     exec_raw(path, "DROP TABLE preferences; UPDATE meta SET value = '1' WHERE key = 'schema_version'");
     mt_db_params rp = mt_db_default_params();
     rp.readonly = 1;
     assert_int_equal(mt_db_open(path, &rp, &db, err, sizeof err), MT_OK);
     mt_preference got;
-    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got), MT_NOT_FOUND);
+    assert_int_equal(mt_db_get_preference(db, &wl, FP1, &got, NULL, 0), MT_NOT_FOUND);
     mt_device_info dev = test_device(FP1, 256, 32768);
-    const mt_template *t = NULL;
-    mt_space sp;
-    mt_config cfg;
-    mt_record rec;
-    int from_db = 0;
-    assert_int_equal(mt_best_config(db, &wl, &dev, &t, &sp, &cfg, &rec, &from_db, err, sizeof err), MT_OK);
-    assert_int_equal(from_db, 1);
-    assert_string_equal(rec.config, r.config);
-    mt_space_free(&sp);
+    mt_select_result sel;
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+    assert_string_equal(sel.rec.config, r.config);
+    mt_select_result_free(&sel);
     mt_db_close(db);
     db = open_db("v1.db");
     mt_preference p;
@@ -885,9 +886,9 @@ static void test_schema_upgrade(void **state) {
     snprintf(p.template_name, sizeof p.template_name, "direct");
     snprintf(p.config, sizeof p.config, "%s", r.config);
     p.in_network_ms = p.fastest_ms = 1;
-    assert_int_equal(mt_db_put_preference(db, &p), MT_OK);
+    assert_int_equal(mt_db_put_preference(db, &p, NULL, 0), MT_OK);
     int64_t n = 0;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 1);
     mt_db_close(db);
     sqlite3 *h = NULL;
@@ -910,19 +911,28 @@ static void test_damaged_rows(void **state) {
     mt_record r;
     for (int i = 0; i < 3; i++) {
         make_record(&r, &wl, FP1, (uint64_t)i, 1.0 + i);
-        assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+        assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     }
     mt_db_close(db);
     exec_raw(path, "UPDATE records SET costs = '[1, \"x\"' WHERE id = 1; UPDATE records SET status = 'bogus' WHERE id = 2");
     db = open_db("damaged.db");
     mt_record *got = calloc(17, sizeof *got);
-    assert_int_equal(mt_db_for_each(db, NULL, collect, got), MT_CORRUPT);
-    print_message("    %s\n", mt_db_errmsg(db));
+    char err[512] = "";
+    assert_int_equal(mt_db_for_each(db, NULL, collect, got, err, sizeof err), MT_CORRUPT);
+    print_message("    %s\n", err);
     assert_int_equal(got[0].id, 1);
     assert_true(got[1].median_ms == 3.0);
     mt_record best;
-    assert_int_equal(mt_db_best(db, &wl, FP1, &best), MT_OK);
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_OK);
     assert_true(best.median_ms == 3.0);
+    /* The selection goes past the damaged row to the good record and says so. */
+    mt_device_info dev = test_device(FP1, 256, 32768);
+    mt_select_result sel;
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+    assert_true(sel.rec.median_ms == 3.0);
+    assert_non_null(strstr(sel.db_note, "damaged"));
+    mt_select_result_free(&sel);
     free(got);
     mt_db_close(db);
 }
@@ -935,29 +945,29 @@ static void test_readonly_reader(void **state) {
     mt_workload wl = wl_3x3();
     mt_record r;
     make_record(&r, &wl, FP1, 1, 1.0);
-    assert_int_equal(mt_db_put_record(w, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(w, &r, NULL, NULL, 0), MT_OK);
     mt_db_params p = mt_db_default_params();
     p.readonly = 1;
     mt_db *ro = NULL;
     assert_int_equal(mt_db_open(path, &p, &ro, err, sizeof err), MT_OK);
     int64_t n;
-    assert_int_equal(mt_db_count(ro, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(ro, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 1);
     /* The writer goes on while the reader is open; the reader sees it. */
     for (int i = 2; i < 12; i++) {
         make_record(&r, &wl, FP1, (uint64_t)i, 1.0 / i);
-        assert_int_equal(mt_db_put_record(w, &r, NULL), MT_OK);
-        assert_int_equal(mt_db_count(ro, NULL, NULL, NULL, &n), MT_OK);
+        assert_int_equal(mt_db_put_record(w, &r, NULL, NULL, 0), MT_OK);
+        assert_int_equal(mt_db_count(ro, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
         assert_int_equal(n, i);
     }
     mt_record best;
-    assert_int_equal(mt_db_best(ro, &wl, FP1, &best), MT_OK);
+    assert_int_equal(mt_db_best(ro, &wl, FP1, &best, NULL, 0), MT_OK);
     assert_true(best.median_ms == 1.0 / 11);
     /* The reader cannot write. */
     make_record(&r, &wl, FP1, 100, 1.0);
-    assert_int_equal(mt_db_put_record(ro, &r, NULL), MT_IO);
-    print_message("    read-only put: %s\n", mt_db_errmsg(ro));
-    assert_int_equal(mt_db_count(w, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_put_record(ro, &r, NULL, err, sizeof err), MT_IO);
+    print_message("    read-only put: %s\n", err);
+    assert_int_equal(mt_db_count(w, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 11);
     mt_db_close(ro);
     mt_db_close(w);
@@ -983,7 +993,7 @@ static void writer_child(const char *path, int fd, int base, int count) {
         r.costs_ms[0] = 1.0 + i;
         r.median_ms = 1.0 + i;
         int ins = 0;
-        if (mt_db_put_record(db, &r, &ins) != MT_OK || !ins) _exit(4);
+        if (mt_db_put_record(db, &r, &ins, NULL, 0) != MT_OK || !ins) _exit(4);
         int32_t v = base + i;
         if (fd >= 0 && write(fd, &v, sizeof v) != sizeof v) _exit(5);
     }
@@ -1023,7 +1033,7 @@ static void test_kill_resume(void **state) {
     integrity_ok(path);
     mt_db *db = open_db("kill.db");
     int64_t n;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_true(n >= nseen && n <= nseen + 1); /* at most one committed but not yet reported */
     mt_workload wl = wl_3x3();
     for (int i = 0; i < nseen; i++) {
@@ -1033,13 +1043,13 @@ static void test_kill_resume(void **state) {
         char cfg[32];
         snprintf(cfg, sizeof cfg, "i=%d", seen[i]);
         int found = 0;
-        assert_int_equal(mt_db_has_record(db, &w, "direct", cfg, FP1, &found), MT_OK);
+        assert_int_equal(mt_db_has_record(db, &w, "direct", cfg, FP1, &found, NULL, 0), MT_OK);
         assert_int_equal(found, 1);
     }
     /* Resume: a new writer continues in the same file. */
     mt_record r;
     make_record(&r, &wl, FP2, 1, 1.0);
-    assert_int_equal(mt_db_put_record(db, &r, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
     mt_db_close(db);
     integrity_ok(path);
     free(seen);
@@ -1067,7 +1077,7 @@ static void two_writers(const char *name, int precreate) {
     integrity_ok(path);
     mt_db *db = open_db(name);
     int64_t n;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 2 * N);
     mt_db_close(db);
 }

@@ -566,7 +566,7 @@ static void test_packed_weight_records(void **state) {
     mt_db *db = NULL;
     assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
     const mt_device_info *di = mt_device_get_info(g_dev);
-    assert_int_equal(mt_db_put_device(db, di), MT_OK);
+    assert_int_equal(mt_db_put_device(db, di, NULL, 0), MT_OK);
     mt_network *net = tiny_net(20, 1); /* k = 20: a padded last channel block */
     int nconv = 0;
     mt_workload last;
@@ -584,7 +584,7 @@ static void test_packed_weight_records(void **state) {
         memcpy(rec.device, di->fingerprint, sizeof rec.device);
         rec.ncosts = 1;
         rec.costs_ms[0] = rec.median_ms = 1e-6; /* faster than anything */
-        assert_int_equal(mt_db_put_record(db, &rec, NULL), MT_OK);
+        assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
         last = l->conv.wl;
         nconv++;
     }
@@ -661,7 +661,7 @@ static void put_kvec_record(mt_db *db, const mt_workload *wl, const char *cfg, d
     memcpy(rec.device, di->fingerprint, sizeof rec.device);
     rec.ncosts = 1;
     rec.costs_ms[0] = rec.median_ms = ms;
-    assert_int_equal(mt_db_put_record(db, &rec, NULL), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
 }
 
 /* In-network refinement on a network whose fastest records (by their stored
@@ -678,7 +678,7 @@ static void test_refine(void **state) {
     mt_db *db = NULL;
     assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
     const mt_device_info *di = mt_device_get_info(g_dev);
-    assert_int_equal(mt_db_put_device(db, di), MT_OK);
+    assert_int_equal(mt_db_put_device(db, di, NULL, 0), MT_OK);
     mt_network *net = NULL;
     assert_int_equal(mt_network_new("refinenet", &net), MT_OK);
     int x = mt_network_add_input(net, "input", 1, 32, 28, 28);
@@ -731,14 +731,14 @@ static void test_refine(void **state) {
     assert_true(r.chosen_ms < r.fastest_ms);
     mt_refine_result_free(&r);
     mt_preference pref;
-    assert_int_equal(mt_db_get_preference(db, &wls[0], di->fingerprint, &pref), MT_NOT_FOUND); /* dry run */
+    assert_int_equal(mt_db_get_preference(db, &wls[0], di->fingerprint, &pref, NULL, 0), MT_NOT_FOUND); /* dry run */
 
     rp.store = 1;
     assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_OK);
     assert_int_equal(r.stored, 2);
     mt_refine_result_free(&r);
     for (int c = 0; c < 2; c++) {
-        assert_int_equal(mt_db_get_preference(db, &wls[c], di->fingerprint, &pref), MT_OK);
+        assert_int_equal(mt_db_get_preference(db, &wls[c], di->fingerprint, &pref, NULL, 0), MT_OK);
         assert_string_equal(pref.config, good[c]);
         assert_string_equal(pref.network, "refinenet");
         assert_true(pref.in_network_ms < pref.fastest_ms);
@@ -783,7 +783,7 @@ static void test_refine(void **state) {
     assert_int_equal(r.removed, 2);
     assert_int_equal(r.stored, 0);
     mt_refine_result_free(&r);
-    assert_int_equal(mt_db_get_preference(db, &wls[0], di->fingerprint, &pref), MT_NOT_FOUND);
+    assert_int_equal(mt_db_get_preference(db, &wls[0], di->fingerprint, &pref, NULL, 0), MT_NOT_FOUND);
     /* Bad parameters. */
     rp.candidates = 0;
     assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_RANGE);

@@ -109,14 +109,14 @@ static int tune(const task *tk, const char *kind, const char *model_kind, int ba
     double t0 = now_s();
     while (trials < max_trials) {
         int n = 0;
-        mt_status st = mt_search_next_batch(s, batch, cfgs, &n);
-        if (st != MT_OK) printf("# next_batch: %s\n", mt_search_last_error(s));
+        mt_status st = mt_search_next_batch(s, batch, cfgs, &n, err, sizeof err);
+        if (st != MT_OK) printf("# next_batch: %s\n", err);
         assert_int_equal(st, MT_OK);
         assert_int_equal(n, batch);
         for (int i = 0; i < n; i++) {
             assert_true(seen_add(&all, mt_space_config_index(&tk->sp, &cfgs[i])));
             double c = synth_cost(tk, &cfgs[i]);
-            assert_int_equal(mt_search_mark_measured(s, &cfgs[i], c), MT_OK);
+            assert_int_equal(mt_search_mark_measured(s, &cfgs[i], c, NULL, 0), MT_OK);
             smp[i] = (mt_cm_sample){.wl = &tk->wl, .tmpl = tk->t, .space = &tk->sp, .cfg = cfgs[i], .cost_ms = c, .failed = c < 0};
             trials++;
             if (c > 0 && c < best) best = c;
@@ -144,7 +144,7 @@ static int tune(const task *tk, const char *kind, const char *model_kind, int ba
     double bc = 0;
     mt_config bcfg;
     if (best < INFINITY) {
-        assert_int_equal(mt_search_best(s, &bcfg, &bc), MT_OK);
+        assert_int_equal(mt_search_best(s, &bcfg, &bc, NULL, 0), MT_OK);
         assert_true(bc == best);
     }
     free(all.v);
@@ -208,14 +208,14 @@ static void test_never_repeats(void **state) {
         mt_config cfgs[64];
         for (int b = 0; b < 20; b++) {
             int n;
-            assert_int_equal(mt_search_next_batch(s, 64, cfgs, &n), MT_OK);
+            assert_int_equal(mt_search_next_batch(s, 64, cfgs, &n, NULL, 0), MT_OK);
             assert_int_equal(n, 64);
             mt_cm_sample smp[64];
             for (int i = 0; i < n; i++) {
                 assert_int_equal(mt_space_check(&tk.sp, &cfgs[i]), MT_OK);
                 assert_true(seen_add(&all, mt_space_config_index(&tk.sp, &cfgs[i])));
                 /* half of them measured, half just returned */
-                if (i % 2 == 0) assert_int_equal(mt_search_mark_measured(s, &cfgs[i], 1.0 + i), MT_OK);
+                if (i % 2 == 0) assert_int_equal(mt_search_mark_measured(s, &cfgs[i], 1.0 + i, NULL, 0), MT_OK);
                 smp[i] = (mt_cm_sample){.wl = &tk.wl, .tmpl = tk.t, .space = &tk.sp, .cfg = cfgs[i], .cost_ms = 1.0 + i};
             }
             if (b == 0) assert_int_equal(mt_costmodel_fit(m, smp, n), MT_OK); /* from now on SA runs */
@@ -263,8 +263,8 @@ static void test_measured_and_exhaustion(void **state) {
             for (uint64_t i = 0; i < 24; i += 3) {
                 mt_config c;
                 assert_int_equal(mt_space_config_from_index(&sp, i, &c), MT_OK);
-                assert_int_equal(mt_search_mark_measured(s, &c, i == 6 ? -1 : 1.0 + (double)i), MT_OK);
-                assert_int_equal(mt_search_mark_measured(s, &c, 2.0), MT_OK); /* twice is harmless */
+                assert_int_equal(mt_search_mark_measured(s, &c, i == 6 ? -1 : 1.0 + (double)i, NULL, 0), MT_OK);
+                assert_int_equal(mt_search_mark_measured(s, &c, 2.0, NULL, 0), MT_OK); /* twice is harmless */
                 measured[i] = 1;
                 smp[ns++] = (mt_cm_sample){.wl = &wl, .tmpl = t, .space = &sp, .cfg = c, .cost_ms = 1.0 + (double)i, .failed = i == 6};
             }
@@ -274,11 +274,11 @@ static void test_measured_and_exhaustion(void **state) {
             assert_int_equal(mt_search_visited(s), 8);
             mt_config best;
             double bc;
-            assert_int_equal(mt_search_best(s, &best, &bc), MT_OK);
+            assert_int_equal(mt_search_best(s, &best, &bc, NULL, 0), MT_OK);
             assert_true(bc == 1.0);
             mt_config out[32];
             int n, total = 0;
-            assert_int_equal(mt_search_next_batch(s, 5, out, &n), MT_OK);
+            assert_int_equal(mt_search_next_batch(s, 5, out, &n, NULL, 0), MT_OK);
             assert_int_equal(n, 5);
             for (int i = 0; i < n; i++) {
                 uint64_t idx = mt_space_config_index(&sp, &out[i]);
@@ -286,7 +286,7 @@ static void test_measured_and_exhaustion(void **state) {
                 measured[idx] = 1;
             }
             total += n;
-            assert_int_equal(mt_search_next_batch(s, 32, out, &n), MT_OK);
+            assert_int_equal(mt_search_next_batch(s, 32, out, &n, NULL, 0), MT_OK);
             assert_int_equal(n, 24 - 8 - 5); /* n < batch: exhausted */
             for (int i = 0; i < n; i++) {
                 uint64_t idx = mt_space_config_index(&sp, &out[i]);
@@ -296,9 +296,9 @@ static void test_measured_and_exhaustion(void **state) {
             total += n;
             assert_int_equal(total, 16);
             for (int i = 0; i < 24; i++) assert_true(measured[i]);
-            assert_int_equal(mt_search_next_batch(s, 4, out, &n), MT_OK);
+            assert_int_equal(mt_search_next_batch(s, 4, out, &n, NULL, 0), MT_OK);
             assert_int_equal(n, 0);
-            assert_int_equal(mt_search_next_batch(s, 0, out, &n), MT_OK);
+            assert_int_equal(mt_search_next_batch(s, 0, out, &n, NULL, 0), MT_OK);
             assert_int_equal(n, 0);
             mt_search_free(s);
             mt_costmodel_free(m);
@@ -334,15 +334,16 @@ static void test_errors(void **state) {
     mt_config c = {0};
     c.nknobs = 2;
     c.choice[0] = 99;
-    assert_int_equal(mt_search_mark_measured(s, &c, 1.0), MT_INVALID_ARG);
-    assert_true(strlen(mt_search_last_error(s)) > 0);
-    assert_int_equal(mt_search_mark_measured(s, NULL, 1.0), MT_INVALID_ARG);
-    assert_int_equal(mt_search_best(s, &c, NULL), MT_NOT_FOUND);
+    err[0] = '\0';
+    assert_int_equal(mt_search_mark_measured(s, &c, 1.0, err, sizeof err), MT_INVALID_ARG);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(mt_search_mark_measured(s, NULL, 1.0, NULL, 0), MT_INVALID_ARG);
+    assert_int_equal(mt_search_best(s, &c, NULL, NULL, 0), MT_NOT_FOUND);
     mt_config out[24];
     int n;
-    assert_int_equal(mt_search_next_batch(s, -1, out, &n), MT_INVALID_ARG);
-    assert_int_equal(mt_search_next_batch(s, 4, NULL, &n), MT_INVALID_ARG);
-    assert_int_equal(mt_search_next_batch(s, 24, out, &n), MT_OK);
+    assert_int_equal(mt_search_next_batch(s, -1, out, &n, NULL, 0), MT_INVALID_ARG);
+    assert_int_equal(mt_search_next_batch(s, 4, NULL, &n, NULL, 0), MT_INVALID_ARG);
+    assert_int_equal(mt_search_next_batch(s, 24, out, &n, NULL, 0), MT_OK);
     assert_int_equal(n, 24);
     mt_search_free(s);
     mt_search_free(NULL);

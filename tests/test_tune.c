@@ -65,7 +65,7 @@ static int64_t count_records(const char *path) {
     dp.readonly = 1;
     assert_int_equal(mt_db_open(path, &dp, &db, NULL, 0), MT_OK);
     int64_t n = -1;
-    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n), MT_OK);
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     mt_db_close(db);
     return n;
 }
@@ -148,7 +148,7 @@ static void test_hang_is_a_timeout(void **state) {
     mt_db_params dp = mt_db_default_params();
     assert_int_equal(mt_db_open(db, &dp, &h, NULL, 0), MT_OK);
     status_count c = {0};
-    assert_int_equal(mt_db_for_each(h, NULL, count_status, &c), MT_OK);
+    assert_int_equal(mt_db_for_each(h, NULL, count_status, &c, NULL, 0), MT_OK);
     mt_db_close(h);
     assert_true(c.timeouts >= 2);
     assert_true(c.ok >= 2);
@@ -187,7 +187,7 @@ static int has_default_record(const char *db, const mt_task *task) {
     dp.readonly = 1;
     assert_int_equal(mt_db_open(db, &dp, &h, NULL, 0), MT_OK);
     config_find f = {text, 0};
-    assert_int_equal(mt_db_for_each(h, NULL, find_config, &f), MT_OK);
+    assert_int_equal(mt_db_for_each(h, NULL, find_config, &f, NULL, 0), MT_OK);
     mt_db_close(h);
     return f.found;
 }

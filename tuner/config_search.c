@@ -190,7 +190,6 @@ struct mt_search {
     /* scratch */
     memo mm;
     int64_t scored;
-    char err[512];
 };
 
 mt_search_params mt_search_default_params(void) {
@@ -264,29 +263,27 @@ const char *mt_search_kind(const mt_search *s) { return !s ? "(null)" : s->kind 
 uint64_t mt_search_visited(const mt_search *s) { return s ? s->visited.count : 0; }
 uint64_t mt_search_space_size(const mt_search *s) { return s ? s->size : 0; }
 int64_t mt_search_scored(const mt_search *s) { return s ? s->scored : 0; }
-const char *mt_search_last_error(const mt_search *s) { return s ? s->err : ""; }
 
-mt_status mt_search_best(const mt_search *s, mt_config *cfg, double *cost_ms) {
-    if (!s) return MT_INVALID_ARG;
-    if (!s->have_best) return MT_NOT_FOUND;
+mt_status mt_search_best(const mt_search *s, mt_config *cfg, double *cost_ms, char *err, size_t errlen) {
+    if (!s) return mt__fail(err, errlen, MT_INVALID_ARG, "search: NULL argument");
+    if (!s->have_best) return mt__fail(err, errlen, MT_NOT_FOUND, "search: no measured config has succeeded yet");
     if (cfg) *cfg = s->best;
     if (cost_ms) *cost_ms = s->best_cost;
     return MT_OK;
 }
 
-mt_status mt_search_mark_measured(mt_search *s, const mt_config *cfg, double cost_ms) {
-    if (!s || !cfg) return MT_INVALID_ARG;
-    s->err[0] = '\0';
-    if (mt_space_check(s->sp, cfg) != MT_OK) return mt__fail(s->err, sizeof s->err, MT_INVALID_ARG, "search: measured config is not in the space");
+mt_status mt_search_mark_measured(mt_search *s, const mt_config *cfg, double cost_ms, char *err, size_t errlen) {
+    if (!s || !cfg) return mt__fail(err, errlen, MT_INVALID_ARG, "search: NULL argument");
+    if (mt_space_check(s->sp, cfg) != MT_OK) return mt__fail(err, errlen, MT_INVALID_ARG, "search: measured config is not in the space");
     if (s->nmeas == s->capmeas) {
         int cap = s->capmeas ? 2 * s->capmeas : 64;
         measured *m = realloc(s->meas, sizeof *m * (size_t)cap);
-        if (!m) return mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        if (!m) return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
         s->meas = m;
         s->capmeas = cap;
     }
     uint64_t idx = mt_space_config_index(s->sp, cfg);
-    if (set_add(&s->visited, idx) < 0) return mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+    if (set_add(&s->visited, idx) < 0) return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
     double c = cost_ms > 0 && isfinite(cost_ms) ? cost_ms : INFINITY;
     s->meas[s->nmeas++] = (measured){idx, c};
     if (isfinite(c) && (!s->have_best || c < s->best_cost)) {
@@ -382,8 +379,8 @@ static int knob_diff(const mt_config *a, const mt_config *b, int nknobs) {
  * scored before in this run go to the model in one call. mcfg, mpos and
  * mscore are scratch of n entries. */
 static mt_status score(mt_search *s, const mt_config *cfgs, const uint64_t *idx, int n, double *out, mt_config *mcfg, int *mpos,
-                       double *mscore) {
-    if (!memo_reserve(&s->mm, (size_t)n)) return mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+                       double *mscore, char *err, size_t errlen) {
+    if (!memo_reserve(&s->mm, (size_t)n)) return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
     int nq = 0;
     for (int i = 0; i < n; i++) {
         size_t j = memo_find(&s->mm, idx[i]);
@@ -404,7 +401,7 @@ static mt_status score(mt_search *s, const mt_config *cfgs, const uint64_t *idx,
         mt_status st = mt_costmodel_predict(s->model, &q, mcfg, nq, mscore);
         if (st != MT_OK) {
             memo_clear(&s->mm); /* drop the pending entries */
-            return mt__fail(s->err, sizeof s->err, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+            return mt__fail(err, errlen, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
         }
         s->scored += nq;
         for (int m = 0; m < nq; m++) s->mm.score[memo_find(&s->mm, idx[mpos[m]])] = mscore[m];
@@ -474,7 +471,7 @@ static int by_score_desc(const void *a, const void *b) {
 }
 
 /* Simulated annealing: fills h with the best unvisited configs it finds. */
-static mt_status anneal(mt_search *s, heap *h) {
+static mt_status anneal(mt_search *s, heap *h, char *err, size_t errlen) {
     int C = s->p.chains;
     mt_status st = MT_OK;
     mt_config *prop = malloc(sizeof(mt_config) * (size_t)C);
@@ -485,7 +482,7 @@ static mt_status anneal(mt_search *s, heap *h) {
     int *mpos = malloc(sizeof(int) * (size_t)C);
     measured *top = NULL;
     if (!prop || !mcfg || !idx || !psc || !msc || !mpos) {
-        st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
         goto done;
     }
     if (!s->points) {
@@ -494,7 +491,7 @@ static mt_status anneal(mt_search *s, heap *h) {
         if (!s->points || !s->pscore) {
             free(s->points), free(s->pscore);
             s->points = NULL, s->pscore = NULL;
-            st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+            st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
             goto done;
         }
         for (int i = 0; i < C; i++) mt_space_random(s->sp, &s->rng, &s->points[i]);
@@ -506,7 +503,7 @@ static mt_status anneal(mt_search *s, heap *h) {
         int ntop = C / 4 < s->nmeas ? C / 4 : s->nmeas;
         top = malloc(sizeof *top * (size_t)s->nmeas);
         if (!top) {
-            st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+            st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
             goto done;
         }
         memcpy(top, s->meas, sizeof *top * (size_t)s->nmeas);
@@ -515,7 +512,7 @@ static mt_status anneal(mt_search *s, heap *h) {
     }
     memo_clear(&s->mm);
     for (int i = 0; i < C; i++) idx[i] = mt_space_config_index(s->sp, &s->points[i]);
-    if ((st = score(s, s->points, idx, C, s->pscore, mcfg, mpos, msc)) != MT_OK) goto done;
+    if ((st = score(s, s->points, idx, C, s->pscore, mcfg, mpos, msc, err, errlen)) != MT_OK) goto done;
     double mean = 0, var = 0;
     int nv = 0;
     for (int i = 0; i < C; i++) {
@@ -535,7 +532,7 @@ static mt_status anneal(mt_search *s, heap *h) {
             random_move(s, &s->points[i], &prop[i]);
             idx[i] = mt_space_config_index(s->sp, &prop[i]);
         }
-        if ((st = score(s, prop, idx, C, psc, mcfg, mpos, msc)) != MT_OK) goto done;
+        if ((st = score(s, prop, idx, C, psc, mcfg, mpos, msc, err, errlen)) != MT_OK) goto done;
         for (int i = 0; i < C; i++) {
             double d = psc[i] - s->pscore[i];
             if (d >= 0 || (temp > 0 && unit(&s->rng) < exp(d / temp))) {
@@ -562,7 +559,7 @@ done:
  * configs (mutate != 0). With a model, candidates go to it in pools and
  * those it scores as unbuildable are passed over (it does not rank them:
  * exploration must not follow the model). Picked configs are marked visited. */
-static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int *got) {
+static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int *got, char *err, size_t errlen) {
     if (need <= 0) return MT_OK;
     int filter = s->kind == KIND_SA && s->model != NULL;
     int pool_n = filter ? 4 * need : need;
@@ -573,14 +570,14 @@ static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int
     int ntop = 0;
     mt_status st = MT_OK;
     if (!pool || !pidx || !psc) {
-        st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
         goto done;
     }
     if (mutate) {
         /* the best few successful measurements */
         top = malloc(sizeof *top * (size_t)(s->nmeas ? s->nmeas : 1));
         if (!top) {
-            st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+            st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
             goto done;
         }
         memcpy(top, s->meas, sizeof *top * (size_t)s->nmeas);
@@ -617,7 +614,7 @@ static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int
             mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
             st = mt_costmodel_predict(s->model, &q, pool, m, psc);
             if (st != MT_OK) {
-                st = mt__fail(s->err, sizeof s->err, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+                st = mt__fail(err, errlen, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
                 goto done;
             }
             s->scored += m;
@@ -644,7 +641,7 @@ done:
  * visited. The model is most trustworthy next to what it was trained on;
  * this is where a one-knob improvement of the incumbent (a flag, a vector
  * width) is found without waiting for a chain to stumble on it. */
-static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got) {
+static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got, char *err, size_t errlen) {
     if (need <= 0 || s->nmeas == 0) return MT_OK;
     measured b[2] = {{0, INFINITY}, {0, INFINITY}};
     for (int i = 0; i < s->nmeas; i++) {
@@ -663,7 +660,7 @@ static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got) {
     double *sc = malloc(sizeof(double) * (size_t)total);
     mt_status st = MT_OK;
     if (!nbr || !c || !sc) {
-        st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
         goto done;
     }
     int m = 0;
@@ -683,7 +680,7 @@ static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got) {
     mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
     st = mt_costmodel_predict(s->model, &q, nbr, k, sc);
     if (st != MT_OK) {
-        st = mt__fail(s->err, sizeof s->err, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+        st = mt__fail(err, errlen, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
         goto done;
     }
     s->scored += k;
@@ -702,12 +699,12 @@ done:
     return st;
 }
 
-mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) {
-    if (!s || !n || batch < 0 || (batch > 0 && !out)) return MT_INVALID_ARG;
-    s->err[0] = '\0';
-    *n = 0;
+mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n, char *err, size_t errlen) {
+    if (n) *n = 0;
+    if (!s || !n || batch < 0 || (batch > 0 && !out))
+        return mt__fail(err, errlen, MT_INVALID_ARG, "search: NULL argument or a negative batch (%d)", batch);
     if (batch == 0) return MT_OK;
-    if (!set_reserve(&s->visited, (size_t)batch)) return mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+    if (!set_reserve(&s->visited, (size_t)batch)) return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
     int use_model = s->kind == KIND_SA && s->model && mt_costmodel_trained(s->model) > 0;
     int n_model = 0;
     if (use_model) {
@@ -720,7 +717,7 @@ mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) 
     mt_status st = MT_OK;
     if (n_model > 0) {
         int n_local = (int)(s->p.local_share * n_model + 0.5);
-        st = local_picks(s, n_local, out, &got);
+        st = local_picks(s, n_local, out, &got, err, errlen);
         if (st != MT_OK) {
             for (int i = 0; i < got; i++) set_remove(&s->visited, mt_space_config_index(s->sp, &out[i]));
             return st;
@@ -732,9 +729,9 @@ mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) 
         int end = first + n_model;
         heap h = {malloc(sizeof(cand) * (size_t)n_model * (size_t)s->p.pool_factor), 0, n_model * s->p.pool_factor};
         unsigned char *used = NULL;
-        if (!h.items) st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
-        if (st == MT_OK) st = anneal(s, &h);
-        if (st == MT_OK && !(used = calloc((size_t)h.n + 1, 1))) st = mt__fail(s->err, sizeof s->err, MT_NOMEM, "search: out of memory");
+        if (!h.items) st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
+        if (st == MT_OK) st = anneal(s, &h, err, errlen);
+        if (st == MT_OK && !(used = calloc((size_t)h.n + 1, 1))) st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
         if (st != MT_OK) {
             free(h.items);
             for (int i = 0; i < got; i++) set_remove(&s->visited, mt_space_config_index(s->sp, &out[i]));
@@ -761,8 +758,8 @@ mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n) 
     int left = batch - got;
     int n_mut = use_model ? left / 2 : 0;
     if (use_model && (left & 1) && unit(&s->rng) < 0.5) n_mut++;
-    st = explore(s, n_mut, 1, out, &got);
-    if (st == MT_OK) st = explore(s, batch - got, 0, out, &got);
+    st = explore(s, n_mut, 1, out, &got, err, errlen);
+    if (st == MT_OK) st = explore(s, batch - got, 0, out, &got, err, errlen);
     if (st != MT_OK) {
         /* a call that fails returns nothing: forget this call's picks */
         for (int i = 0; i < got; i++) set_remove(&s->visited, mt_space_config_index(s->sp, &out[i]));

@@ -21,7 +21,11 @@
  * A search never returns a config it has returned before or that was marked
  * measured: it keeps a hash set of config indices (mt_space_config_index).
  * Model updates are the caller's job (mt_costmodel_update between batches);
- * the search only asks the model for scores. Not thread-safe. */
+ * the search only asks the model for scores. Not thread-safe.
+ *
+ * Errors follow the rule of docs/api.md: a fallible call returns an
+ * mt_status and writes its reason to the caller's err (NULL or 0: not
+ * wanted); the search keeps no message. */
 #ifndef MTGPU_SEARCH_H
 #define MTGPU_SEARCH_H
 
@@ -73,25 +77,27 @@ void mt_search_free(mt_search *s);
 
 /* Records that cfg has been measured (cost_ms <= 0: it failed), so that it
  * is never returned; for resuming from a database too. Measured configs also
- * seed the annealing chains. MT_INVALID_ARG for a config outside the space,
- * MT_NOMEM. */
-mt_status mt_search_mark_measured(mt_search *s, const mt_config *cfg, double cost_ms);
+ * seed the annealing chains. Marking a config twice is harmless.
+ * MT_INVALID_ARG for a NULL argument or a config outside the space,
+ * MT_NOMEM; then the search is as it was. */
+mt_status mt_search_mark_measured(mt_search *s, const mt_config *cfg, double cost_ms, char *err, size_t errlen);
 
 /* Writes up to `batch` configs to out, none returned or measured before, and
- * their number to *n; *n < batch only when the space is exhausted. Errors
- * from the cost model are returned (message in mt_search_last_error); then
- * nothing is marked returned. */
-mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n);
+ * their number to *n; *n < batch only when the space is exhausted.
+ * MT_INVALID_ARG for a NULL argument or a negative batch; the cost model's
+ * errors, MT_NOMEM. On an error *n is 0 and nothing is marked returned. */
+mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n, char *err, size_t errlen);
 
 /* Configs returned or marked measured so far; the size of the space. */
 uint64_t mt_search_visited(const mt_search *s);
 uint64_t mt_search_space_size(const mt_search *s);
-/* The best measured config so far (MT_NOT_FOUND when none succeeded). */
-mt_status mt_search_best(const mt_search *s, mt_config *cfg, double *cost_ms);
+/* The best measured config so far into cfg and its time into cost_ms
+ * (either may be NULL). MT_NOT_FOUND when no measured config succeeded,
+ * MT_INVALID_ARG for a NULL search. */
+mt_status mt_search_best(const mt_search *s, mt_config *cfg, double *cost_ms, char *err, size_t errlen);
 const char *mt_search_kind(const mt_search *s);
 /* Candidates the search has had the model score (a cost measure). */
 int64_t mt_search_scored(const mt_search *s);
-const char *mt_search_last_error(const mt_search *s);
 
 #ifdef __cplusplus
 }

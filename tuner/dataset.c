@@ -96,7 +96,7 @@ static const mt_device_info *intern_device(mt_dataset *ds, const char *fp) {
     mt_db_device row;
     /* A device the database cannot describe still groups its records; its
      * features are then 0, as for an unknown device. */
-    if (mt_db_get_device(ds->db, fp, &row, &d->info) != MT_OK) memset(&d->info, 0, sizeof d->info);
+    if (mt_db_get_device(ds->db, fp, &row, &d->info, NULL, 0) != MT_OK) memset(&d->info, 0, sizeof d->info);
     snprintf(d->info.fingerprint, sizeof d->info.fingerprint, "%s", fp);
     ds->dev[ds->ndev++] = d;
     return &d->info;
@@ -138,10 +138,11 @@ mt_status mt_dataset_load(mt_db *db, const char *device_fp, mt_dataset **out, ch
     if (!ds) return mt__fail(err, errlen, MT_NOMEM, "dataset: out of memory");
     ds->db = db;
     mt_db_filter f = {.device = device_fp};
-    mt_status st = mt_db_for_each(db, &f, load_cb, ds);
+    char why[512] = "";
+    mt_status st = mt_db_for_each(db, &f, load_cb, ds, why, sizeof why);
     ds->db = NULL;
     if (st == MT_OK && ds->failed_alloc) st = mt__fail(err, errlen, MT_NOMEM, "dataset: out of memory");
-    else if (st != MT_OK) mt__fail(err, errlen, st, "dataset: reading records: %s", mt_db_errmsg(db));
+    else if (st != MT_OK) mt__fail(err, errlen, st, "dataset: reading records: %s", why);
     else if (ds->ns == 0)
         st = mt__fail(err, errlen, MT_NOT_FOUND, "dataset: no usable records%s%s (%d skipped)", device_fp ? " for device " : "",
                       device_fp ? device_fp : "", ds->skipped);

@@ -142,7 +142,7 @@ static int resume_cb(const mt_record *rec, void *user) {
     mt_config cfg;
     if (mt_config_parse(&u->space, rec->config, &cfg, NULL, 0) != MT_OK) return 0; /* from an older space: ignore */
     double cost = rec->status == MT_OK ? rec->median_ms : 0;
-    mt_search_mark_measured(u->search, &cfg, rec->status == MT_OK ? cost : -1);
+    mt_search_mark_measured(u->search, &cfg, rec->status == MT_OK ? cost : -1, NULL, 0);
     u->trials++;
     if (rec->status != MT_OK) rs->errors++;
     unit_record_best(u, cost);
@@ -174,7 +174,8 @@ static void fill_task_results(const unit *units, int nunits, mt_tune_task_result
             snprintf(r->best_template, sizeof r->best_template, "%s", mt_template_name(u->t));
             mt_config cfg;
             double ms;
-            if (mt_search_best(u->search, &cfg, &ms) == MT_OK) mt_config_format(&u->space, &cfg, r->best_config, sizeof r->best_config);
+            if (mt_search_best(u->search, &cfg, &ms, NULL, 0) == MT_OK)
+                mt_config_format(&u->space, &cfg, r->best_config, sizeof r->best_config);
         }
     }
 }
@@ -220,9 +221,9 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     }
 
     /* Database and device. */
-    char dbpath[1024];
+    char dbpath[1024], dberr[512] = "";
     if (p.db_path) snprintf(dbpath, sizeof dbpath, "%s", p.db_path);
-    else if ((st = mt_db_default_path(dbpath, sizeof dbpath)) != MT_OK) {
+    else if ((st = mt_db_default_path(dbpath, sizeof dbpath, NULL, 0)) != MT_OK) {
         mt__fail(err, errlen, st, "tune: no default database path (set --db or $MTGPU_DB)");
         goto done;
     }
@@ -234,8 +235,8 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     if ((st = mt_measurer_start(&mp, &meas, &dev, err, errlen)) != MT_OK) goto done;
     out->device = dev;
     mt_device_limits limits = mt_device_info_limits(&dev);
-    if ((st = mt_db_put_device(db, &dev)) != MT_OK) {
-        mt__fail(err, errlen, st, "tune: could not record the device: %s", mt_db_errmsg(db));
+    if ((st = mt_db_put_device(db, &dev, dberr, sizeof dberr)) != MT_OK) {
+        mt__fail(err, errlen, st, "tune: could not record the device: %s", dberr);
         goto done;
     }
 
@@ -290,12 +291,13 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         unit *u = &units[j];
         resume_state rs = {.u = u, .wl = &tasks[u->task].wl, .dev = &dev};
         mt_db_filter f = {.wl = &tasks[u->task].wl, .device = dev.fingerprint, .template_name = mt_template_name(u->t)};
-        st = mt_db_for_each(db, &f, resume_cb, &rs);
+        dberr[0] = '\0';
+        st = mt_db_for_each(db, &f, resume_cb, &rs, dberr, sizeof dberr);
         if (st == MT_OK && rs.failed_alloc) st = MT_NOMEM;
         if (st == MT_OK && u->model && rs.nsamples > 0) st = mt_costmodel_update(u->model, rs.samples, rs.nsamples);
         free(rs.samples);
         if (st != MT_OK) {
-            mt__fail(err, errlen, st, "tune: resuming from the database failed: %s", mt_status_str(st));
+            mt__fail(err, errlen, st, "tune: resuming from the database failed: %s", dberr[0] ? dberr : mt_status_str(st));
             goto done;
         }
         tr[u->task].trials += u->trials;
@@ -379,8 +381,9 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
         }
         while (n < want && draws < MT__MAX_DRAWS_PER_CONFIG * want) {
             int got = 0;
-            if ((st = mt_search_next_batch(u->search, want - n, cfgs + n, &got)) != MT_OK) {
-                mt__fail(err, errlen, st, "tune: search failed: %s", mt_search_last_error(u->search));
+            char serr[512] = "";
+            if ((st = mt_search_next_batch(u->search, want - n, cfgs + n, &got, serr, sizeof serr)) != MT_OK) {
+                mt__fail(err, errlen, st, "tune: search failed: %s", serr);
                 goto done;
             }
             if (got == 0) {
@@ -394,7 +397,7 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
                     cfgs[n++] = cfgs[k];
                     continue;
                 }
-                mt_search_mark_measured(u->search, &cfgs[k], -1);
+                mt_search_mark_measured(u->search, &cfgs[k], -1, NULL, 0);
                 samples[p.batch + ninvalid++] =
                     (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .failed = 1, .dev = &dev};
             }
@@ -430,11 +433,11 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
             snprintf(rec->message, sizeof rec->message, "%s", r->m.message);
             rec->build_s = r->m.build_s;
             int inserted = 0;
-            if ((st = mt_db_put_record(db, rec, &inserted)) != MT_OK) {
-                mt__fail(err, errlen, st, "tune: could not store a record: %s", mt_db_errmsg(db));
+            if ((st = mt_db_put_record(db, rec, &inserted, dberr, sizeof dberr)) != MT_OK) {
+                mt__fail(err, errlen, st, "tune: could not store a record: %s", dberr);
                 goto done;
             }
-            mt_search_mark_measured(u->search, &cfgs[k], r->m.status == MT_OK ? r->m.median_ms : -1);
+            mt_search_mark_measured(u->search, &cfgs[k], r->m.status == MT_OK ? r->m.median_ms : -1, NULL, 0);
             samples[nsamp++] = (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .cost_ms = r->m.median_ms,
                                               .failed = r->m.status != MT_OK, .dev = &dev};
             u->trials++;

@@ -2,9 +2,8 @@
  *
  * An mt_embed handle opens a tuning database read-only and a device, and hands
  * out prepared convolutions: for a workload, the compiled best kernel on that
- * device (mt_best_config: the config chosen inside a network by mtgpu
- * refine, else the fastest database record, else the default config) with
- * its launch geometry. Each distinct workload is prepared once
+ * device (its in-network preference, else the fastest usable database
+ * record, else the default config) with its launch geometry. Each distinct workload is prepared once
  * and cached in the handle; the returned pointer stays valid until
  * mt_embed_close.
  *

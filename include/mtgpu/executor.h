@@ -3,12 +3,11 @@
  * network.
  *
  * mt_executor_build does all the expensive work once: it picks each
- * convolution's config (mt_best_config: the in-network preference, else the
- * database's fastest record, else the default), builds every distinct kernel
- * once (through the binary cache), folds batch norm into the convolution
- * weights and biases on the host, uploads the weights and allocates every
- * device buffer. A forward pass then only uploads the input and launches
- * kernels; it allocates nothing.
+ * convolution's config (its in-network preference, else the database's
+ * fastest usable record, else the default), builds every distinct kernel once (through the binary cache),
+ * folds batch norm into the convolution weights and biases on the host,
+ * uploads the weights and allocates every device buffer. A forward pass then
+ * only uploads the input and launches kernels; it allocates nothing.
  *
  * Activations share memory: a layer's output lives from the layer to its
  * last consumer. Where the backend has buffer views, every tensor is a view
@@ -44,8 +43,9 @@ typedef struct mt_executor_params {
     mt_db *db;                 /* best configs; NULL: the default config for every convolution */
     const mt_weights *weights; /* NULL: mt_weights_random(net, seed); else must match the network */
     uint64_t seed;             /* seed of the random weights (default 1) */
-    int rank;                  /* 0 (default): each convolution's mt_best_config; r >= 1: its r-th fastest record,
-                                  preferences ignored (mt_best_config_ranked), for comparing candidates in the network */
+    int rank;                  /* 0 (default): each convolution's best config (preference, fastest record, default);
+                                  r >= 1: its r-th fastest usable record, preferences ignored, for comparing
+                                  candidates in the network */
 } mt_executor_params;
 
 mt_executor_params mt_executor_default_params(void);

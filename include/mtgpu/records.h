@@ -12,8 +12,30 @@
  * Default location: $MTGPU_DB, else $XDG_CACHE_HOME/mtgpu/tuning.db, else
  * ~/.cache/mtgpu/tuning.db.
  *
+ * Errors follow the rule of docs/api.md: every call that can fail returns an
+ * mt_status and writes its reason to the caller's `char *err, size_t errlen`
+ * (NULL or 0: not wanted); the handle keeps no message. A failed write
+ * leaves the database as it was (its transaction is rolled back), and a
+ * failed read leaves its out-parameters as they were unless its comment says
+ * otherwise.
+ *
+ * Read-only handles (mt_db_params.readonly = 1), for inference servers:
+ *   - the file must exist and be an mtgpu database (a missing file is MT_IO,
+ *     an empty one MT_CORRUPT); nothing is ever written to it: no schema is
+ *     created or upgraded, the journal mode is left as the writer set it;
+ *   - every read sees the transactions committed up to its start, including
+ *     those a writer commits while the handle is open; in WAL mode the
+ *     reader and the writer do not wait for each other;
+ *   - SQLite keeps the reader's view in the -wal and -shm files beside the
+ *     database: they must exist (a writer has the file open) or the
+ *     directory must let the reader create them, else the open fails MT_IO;
+ *   - a version 1 file is read as it is, without preferences;
+ *   - every write (records, devices, preferences) fails MT_IO.
+ *
  * Threads: one mt_db handle must not be used by two threads at once; open one
- * handle per thread (any number of handles and processes may share a file). */
+ * handle per thread (any number of handles and processes may share a file).
+ * A walk's callback may read through the handle it was called from, but not
+ * write through it (use another handle). */
 #ifndef MTGPU_DB_H
 #define MTGPU_DB_H
 
@@ -54,34 +76,37 @@ mt_db_params mt_db_default_params(void);
 
 /* Writes the default database path into buf: $MTGPU_DB, else
  * $XDG_CACHE_HOME/mtgpu/tuning.db, else $HOME/.cache/mtgpu/tuning.db.
- * MT_UNAVAILABLE when none of those variables is set, MT_RANGE when buf is
- * too small. Creates nothing (mt_db_open creates the directories). */
-mt_status mt_db_default_path(char *buf, size_t len);
+ * MT_INVALID_ARG without a buffer, MT_UNAVAILABLE when none of those
+ * variables is set, MT_RANGE when buf is too small; on an error buf is "".
+ * Creates nothing (mt_db_open creates the directories). */
+mt_status mt_db_default_path(char *buf, size_t len, char *err, size_t errlen);
 
 /* Opens (or creates) the database at path (NULL: mt_db_default_path).
  * params may be NULL (defaults). A new file gets the current schema; an
  * existing one must be an mtgpu database of a schema version this library
- * reads. Errors: MT_CORRUPT (not a SQLite file, truncated or damaged, another
+ * reads (opened for writing, a version 1 file is upgraded to version 2).
+ * Errors: MT_CORRUPT (not a SQLite file, truncated or damaged, another
  * application's database, or a newer/unknown schema version: the file is
  * never modified), MT_IO (cannot open or create: permissions, missing file
- * when readonly, locked past the busy timeout), MT_NOMEM. The message goes to
- * err. On success *out is a handle to free with mt_db_close. */
+ * when readonly, locked past the busy timeout), MT_INVALID_ARG (out NULL, an
+ * empty path), the errors of mt_db_default_path, MT_NOMEM. On success *out
+ * is a handle to free with mt_db_close; on an error *out is NULL. */
 mt_status mt_db_open(const char *path, const mt_db_params *params, mt_db **out, char *err, size_t errlen);
 /* Closes the handle (NULL is fine). */
 void mt_db_close(mt_db *db);
-/* The path the handle was opened with. */
+/* The path the handle was opened with (owned by the handle; "" for NULL). */
 const char *mt_db_path(const mt_db *db);
-/* The message of the last failed call on this handle ("" if none). Owned by
- * the handle, valid until the next call on it. */
-const char *mt_db_errmsg(const mt_db *db);
 
 /* ---- devices ---- */
 
 /* Registers a device (keyed by info->fingerprint) with its backend, platform,
  * name, driver and every field of info as JSON. A device already present is
  * left as it was (fingerprints cover what changes kernel speed), except a
- * placeholder row made by mt_db_put_record, which is filled in. */
-mt_status mt_db_put_device(mt_db *db, const mt_device_info *info);
+ * placeholder row made by mt_db_put_record, which is filled in. MT_OK in
+ * both cases. MT_INVALID_ARG for a NULL argument or a fingerprint that is not
+ * 16 hex digits; MT_IO when the handle is read-only or the disk fails;
+ * MT_NOMEM. */
+mt_status mt_db_put_device(mt_db *db, const mt_device_info *info, char *err, size_t errlen);
 
 /* A device row as stored. */
 typedef struct mt_db_device {
@@ -93,13 +118,17 @@ typedef struct mt_db_device {
     double first_seen;   /* seconds since the epoch */
 } mt_db_device;
 
-/* Looks a device up by fingerprint: MT_NOT_FOUND if absent. info may be NULL;
- * otherwise it is rebuilt from the stored JSON (fields it lacks are zero; for
- * AutoTVM targets, typical limits of that kind of GPU). */
-mt_status mt_db_get_device(mt_db *db, const char *fingerprint, mt_db_device *dev, mt_device_info *info);
+/* Looks a device up by fingerprint into dev and info (either may be NULL).
+ * info is rebuilt from the stored JSON (fields it lacks are zero; for
+ * AutoTVM targets, typical limits of that kind of GPU). MT_NOT_FOUND when
+ * the database has no such device, MT_INVALID_ARG for a NULL db or
+ * fingerprint, MT_IO or MT_CORRUPT when the read fails. */
+mt_status mt_db_get_device(mt_db *db, const char *fingerprint, mt_db_device *dev, mt_device_info *info, char *err, size_t errlen);
 /* Calls cb for every device in order of first appearance; cb returning
- * non-zero stops the walk (and the call returns MT_OK). */
-mt_status mt_db_for_each_device(mt_db *db, int (*cb)(const mt_db_device *dev, void *user), void *user);
+ * non-zero stops the walk (and the call returns MT_OK). MT_INVALID_ARG for a
+ * NULL db or cb; a read that fails stops the walk with its error (MT_IO,
+ * MT_CORRUPT) after the devices passed so far. */
+mt_status mt_db_for_each_device(mt_db *db, int (*cb)(const mt_db_device *dev, void *user), void *user, char *err, size_t errlen);
 
 /* ---- records ---- */
 
@@ -125,19 +154,22 @@ typedef struct mt_record {
 void mt_record_init(mt_record *rec);
 
 /* Inserts rec in one committed transaction, registering its workload and (if
- * unknown) a placeholder row for its device. When the key already exists the
- * stored record is kept, nothing changes and the call returns MT_OK with
- * *inserted = 0 (inserted may be NULL). MT_INVALID_ARG for a record that
- * cannot be stored (invalid workload, empty template or config, a device that
- * is not 16 hex digits, ncosts out of 0..MT_RECORD_MAX_COSTS, negative or
- * non-finite times, status MT_OK without a positive median or costs). A
- * median_ms <= 0 with costs given is computed from the costs. MT_IO when the database is read-only or the disk fails; a failed
- * put leaves the database as it was. */
-mt_status mt_db_put_record(mt_db *db, const mt_record *rec, int *inserted);
+ * unknown) a placeholder row for its device. *inserted (inserted may be
+ * NULL) is 1 when the record was stored, and 0 when the key already exists:
+ * then the stored record is kept, nothing changes and the call returns MT_OK.
+ * A median_ms <= 0 with costs given is computed from the costs.
+ * MT_INVALID_ARG for a NULL argument or a record that cannot be stored
+ * (invalid workload, empty template or config, a device that is not 16 hex
+ * digits, ncosts out of 0..MT_RECORD_MAX_COSTS, negative or non-finite times,
+ * status MT_OK without a positive median or costs, unterminated text); MT_IO
+ * when the database is read-only or the disk fails; MT_NOMEM. A failed put
+ * leaves the database as it was and *inserted 0. */
+mt_status mt_db_put_record(mt_db *db, const mt_record *rec, int *inserted, char *err, size_t errlen);
 
-/* *found = 1 when a record with that key exists. */
+/* *found = 1 when a record with that key exists, else 0. MT_INVALID_ARG for
+ * a NULL argument; MT_IO or MT_CORRUPT when the read fails (*found 0). */
 mt_status mt_db_has_record(mt_db *db, const mt_workload *wl, const char *template_name, const char *config_text, const char *device_fp,
-                           int *found);
+                           int *found, char *err, size_t errlen);
 
 /* Which records a query covers; NULL members match everything. */
 typedef struct mt_db_filter {
@@ -150,30 +182,42 @@ typedef struct mt_db_filter {
     int64_t limit;             /* at most this many (<= 0: all) */
 } mt_db_filter;
 
-/* Counts records matching (wl, device_fp, template_name); each may be NULL. */
-mt_status mt_db_count(mt_db *db, const mt_workload *wl, const char *device_fp, const char *template_name, int64_t *n);
-mt_status mt_db_count_filter(mt_db *db, const mt_db_filter *f, int64_t *n);
+/* Counts the records matching (wl, device_fp, template_name) into *n; each
+ * may be NULL (matches all). mt_db_count_filter counts those a filter covers
+ * (f NULL: all; order and limit do not apply). MT_INVALID_ARG for a NULL db
+ * or n; MT_IO or MT_CORRUPT when the read fails (*n 0). */
+mt_status mt_db_count(mt_db *db, const mt_workload *wl, const char *device_fp, const char *template_name, int64_t *n, char *err,
+                      size_t errlen);
+mt_status mt_db_count_filter(mt_db *db, const mt_db_filter *f, int64_t *n, char *err, size_t errlen);
 
 /* Calls cb with each matching record (filter NULL: all), in the filter's
  * order; cb returning non-zero stops the walk. The record passed to cb lives
  * until cb returns; cb may read through db but must not write through it
- * (use another handle). Rows that cannot be decoded (damaged by something other
- * than mtgpu) are not passed to cb; the walk goes on and finally returns
- * MT_CORRUPT naming the first such row. */
-mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user);
+ * (use another handle). Rows that cannot be decoded (damaged by something
+ * other than mtgpu) are not passed to cb; the walk goes on past them, and
+ * the call then returns MT_CORRUPT naming the first such row it met (also
+ * when cb stopped the walk later), else MT_OK. A read that fails stops the
+ * walk with its error (MT_IO, MT_CORRUPT). MT_INVALID_ARG for a NULL db or
+ * cb; MT_NOMEM. */
+mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user, char *err,
+                         size_t errlen);
 
-/* The fastest record with status MT_OK for (wl, device_fp) into *out;
- * MT_NOT_FOUND when there is none. Ties go to the earlier record. */
-mt_status mt_db_best(mt_db *db, const mt_workload *wl, const char *device_fp, mt_record *out);
+/* The fastest record with status MT_OK for (wl, device_fp) into *out, as
+ * stored: no check that its template still builds it (the best-config
+ * selection of an inference server makes those checks). Ties go to the
+ * earlier record; damaged rows are passed over. MT_NOT_FOUND when there is
+ * none, MT_INVALID_ARG for a NULL argument, MT_IO or MT_CORRUPT when the
+ * read fails. */
+mt_status mt_db_best(mt_db *db, const mt_workload *wl, const char *device_fp, mt_record *out, char *err, size_t errlen);
 
 /* ---- preferences: configs chosen inside a network ----
  *
  * A record's time is its kernel's alone, run again and again on the same
  * buffers, caches warm. Inside a network the kernel reads weights and
  * inputs other layers have pushed out of cache, and the order of records can
- * change (mt_network_refine in net/refine.h times the candidates there). A
- * preference stores the config that won, per workload and device, and
- * mt_best_config returns it before any record. */
+ * change (mtgpu refine times the candidates there). A preference stores the
+ * config that won, per workload and device, and the best-config selection
+ * (the executor, the embedding API, mtgpu best) takes it before any record. */
 #define MT_PREFERENCE_NETWORK_LEN 64
 
 typedef struct mt_preference {
@@ -188,15 +232,22 @@ typedef struct mt_preference {
     char version[MT_RECORD_VERSION_LEN];      /* set by reads */
 } mt_preference;
 
-/* Stores p, replacing the preference of the same workload and device.
- * MT_INVALID_ARG for an invalid workload, a device that is not a
- * fingerprint, an unknown template, unterminated text or non-positive times;
- * MT_IO when the handle is read-only. */
-mt_status mt_db_put_preference(mt_db *db, const mt_preference *p);
-/* Removes the preference of (wl, device_fp), if any (*deleted, may be NULL, says). */
-mt_status mt_db_delete_preference(mt_db *db, const mt_workload *wl, const char *device_fp, int *deleted);
-/* The preference of (wl, device_fp): MT_NOT_FOUND when there is none. */
-mt_status mt_db_get_preference(mt_db *db, const mt_workload *wl, const char *device_fp, mt_preference *out);
+/* Stores p in one committed transaction, replacing the preference of the
+ * same workload and device. MT_INVALID_ARG for a NULL argument, an invalid
+ * workload, a device that is not a fingerprint, an unknown template,
+ * unterminated text or non-positive times; MT_IO when the handle is
+ * read-only or the disk fails; MT_UNSUPPORTED when the file has no
+ * preferences table. */
+mt_status mt_db_put_preference(mt_db *db, const mt_preference *p, char *err, size_t errlen);
+/* Removes the preference of (wl, device_fp), if any: *deleted (may be NULL)
+ * is 1 when one was removed, else 0. MT_INVALID_ARG for a NULL argument;
+ * MT_IO when the handle is read-only or the disk fails. */
+mt_status mt_db_delete_preference(mt_db *db, const mt_workload *wl, const char *device_fp, int *deleted, char *err, size_t errlen);
+/* The preference of (wl, device_fp) into *out. MT_NOT_FOUND when there is
+ * none (always, for a version 1 file opened read-only); MT_CORRUPT for a
+ * damaged row; MT_INVALID_ARG for a NULL argument; MT_IO when the read
+ * fails. */
+mt_status mt_db_get_preference(mt_db *db, const mt_workload *wl, const char *device_fp, mt_preference *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

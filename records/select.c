@@ -1,0 +1,321 @@
+/* Best-config selection (select.h): the policy that reads the records store
+ * (preference -> fastest usable record -> default config), building kernels
+ * to decide which records still serve. */
+#include "select.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fail.h"
+#include "ir.h"
+#include "program.h"
+
+/* Most records a selection tries before it falls back to a default. */
+#define MT__SELECT_MAX_CANDIDATES 256
+/* Default-config search (see mt_default_config in select.h). */
+#define MT__DEFAULT_SCAN 4096
+#define MT__DEFAULT_KEEP 64
+#define MT__DEFAULT_SEED UINT64_C(0x6d74677075646566) /* "mtgpudef" */
+
+/* A selection in progress: the walk's filter and what it has kept. */
+typedef struct select_ctx {
+    const mt_workload *wl;
+    unsigned layouts; /* the layouts the caller can give */
+    mt_select_result res; /* t, space, cfg and rec of the record kept */
+    int found;
+    int want;       /* take the want-th usable record (1: the fastest) */
+    int seen;       /* usable records so far */
+    const char *match_template, *match_config; /* or only the record of this template and config */
+} select_ctx;
+
+/* t exists, accepts wl, and reads its weights in a layout the caller gives. */
+static int template_usable(const mt_template *t, const mt_workload *wl, unsigned layouts) {
+    return t && mt_template_accepts(t, wl) && (layouts & (1u << mt_template_weight_layout(t)));
+}
+
+/* Keeps rec when its template is usable and its config still builds, and
+ * stops the walk at the want-th such record (an earlier one kept is
+ * replaced: with fewer usable records than want, the last one stays). */
+static int try_record(const mt_record *rec, void *user) {
+    select_ctx *c = user;
+    if (c->match_template && (strcmp(rec->template_name, c->match_template) != 0 || strcmp(rec->config, c->match_config) != 0)) return 0;
+    const mt_template *t = mt_template_find(rec->template_name);
+    if (!template_usable(t, c->wl, c->layouts)) return 0;
+    mt_space sp;
+    if (mt_template_space(t, c->wl, &sp) != MT_OK) return 0;
+    mt_config cfg;
+    mt_kernel *k = NULL;
+    if (mt_config_parse(&sp, rec->config, &cfg, NULL, 0) == MT_OK && mt_template_build(t, c->wl, &sp, &cfg, &k, NULL, 0) == MT_OK) {
+        mt_kernel_free(k);
+        if (c->found) mt_space_free(&c->res.space);
+        c->res.t = t;
+        c->res.space = sp;
+        c->res.cfg = cfg;
+        c->res.rec = *rec;
+        c->found = 1;
+        return ++c->seen >= c->want;
+    }
+    mt_space_free(&sp);
+    return 0;
+}
+
+/* The in-network preference of wl on device fp, when there is one, its
+ * template is usable and its config builds. c->res.rec is then the record of
+ * that config (median_ms its isolated time) or, where the database holds
+ * none, a record made from the preference; either way source says
+ * "in-network". Errors of the database only mean no preference here: the
+ * walk of the records that follows reports them. */
+static int try_preference(mt_db *db, select_ctx *c, const char *fp) {
+    mt_preference *pref = malloc(sizeof *pref);
+    if (!pref) return 0;
+    int ok = 0;
+    if (mt_db_get_preference(db, c->wl, fp, pref, NULL, 0) == MT_OK) {
+        mt_db_filter f = {.wl = c->wl, .device = fp, .only_ok = 1};
+        c->want = 1;
+        c->match_template = pref->template_name;
+        c->match_config = pref->config;
+        /* A damaged row stops the walk: then the record made below serves. */
+        (void)mt_db_for_each(db, &f, try_record, c, NULL, 0);
+        if (!c->found) {
+            mt_record made;
+            mt_record_init(&made);
+            made.wl = *c->wl;
+            snprintf(made.template_name, sizeof made.template_name, "%s", pref->template_name);
+            snprintf(made.config, sizeof made.config, "%s", pref->config);
+            memcpy(made.device, fp, sizeof made.device);
+            snprintf(made.version, sizeof made.version, "%s", pref->version);
+            try_record(&made, c);
+        }
+        if (c->found) {
+            snprintf(c->res.rec.source, sizeof c->res.rec.source, "in-network:%s", pref->network);
+            ok = 1;
+        }
+        c->match_template = c->match_config = NULL;
+        c->seen = 0;
+    }
+    free(pref);
+    return ok;
+}
+
+/* |floor(log2(x)) - target|, in a form that needs no libm. */
+static int64_t log2_distance(int64_t x, int target) {
+    int l = 0;
+    while (l < 62 && ((int64_t)1 << (l + 1)) <= x) l++;
+    return l > target ? l - target : target - l;
+}
+
+/* Knob values that make fast kernels on CPUs (PoCL), from the best configs
+ * directed searches found there (bench/common/known_configs.txt): one work-item per
+ * group, a register tile of about 12 AVX2 registers, 8-wide vectors, no
+ * local-memory staging. A split knob gives a value per part (0: any). The
+ * generic rule below suits GPUs and picks 128-work-item groups, which on
+ * PoCL run 100x slower than these. */
+typedef struct cpu_pref {
+    const char *tmpl, *knob;
+    int part[MT_MAX_SPLIT_PARTS];
+} cpu_pref;
+
+static const cpu_pref cpu_prefs[] = {
+    {"gemm", "thread_k", {1}}, {"gemm", "reg_k", {4}}, {"gemm", "thread_y", {1}}, {"gemm", "reg_y", {1}},
+    {"gemm", "thread_x", {1}}, {"gemm", "reg_x", {24}}, {"gemm", "tile_red", {0, 1}}, {"gemm", "vec", {8}},
+    {"gemm", "stage_local", {0}}, {"gemm", "auto_unroll_max_step", {512}}, {"gemm", "unroll_explicit", {1}},
+    {"direct", "tile_f", {0, 1, 1, 8}}, {"direct", "tile_y", {0, 1, 0, 1}}, {"direct", "tile_x", {0, 1, 1, 8}},
+    {"direct", "tile_rc", {0, 1}}, {"direct", "auto_unroll_max_step", {512}}, {"direct", "unroll_explicit", {0}},
+    {"direct", "vec", {8}}, {"direct", "stage_local", {0}},
+    {"depthwise", "tile_f", {0, 1, 1, 1}}, {"depthwise", "tile_y", {0, 1, 1, 2}}, {"depthwise", "tile_x", {0, 1, 1, 8}},
+    {"depthwise", "auto_unroll_max_step", {512}}, {"depthwise", "unroll_explicit", {1}}, {"depthwise", "vec", {8}},
+    {"depthwise", "stage_local", {0}},
+    /* kvec: two channel vectors x 7 pixels of a row (14 accumulators; vec is
+     * the device's native float width, see cpu_preferred_config), the s taps
+     * unrolled and replicated (with pragmas PoCL kept the tile in memory:
+     * 2.2x slower on the 14x14 3x3 of ResNet-50). */
+    {"kvec", "thread_k", {1}}, {"kvec", "vec", {16}}, {"kvec", "reg_k", {2}}, {"kvec", "thread_y", {1}}, {"kvec", "reg_y", {1}},
+    {"kvec", "thread_x", {1}}, {"kvec", "reg_x", {7}}, {"kvec", "unroll_rs", {1}}, {"kvec", "unroll_explicit", {1}},
+};
+
+/* The config of sp closest to the CPU preferences of template t: per knob,
+ * the option with the smallest sum of |log2(value / preferred)| over the
+ * parts that have a preference (ties: the earlier option); knobs without a
+ * preference take option 0. Returns 0 when t has no preferences. */
+static int cpu_preferred_config(const mt_template *t, const mt_device_info *dev, const mt_space *sp, mt_config *cfg) {
+    int any = 0;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->nknobs = sp->nknobs;
+    for (int k = 0; k < sp->nknobs; k++) {
+        const mt_knob *kn = &sp->knobs[k];
+        const cpu_pref *pref = NULL;
+        for (size_t i = 0; i < sizeof cpu_prefs / sizeof cpu_prefs[0]; i++)
+            if (strcmp(cpu_prefs[i].tmpl, mt_template_name(t)) == 0 && strcmp(cpu_prefs[i].knob, kn->name) == 0) pref = &cpu_prefs[i];
+        if (!pref) continue;
+        any = 1;
+        cpu_pref own = *pref;
+        /* Channel vectors as wide as the device's registers (AVX2 8, AVX-512 16). */
+        if (!strcmp(own.tmpl, "kvec") && !strcmp(own.knob, "vec") && dev->native_vector_width >= 4) own.part[0] = dev->native_vector_width;
+        pref = &own;
+        int64_t best = -1;
+        for (int o = 0; o < kn->noptions; o++) {
+            int64_t d = 0;
+            for (int j = 0; j < kn->nparts && j < MT_MAX_SPLIT_PARTS; j++) {
+                int want = pref->part[j], v = kn->values[o * kn->nparts + j];
+                if (want <= 0) continue;
+                /* values 0 and 1 (off, none) both count as 2^0 */
+                d += log2_distance(v > 0 ? v : 1, (int)log2_distance(want, 0));
+                if (v != want) d++; /* the exact value beats a neighbour of the same log2 */
+            }
+            if (best < 0 || d < best) {
+                best = d;
+                cfg->choice[k] = o;
+            }
+        }
+    }
+    return any;
+}
+
+mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg,
+                            char *err, size_t errlen) {
+    if (!t || !wl || !dev || !sp || !cfg) return mt__fail(err, errlen, MT_INVALID_ARG, "default config: NULL argument");
+    mt_device_limits lim = mt_device_info_limits(dev);
+    mt_config pref;
+    if (dev->is_cpu && cpu_preferred_config(t, dev, sp, &pref)) {
+        mt_kernel *k = NULL;
+        mt_kernel_resources res;
+        mt_status st = mt_template_build(t, wl, sp, &pref, &k, NULL, 0);
+        if (st == MT_OK) st = mt_kernel_analyze(k, &res, NULL, 0);
+        if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, NULL, 0);
+        mt_kernel_free(k);
+        if (st == MT_OK) {
+            *cfg = pref;
+            return MT_OK;
+        }
+    }
+    /* GPUs (and CPU preferences the workload cannot take): ~128 work-items. */
+    int wg_target = dev->is_cpu ? 0 : 7;
+    uint64_t size = mt_space_size(sp);
+    int enumerate = size <= MT__DEFAULT_SCAN;
+    uint64_t rng = MT__DEFAULT_SEED;
+    int kept = 0, have = 0;
+    int64_t best_d = 0, best_p = 0;
+    mt_config best;
+    memset(&best, 0, sizeof best);
+    char why[256] = "";
+    for (uint64_t i = 0; i < (enumerate ? size : MT__DEFAULT_SCAN) && kept < MT__DEFAULT_KEEP; i++) {
+        mt_config c;
+        if (enumerate) {
+            if (mt_space_config_from_index(sp, i, &c) != MT_OK) break;
+        } else {
+            mt_space_random(sp, &rng, &c);
+        }
+        mt_kernel *k = NULL;
+        if (mt_template_build(t, wl, sp, &c, &k, why, sizeof why) != MT_OK) continue;
+        mt_kernel_resources res;
+        mt_status st = mt_kernel_analyze(k, &res, why, sizeof why);
+        if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, why, sizeof why);
+        mt_kernel_free(k);
+        if (st != MT_OK) continue;
+        kept++;
+        int64_t d = log2_distance(res.threads_per_block, wg_target);
+        int64_t p = res.private_floats > 64 ? res.private_floats - 64 : 0;
+        if (!have || d < best_d || (d == best_d && p < best_p)) {
+            best = c;
+            best_d = d;
+            best_p = p;
+            have = 1;
+        }
+    }
+    if (!have)
+        return mt__fail(err, errlen, MT_NOT_FOUND, "template '%s': no config fits the device's limits (last reason: %s)", mt_template_name(t),
+                        why[0] ? why : "none tried");
+    *cfg = best;
+    return MT_OK;
+}
+
+/* The default template and config. On a CPU whose caller takes packed
+ * weights, kvec: ResNet-50 with every convolution at its default config took
+ * 115.5 ms with gemm's defaults and 48.8 ms with kvec's (the `default` row of
+ * bench/e2e/results/e2e.md, before and after this choice; 45.2 ms since kvec
+ * stores vectors). Elsewhere gemm, whose weights are plain OIHW. On MT_OK
+ * *sp is t's space, for the caller to free; on an error nothing is kept. */
+static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **tout, mt_space *sp,
+                                mt_config *cfg, char *err, size_t errlen) {
+    const mt_template *t = NULL;
+    if (mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
+    if (!template_usable(t, wl, layouts) && dev->is_cpu) t = mt_template_find("kvec");
+    if (!template_usable(t, wl, layouts)) t = mt_template_find("gemm");
+    if (!template_usable(t, wl, layouts)) t = mt_template_find("direct");
+    if (!template_usable(t, wl, layouts)) {
+        t = NULL;
+        for (int i = 0; i < mt_template_count() && !t; i++)
+            if (template_usable(mt_template_at(i), wl, layouts)) t = mt_template_at(i);
+    }
+    if (!t) return mt__fail(err, errlen, MT_NOT_FOUND, "no template accepts this workload");
+    mt_status st = mt_template_space(t, wl, sp);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "template '%s': cannot build its space for this workload", mt_template_name(t));
+    if ((st = mt_default_config(t, wl, dev, sp, cfg, err, errlen)) != MT_OK) {
+        mt_space_free(sp);
+        return st;
+    }
+    *tout = t;
+    return MT_OK;
+}
+
+mt_select_query mt_select_query_default(mt_db *db, const mt_workload *wl, const mt_device_info *dev) {
+    return (mt_select_query){.db = db, .wl = wl, .dev = dev, .layouts = MT_WEIGHT_LAYOUTS_ALL, .rank = 0};
+}
+
+mt_status mt_select_config(const mt_select_query *q, mt_select_result *out, char *err, size_t errlen) {
+    if (!q || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "select: NULL argument");
+    if (q->rank < 0) return mt__fail(err, errlen, MT_INVALID_ARG, "select: rank %d is negative", q->rank);
+    if (!(q->layouts & (1u << MT_WEIGHTS_OIHW)))
+        return mt__fail(err, errlen, MT_INVALID_ARG, "select: the accepted weight layouts must include OIHW (every default config's)");
+    if (!q->wl || !q->dev) return mt__fail(err, errlen, MT_INVALID_ARG, "select: NULL workload or device");
+    const mt_workload *wl = q->wl;
+    mt_status st = mt_workload_validate(wl, err, errlen);
+    if (st != MT_OK) return st;
+    char fp[17];
+    memcpy(fp, q->dev->fingerprint, 16);
+    fp[16] = '\0';
+    select_ctx *c = calloc(1, sizeof *c);
+    if (!c) return mt__fail(err, errlen, MT_NOMEM, "select: out of memory");
+    c->wl = wl;
+    c->layouts = q->layouts;
+    c->want = q->rank > 0 ? q->rank : 1;
+    mt_select_result *r = &c->res;
+    if (q->db && q->rank == 0 && try_preference(q->db, c, fp)) {
+        r->from = MT_SELECT_FROM_PREFERENCE;
+    } else if (q->db) {
+        mt_db_filter f = {.wl = wl, .device = fp, .only_ok = 1, .order_by_median = 1, .limit = MT__SELECT_MAX_CANDIDATES};
+        /* A damaged row or a failed read must not stop an inference server:
+         * note it and go on with what was found, or the default. */
+        if (mt_db_for_each(q->db, &f, try_record, c, r->db_note, sizeof r->db_note) == MT_OK) r->db_note[0] = '\0';
+        if (c->found) r->from = MT_SELECT_FROM_RECORD;
+    }
+    if (!c->found) {
+        st = default_config(wl, q->dev, q->layouts, &r->t, &r->space, &r->cfg, err, errlen);
+        if (st != MT_OK) {
+            free(c);
+            return st;
+        }
+        mt_record *rec = &r->rec;
+        mt_record_init(rec);
+        rec->wl = *wl;
+        snprintf(rec->template_name, sizeof rec->template_name, "%s", mt_template_name(r->t));
+        mt_config_format(&r->space, &r->cfg, rec->config, sizeof rec->config);
+        uint64_t idx = mt_space_config_index(&r->space, &r->cfg);
+        rec->config_index = idx > (uint64_t)INT64_MAX ? -1 : (int64_t)idx;
+        memcpy(rec->device, fp, sizeof rec->device);
+        snprintf(rec->version, sizeof rec->version, "%s", MT_VERSION_STRING);
+        snprintf(rec->source, sizeof rec->source, "default");
+        r->from = MT_SELECT_FROM_DEFAULT;
+    }
+    *out = *r;
+    free(c);
+    return MT_OK;
+}
+
+void mt_select_result_free(mt_select_result *r) {
+    if (!r) return;
+    mt_space_free(&r->space);
+    r->t = NULL;
+}
