@@ -165,6 +165,21 @@ static mt_tune_params replay_params(const char *model, int trials, seen_records 
     return p;
 }
 
+/* Replays `trials` of the task with `model` and `seed` into *s (no
+ * database); returns the records seen, to free. */
+static seen_records *replay(const char *model, int trials, uint64_t seed, mt_tune_summary *s) {
+    seen_records *seen = calloc(1, sizeof *seen);
+    assert_non_null(seen);
+    mt_task task = the_task();
+    mt_tune_params p = replay_params(model, trials, seen);
+    p.seed = seed;
+    char err[1024] = "";
+    mt_status st = mt_tune(&task, 1, &p, s, err, sizeof err);
+    if (st != MT_OK) print_message("%s\n", err);
+    assert_int_equal(st, MT_OK);
+    return seen;
+}
+
 typedef struct find_rec {
     const char *config;
     const char *device;
@@ -217,13 +232,9 @@ static void test_returns_recorded(void **state) {
     (void)state;
     const char *models[] = {"random", "xgb"};
     for (int m = 0; m < 2; m++) {
-        seen_records *seen = calloc(1, sizeof *seen);
-        assert_non_null(seen);
-        mt_task task = the_task();
-        mt_tune_params p = replay_params(models[m], 25, seen);
         mt_tune_summary s;
-        char err[1024];
-        assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+        seen_records *seen = replay(models[m], 25, 1, &s);
+        mt_task task = the_task();
         /* device A has the most records: the default choice, and no device of this machine */
         assert_string_equal(s.device.fingerprint, FP_A);
         assert_string_equal(s.device.name, "Recorded GPU");
@@ -257,13 +268,8 @@ static void test_ends_when_exhausted(void **state) {
     (void)state;
     const char *models[] = {"random", "xgb"};
     for (int m = 0; m < 2; m++) {
-        seen_records *seen = calloc(1, sizeof *seen);
-        assert_non_null(seen);
-        mt_task task = the_task();
-        mt_tune_params p = replay_params(models[m], 500, seen);
         mt_tune_summary s;
-        char err[1024];
-        assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+        seen_records *seen = replay(models[m], 500, 1, &s);
         assert_int_equal(s.trials_done, NREC_A);
         assert_int_equal(seen->n, NREC_A);
         assert_int_equal(s.tasks[0].errors, (NREC_A + 3) / 7);
@@ -283,20 +289,12 @@ static void same_sequence(const seen_records *a, const seen_records *b, int *sam
 /* One seed, one sequence of configs; another seed, another. */
 static void test_deterministic(void **state) {
     (void)state;
-    seen_records *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
-    assert_true(a && b && c);
-    mt_task task = the_task();
     mt_tune_summary s;
-    char err[1024];
-    mt_tune_params p = replay_params("xgb", 20, a);
-    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    seen_records *a = replay("xgb", 20, 1, &s);
     mt_tune_summary_free(&s);
-    p = replay_params("xgb", 20, b);
-    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    seen_records *b = replay("xgb", 20, 1, &s);
     mt_tune_summary_free(&s);
-    p = replay_params("xgb", 20, c);
-    p.seed = 7;
-    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    seen_records *c = replay("xgb", 20, 7, &s);
     mt_tune_summary_free(&s);
     int same;
     same_sequence(a, b, &same);
