@@ -4,8 +4,12 @@
 #ifndef MTGPU_CLI_H
 #define MTGPU_CLI_H
 
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 
+#include "mtgpu/device.h"
+#include "mtgpu/net.h"
 #include "mtgpu/status.h"
 
 #define MT_EXIT_OK 0
@@ -58,5 +62,68 @@ int mt_opt_parse(const char *cmd, int argc, char **argv, mt_opt *opts, int nopts
 long long mt_opt_int(const char *cmd, const mt_opt *opt, long long min, long long max);
 /* Parses a number option value in [min, max] into *out; prints an error and returns -1 when malformed. */
 int mt_opt_double(const char *cmd, const mt_opt *opt, double min, double max, double *out);
+
+/* The same for an option that may be absent: when opt was given, its value
+ * in [min, max] goes to *out (as an int, a long long, a uint64_t, seconds as
+ * a double from an integer, or a number); when it was not, *out keeps its
+ * default. 0 on success, -1 (message printed) when malformed. */
+int mt_opt_set_int(const char *cmd, const mt_opt *opt, long long min, long long max, int *out);
+int mt_opt_set_ll(const char *cmd, const mt_opt *opt, long long min, long long max, long long *out);
+int mt_opt_set_u64(const char *cmd, const mt_opt *opt, long long min, long long max, uint64_t *out);
+int mt_opt_set_secs(const char *cmd, const mt_opt *opt, long long min, long long max, double *out);
+int mt_opt_set_double(const char *cmd, const mt_opt *opt, double min, double max, double *out);
+
+/* How every command starts: parses argv into opts and positional[], prints
+ * the help on --help, and requires exactly `npositional` positionals (-1:
+ * up to max_positional), saying `expected` (e.g. "one MODEL argument")
+ * otherwise. Returns -1 when the command should go on, else the exit status
+ * to return (MT_EXIT_OK after the help, MT_EXIT_USAGE on bad usage). */
+int mt_cli_begin(const char *cmd, int argc, char **argv, mt_opt *opts, int nopts, const char **positional, int max_positional,
+                 int npositional, const char *expected, void (*help)(void));
+
+/* ---- targets: a network of the zoo, or one workload ---- */
+
+/* Creates the network `name` (batch, image_size 0: the network's own) into
+ * *out, printing why not as "mtgpu CMD: ...". Returns MT_EXIT_OK, or the
+ * exit status: MT_EXIT_USAGE for a name or sizes the caller got wrong,
+ * MT_EXIT_FAIL otherwise. */
+int mt_cli_network(const char *cmd, const char *name, int batch, int image_size, mt_network **out);
+
+/* Prints the names of the zoo's networks, each after a space (for help texts). */
+void mt_cli_print_network_names(void);
+
+/* Opens the device `spec` (NULL: the first) into *out, printing why not as
+ * "mtgpu CMD: ...". Returns MT_EXIT_OK, MT_EXIT_USAGE for a malformed spec,
+ * else MT_EXIT_FAIL. */
+int mt_cli_device(const char *cmd, const char *spec, mt_device **out);
+
+/* TARGET of tune and best: a workload when the text has an '=', else a
+ * network whose convolution tasks are tuned or looked up. */
+typedef struct mt_cli_target {
+    const mt_task *tasks; /* tasks[0..ntasks): the network's, or &single */
+    int ntasks;
+    int is_network;
+    mt_task single;       /* a workload's task (count 1) */
+    mt_task *owned;       /* the network's tasks, freed by mt_cli_target_free */
+} mt_cli_target;
+
+/* Reads TARGET (a network at batch `batch`); prints why not. Returns
+ * MT_EXIT_OK or the exit status; on success free t with mt_cli_target_free.
+ * t->tasks points into t: move t and the pointer goes stale. */
+int mt_cli_target_open(const char *cmd, const char *text, int batch, mt_cli_target *t);
+void mt_cli_target_free(mt_cli_target *t);
+
+/* ---- Ctrl-C: finish the work in flight, then stop ---- */
+
+/* The dispositions replaced by mt_cli_catch_stop. */
+typedef struct mt_cli_signals {
+    struct sigaction old_int, old_term;
+} mt_cli_signals;
+
+/* From now until mt_cli_release_stop, SIGINT and SIGTERM set the flag
+ * returned (which long-running library calls poll: mt_tune_params.stop); a
+ * second one ends the process at once. */
+const volatile sig_atomic_t *mt_cli_catch_stop(mt_cli_signals *saved);
+void mt_cli_release_stop(const mt_cli_signals *saved);
 
 #endif

@@ -1,23 +1,11 @@
 /* mtgpu collect: measure configs of generated workloads, the training data of
  * the cost models (mtgpu train). */
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "collect.h"
 #include "strbuf.h"
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_sigint(int sig) {
-    if (stop_requested) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    stop_requested = 1;
-}
 
 static void help(void) {
     mt_collect_params d = mt_collect_default_params();
@@ -94,54 +82,20 @@ int mt_cmd_collect(int argc, char **argv) {
         [O_TIMEOUT] = {.name = "timeout", .takes_value = 1},   [O_TIME] = {.name = "time-limit", .takes_value = 1},
         [O_LIST] = {.name = "list"},                           [O_JSON] = {.name = "json"},
     };
-    const char *pos[1];
-    int npos, want_help;
-    int rc = mt_opt_parse("collect", argc, argv, opts, O_N, pos, 0, &npos, &want_help);
-    if (rc) return rc;
-    if (want_help) {
-        help();
-        return MT_EXIT_OK;
-    }
+    int rc = mt_cli_begin("collect", argc, argv, opts, O_N, NULL, 0, 0, "no arguments", help);
+    if (rc >= 0) return rc;
     mt_collect_params cp = mt_collect_default_params();
-    long long v;
-    if (opts[O_COUNT_].given) {
-        if ((v = mt_opt_int("collect", &opts[O_COUNT_], 1, 1000000)) < 0) return MT_EXIT_USAGE;
-        cp.count = (int)v;
-    }
-    if (opts[O_FIRST].given) {
-        if ((v = mt_opt_int("collect", &opts[O_FIRST], 0, 100000000)) < 0) return MT_EXIT_USAGE;
-        cp.first = (int)v;
-    }
-    if (opts[O_SEED].given) {
-        if ((v = mt_opt_int("collect", &opts[O_SEED], 0, (long long)1 << 62)) < 0) return MT_EXIT_USAGE;
-        cp.gen.seed = (uint64_t)v;
-    }
-    if (opts[O_CONFIGS].given) {
-        if ((v = mt_opt_int("collect", &opts[O_CONFIGS], 1, 100000)) < 0) return MT_EXIT_USAGE;
-        cp.configs = (int)v;
-    }
-    if (opts[O_BATCH].given) {
-        if ((v = mt_opt_int("collect", &opts[O_BATCH], 1, 1024)) < 0) return MT_EXIT_USAGE;
-        cp.batch = (int)v;
-    }
-    if (opts[O_TIMEOUT].given) {
-        if ((v = mt_opt_int("collect", &opts[O_TIMEOUT], 1, 86400)) < 0) return MT_EXIT_USAGE;
-        cp.measurer.timeout_s = (double)v;
-    }
-    if (opts[O_TIME].given) {
-        if ((v = mt_opt_int("collect", &opts[O_TIME], 0, 100000000)) < 0) return MT_EXIT_USAGE;
-        cp.time_limit_s = (double)v;
-    }
-    if (opts[O_RFRAC].given && mt_opt_double("collect", &opts[O_RFRAC], 0, 1, &cp.random_frac)) return MT_EXIT_USAGE;
-    double mf;
-    if (opts[O_MIN].given) {
-        if (mt_opt_double("collect", &opts[O_MIN], 0, 1e9, &mf)) return MT_EXIT_USAGE;
-        cp.gen.min_flops = mf * 1e6;
-    }
-    if (opts[O_MAX].given) {
-        if (mt_opt_double("collect", &opts[O_MAX], 0, 1e9, &mf)) return MT_EXIT_USAGE;
-        cp.gen.max_flops = mf * 1e6;
-    }
+    double min_mf = cp.gen.min_flops / 1e6, max_mf = cp.gen.max_flops / 1e6;
+    if (mt_opt_set_int("collect", &opts[O_COUNT_], 1, 1000000, &cp.count) || mt_opt_set_int("collect", &opts[O_FIRST], 0, 100000000, &cp.first) ||
+        mt_opt_set_u64("collect", &opts[O_SEED], 0, (long long)1 << 62, &cp.gen.seed) ||
+        mt_opt_set_int("collect", &opts[O_CONFIGS], 1, 100000, &cp.configs) || mt_opt_set_int("collect", &opts[O_BATCH], 1, 1024, &cp.batch) ||
+        mt_opt_set_secs("collect", &opts[O_TIMEOUT], 1, 86400, &cp.measurer.timeout_s) ||
+        mt_opt_set_secs("collect", &opts[O_TIME], 0, 100000000, &cp.time_limit_s) ||
+        mt_opt_set_double("collect", &opts[O_RFRAC], 0, 1, &cp.random_frac) || mt_opt_set_double("collect", &opts[O_MIN], 0, 1e9, &min_mf) ||
+        mt_opt_set_double("collect", &opts[O_MAX], 0, 1e9, &max_mf))
+        return MT_EXIT_USAGE;
+    if (opts[O_MIN].given) cp.gen.min_flops = min_mf * 1e6;
+    if (opts[O_MAX].given) cp.gen.max_flops = max_mf * 1e6;
     if (!(cp.gen.max_flops > cp.gen.min_flops)) {
         fprintf(stderr, "mtgpu collect: --max-mflops must be above --min-mflops\n");
         return MT_EXIT_USAGE;
@@ -177,20 +131,15 @@ int mt_cmd_collect(int argc, char **argv) {
     progress_ctx pc = {.json = json};
     cp.progress = print_progress;
     cp.user = &pc;
-    cp.stop = &stop_requested;
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    mt_cli_signals saved;
+    cp.stop = mt_cli_catch_stop(&saved);
     if (!json)
         printf("collecting: workloads %d..%d of seed %llu, %d configs per template (%.0f%% random)\n", cp.first, cp.first + cp.count - 1,
                (unsigned long long)cp.gen.seed, cp.configs, 100 * cp.random_frac);
     fflush(stdout);
     mt_collect_summary sum;
     mt_status st = mt_collect(&cp, &sum, err, sizeof err);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    mt_cli_release_stop(&saved);
     if (st != MT_OK) fprintf(stderr, "mtgpu collect: %s\n", err);
     if (json)
         printf("{\"type\": \"summary\", \"workloads\": %d, \"tasks\": %d, \"measured_this_run\": %d, \"wall_s\": %.3f, \"fingerprint\": \"%s\", "

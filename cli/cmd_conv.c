@@ -160,7 +160,18 @@ static int run_reference(mt_conv_bench *bench, const mt_measure_params *mp, vend
     return failure ? MT_EXIT_FAIL : MT_EXIT_OK;
 }
 
-int mt_cmd_conv(int argc, char **argv) {
+/* What the command line asks for. */
+typedef struct {
+    mt_workload wl;
+    const char *template_name; /* NULL: every template that accepts wl */
+    const char *config;        /* one config's text, or NULL: nrandom random ones */
+    long long nrandom, seed, repeats;
+    const char *device;
+    int reference, source, json;
+} conv_request;
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_conv_options(int argc, char **argv, conv_request *rq) {
     enum { O_TEMPLATE, O_CONFIG, O_RANDOM, O_SEED, O_DEVICE, O_REPEATS, O_REFERENCE, O_SOURCE, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TEMPLATE] = {.name = "template", .short_name = 't', .takes_value = 1},
@@ -174,17 +185,8 @@ int mt_cmd_conv(int argc, char **argv) {
         [O_JSON] = {.name = "json"},
     };
     const char *pos[1];
-    int npos, want_help;
-    int rc = mt_opt_parse("conv", argc, argv, opts, O_COUNT, pos, 1, &npos, &want_help);
-    if (rc) return rc;
-    if (want_help) {
-        help();
-        return MT_EXIT_OK;
-    }
-    if (npos != 1) {
-        fprintf(stderr, "mtgpu conv: expected one WORKLOAD argument (see 'mtgpu conv --help')\n");
-        return MT_EXIT_USAGE;
-    }
+    int rc = mt_cli_begin("conv", argc, argv, opts, O_COUNT, pos, 1, 1, "one WORKLOAD argument", help);
+    if (rc >= 0) return rc;
     if (opts[O_CONFIG].given && opts[O_RANDOM].given) {
         fprintf(stderr, "mtgpu conv: --config and --random exclude each other\n");
         return MT_EXIT_USAGE;
@@ -194,159 +196,199 @@ int mt_cmd_conv(int argc, char **argv) {
         return MT_EXIT_USAGE;
     }
     char err[1024];
-    mt_workload wl;
-    mt_status st = mt_workload_parse(pos[0], &wl, err, sizeof err);
-    if (st != MT_OK) {
+    if (mt_workload_parse(pos[0], &rq->wl, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu conv: %s\n", err);
         return MT_EXIT_USAGE;
     }
-    long long nrandom = 3, seed = 1, repeats = 20;
-    if (opts[O_RANDOM].given && (nrandom = mt_opt_int("conv", &opts[O_RANDOM], 1, 100000)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_SEED].given && (seed = mt_opt_int("conv", &opts[O_SEED], 0, (long long)1 << 62)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_REPEATS].given && (repeats = mt_opt_int("conv", &opts[O_REPEATS], 1, 100000)) < 0) return MT_EXIT_USAGE;
+    rq->template_name = opts[O_TEMPLATE].value;
+    rq->config = opts[O_CONFIG].value;
+    rq->nrandom = 3, rq->seed = 1, rq->repeats = 20;
+    rq->device = opts[O_DEVICE].value;
+    rq->reference = opts[O_REFERENCE].given;
+    rq->source = opts[O_SOURCE].given;
+    rq->json = opts[O_JSON].given;
+    if (mt_opt_set_ll("conv", &opts[O_RANDOM], 1, 100000, &rq->nrandom) || mt_opt_set_ll("conv", &opts[O_SEED], 0, (long long)1 << 62, &rq->seed) ||
+        mt_opt_set_ll("conv", &opts[O_REPEATS], 1, 100000, &rq->repeats))
+        return MT_EXIT_USAGE;
+    return -1;
+}
 
-    /* The templates to draw from. */
-    tmpl_space ts[8];
-    int nts = 0;
-    if (opts[O_TEMPLATE].given) {
-        const mt_template *t = mt_template_find(opts[O_TEMPLATE].value);
+#define MAX_TEMPLATES 8
+
+/* The templates to draw from (--template, else every one that accepts the
+ * workload) with their spaces. Returns the exit status; ts[0..*nts) hold
+ * what was made, also on failure. */
+static int template_spaces(const conv_request *rq, tmpl_space ts[MAX_TEMPLATES], int *nts) {
+    *nts = 0;
+    if (rq->template_name) {
+        const mt_template *t = mt_template_find(rq->template_name);
         if (!t) {
-            fprintf(stderr, "mtgpu conv: unknown template '%s' (templates:", opts[O_TEMPLATE].value);
+            fprintf(stderr, "mtgpu conv: unknown template '%s' (templates:", rq->template_name);
             for (int i = 0; i < mt_template_count(); i++) fprintf(stderr, " %s", mt_template_name(mt_template_at(i)));
             fprintf(stderr, ")\n");
             return MT_EXIT_USAGE;
         }
-        if (!mt_template_accepts(t, &wl)) {
+        if (!mt_template_accepts(t, &rq->wl)) {
             fprintf(stderr, "mtgpu conv: template '%s' does not accept this workload\n", mt_template_name(t));
             return MT_EXIT_USAGE;
         }
-        ts[nts++] = (tmpl_space){.t = t};
+        ts[(*nts)++] = (tmpl_space){.t = t};
     } else {
-        for (int i = 0; i < mt_template_count() && nts < 8; i++)
-            if (mt_template_accepts(mt_template_at(i), &wl)) ts[nts++] = (tmpl_space){.t = mt_template_at(i)};
+        for (int i = 0; i < mt_template_count() && *nts < MAX_TEMPLATES; i++)
+            if (mt_template_accepts(mt_template_at(i), &rq->wl)) ts[(*nts)++] = (tmpl_space){.t = mt_template_at(i)};
     }
-    if (nts == 0) {
+    if (*nts == 0) {
         fprintf(stderr, "mtgpu conv: no template accepts this workload\n");
         return MT_EXIT_FAIL;
     }
-    rc = MT_EXIT_OK;
-    mt_device *dev = NULL;
-    mt_conv_bench *bench = NULL;
-    for (int i = 0; i < nts; i++) {
-        st = mt_template_space(ts[i].t, &wl, &ts[i].space);
+    for (int i = 0; i < *nts; i++) {
+        mt_status st = mt_template_space(ts[i].t, &rq->wl, &ts[i].space);
         if (st != MT_OK) {
             fprintf(stderr, "mtgpu conv: could not build the space of '%s': %s\n", mt_template_name(ts[i].t), mt_status_str(st));
-            rc = MT_EXIT_FAIL;
-            goto out;
+            return MT_EXIT_FAIL;
         }
         ts[i].have_space = 1;
     }
+    return MT_EXIT_OK;
+}
 
-    /* The configs to run: (template index, config). */
-    int ncfg = 0, cap = opts[O_CONFIG].given ? 1 : (int)nrandom;
-    int *which = calloc((size_t)cap, sizeof *which);
-    mt_config *cfgs = calloc((size_t)cap, sizeof *cfgs);
-    if (!which || !cfgs) {
-        fprintf(stderr, "mtgpu conv: out of memory\n");
-        free(which);
-        free(cfgs);
-        rc = MT_EXIT_FAIL;
-        goto out;
-    }
-    if (!opts[O_SOURCE].given) {
-        mt_device_params dp = mt_device_default_params();
-        st = mt_device_open(opts[O_DEVICE].value, &dp, &dev, err, sizeof err);
-        if (st != MT_OK) {
-            fprintf(stderr, "mtgpu conv: %s\n", err);
-            rc = st == MT_INVALID_ARG ? MT_EXIT_USAGE : MT_EXIT_FAIL;
-            goto out_cfgs;
-        }
-    }
-    mt_device_limits lim = {0};
-    if (dev) lim = mt_device_get_limits(dev);
-    if (opts[O_CONFIG].given) {
-        char errs[8][256];
-        for (int i = 0; i < nts && ncfg == 0; i++) {
-            if (mt_config_parse(&ts[i].space, opts[O_CONFIG].value, &cfgs[0], errs[i], sizeof errs[i]) == MT_OK) {
-                which[0] = i;
-                ncfg = 1;
-            }
-        }
-        if (!ncfg) {
-            fprintf(stderr, "mtgpu conv: the config does not belong to the space of %s:\n", nts > 1 ? "any accepting template" : "this template");
-            for (int i = 0; i < nts; i++) fprintf(stderr, "  %s: %s\n", mt_template_name(ts[i].t), errs[i]);
-            rc = MT_EXIT_USAGE;
-            goto out_cfgs;
-        }
-    } else {
-        /* Draw valid configs, templates in turn; give up on a template after many invalid draws. */
-        uint64_t rng = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
-        int tries[8] = {0};
-        const int max_tries = 2000;
-        for (int turn = 0; ncfg < cap; turn++) {
-            int i = turn % nts, alive = 0;
-            for (int j = 0; j < nts; j++) alive += tries[j] < max_tries;
-            if (!alive) break;
-            if (tries[i] >= max_tries) continue;
-            mt_config c;
-            for (;;) {
-                tries[i]++;
-                mt_space_random(&ts[i].space, &rng, &c);
-                /* Printing sources needs no device: only the template must realise the config. */
-                if (mt_template_check(ts[i].t, &wl, &ts[i].space, &c, opts[O_SOURCE].given ? NULL : &lim, err, sizeof err) == MT_OK) {
-                    which[ncfg] = i;
-                    cfgs[ncfg++] = c;
-                    break;
-                }
-                if (tries[i] >= max_tries) break;
-            }
-        }
-        if (ncfg < cap)
-            fprintf(stderr, "mtgpu conv: found only %d valid configs in %d draws per template\n", ncfg, max_tries);
-    }
+/* The configs to run: (template index, config) pairs. */
+typedef struct {
+    int *which;
+    mt_config *cfgs;
+    int n, cap;
+} config_list;
 
-    mt_measure_params mp = mt_measure_default_params();
-    mp.max_repeats = (int)repeats;
-    if (mp.min_repeats > mp.max_repeats) mp.min_repeats = mp.max_repeats;
-    vendor_ref ref;
-    memset(&ref, 0, sizeof ref);
-    ref.asked = opts[O_REFERENCE].given;
-    if (!opts[O_SOURCE].given) {
-        st = mt_conv_bench_new(dev, &wl, (uint64_t)seed, &bench, err, sizeof err);
-        if (st != MT_OK) {
-            fprintf(stderr, "mtgpu conv: %s\n", err);
-            rc = MT_EXIT_FAIL;
-            goto out_cfgs;
+/* --config: the first template whose space the text belongs to. */
+static int parse_config(const conv_request *rq, const tmpl_space *ts, int nts, config_list *cl) {
+    char errs[MAX_TEMPLATES][256];
+    for (int i = 0; i < nts && cl->n == 0; i++) {
+        if (mt_config_parse(&ts[i].space, rq->config, &cl->cfgs[0], errs[i], sizeof errs[i]) == MT_OK) {
+            cl->which[0] = i;
+            cl->n = 1;
         }
-        if (!opts[O_JSON].given) {
-            char wtext[256];
-            mt_workload_format(&wl, wtext, sizeof wtext);
-            const mt_device_info *di = mt_device_get_info(dev);
-            printf("workload %s: %.1f MFLOP on %s:%d (%s)\n", wtext, mt_workload_flops(&wl) / 1e6, mt_backend_name(di->backend), di->index,
-                   di->name);
-        }
-        if (ref.asked && run_reference(bench, &mp, &ref, opts[O_JSON].given) != MT_EXIT_OK) rc = MT_EXIT_FAIL;
     }
-    for (int j = 0; j < ncfg; j++) {
-        tmpl_space *s = &ts[which[j]];
+    if (cl->n) return MT_EXIT_OK;
+    fprintf(stderr, "mtgpu conv: the config does not belong to the space of %s:\n", nts > 1 ? "any accepting template" : "this template");
+    for (int i = 0; i < nts; i++) fprintf(stderr, "  %s: %s\n", mt_template_name(ts[i].t), errs[i]);
+    return MT_EXIT_USAGE;
+}
+
+/* --random: valid configs drawn from the templates in turn, giving up on a
+ * template after many invalid draws; valid on dev, or without a device (to
+ * print sources) any the template realises. */
+static void draw_configs(const conv_request *rq, const tmpl_space *ts, int nts, mt_device *dev, config_list *cl) {
+    mt_device_limits limits;
+    const mt_device_limits *lim = NULL;
+    if (dev) {
+        limits = mt_device_get_limits(dev);
+        lim = &limits;
+    }
+    uint64_t rng = (uint64_t)rq->seed * 0x9e3779b97f4a7c15ull + 1;
+    int tries[MAX_TEMPLATES] = {0};
+    const int max_tries = 2000;
+    for (int turn = 0; cl->n < cl->cap; turn++) {
+        int i = turn % nts, alive = 0;
+        for (int j = 0; j < nts; j++) alive += tries[j] < max_tries;
+        if (!alive) break;
+        if (tries[i] >= max_tries) continue;
+        mt_config c;
+        for (;;) {
+            tries[i]++;
+            mt_space_random(&ts[i].space, &rng, &c);
+            if (mt_template_check(ts[i].t, &rq->wl, &ts[i].space, &c, lim, NULL, 0) == MT_OK) {
+                cl->which[cl->n] = i;
+                cl->cfgs[cl->n++] = c;
+                break;
+            }
+            if (tries[i] >= max_tries) break;
+        }
+    }
+    if (cl->n < cl->cap) fprintf(stderr, "mtgpu conv: found only %d valid configs in %d draws per template\n", cl->n, max_tries);
+}
+
+/* Prints each config's source (--source), or measures it on the bench and
+ * prints the result. Returns MT_EXIT_FAIL when one failed. */
+static int run_configs(const conv_request *rq, const tmpl_space *ts, const config_list *cl, mt_device *dev, mt_conv_bench *bench,
+                       const mt_measure_params *mp, const vendor_ref *ref) {
+    int rc = MT_EXIT_OK;
+    for (int j = 0; j < cl->n; j++) {
+        const tmpl_space *s = &ts[cl->which[j]];
         char ctext[1024];
-        mt_config_format(&s->space, &cfgs[j], ctext, sizeof ctext);
-        if (opts[O_SOURCE].given) {
+        mt_config_format(&s->space, &cl->cfgs[j], ctext, sizeof ctext);
+        if (rq->source) {
             printf("// %s %s\n", mt_template_name(s->t), ctext);
-            if (print_source(s->t, &wl, &s->space, &cfgs[j]) != MT_EXIT_OK) rc = MT_EXIT_FAIL;
+            if (print_source(s->t, &rq->wl, &s->space, &cl->cfgs[j]) != MT_EXIT_OK) rc = MT_EXIT_FAIL;
             continue;
         }
         mt_measure_result r;
-        mt_conv_bench_measure(bench, s->t, &s->space, &cfgs[j], &mp, &r);
-        print_result(&wl, mt_device_get_info(dev), mt_template_name(s->t), ctext, mt_space_config_index(&s->space, &cfgs[j]), &r, &ref,
-                     opts[O_JSON].given);
+        mt_conv_bench_measure(bench, s->t, &s->space, &cl->cfgs[j], mp, &r);
+        print_result(&rq->wl, mt_device_get_info(dev), mt_template_name(s->t), ctext, mt_space_config_index(&s->space, &cl->cfgs[j]), &r, ref,
+                     rq->json);
         if (r.status != MT_OK) rc = MT_EXIT_FAIL;
     }
-    if (ncfg == 0) rc = MT_EXIT_FAIL;
-out_cfgs:
-    free(which);
-    free(cfgs);
-out:
+    return cl->n == 0 ? MT_EXIT_FAIL : rc;
+}
+
+/* The bench of the workload on dev (inputs, the reference output), and
+ * the vendor library's time with --reference. Returns the exit status;
+ * *ref_rc is MT_EXIT_FAIL when the vendor library failed (the configs still run). */
+static int open_bench(const conv_request *rq, const mt_measure_params *mp, mt_device *dev, mt_conv_bench **bench, vendor_ref *ref, int *ref_rc) {
+    char err[1024];
+    if (mt_conv_bench_new(dev, &rq->wl, (uint64_t)rq->seed, bench, err, sizeof err) != MT_OK) {
+        fprintf(stderr, "mtgpu conv: %s\n", err);
+        return MT_EXIT_FAIL;
+    }
+    if (!rq->json) {
+        char wtext[256];
+        mt_workload_format(&rq->wl, wtext, sizeof wtext);
+        const mt_device_info *di = mt_device_get_info(dev);
+        printf("workload %s: %.1f MFLOP on %s:%d (%s)\n", wtext, mt_workload_flops(&rq->wl) / 1e6, mt_backend_name(di->backend), di->index, di->name);
+    }
+    *ref_rc = ref->asked ? run_reference(*bench, mp, ref, rq->json) : MT_EXIT_OK;
+    return MT_EXIT_OK;
+}
+
+int mt_cmd_conv(int argc, char **argv) {
+    conv_request rq;
+    int rc = parse_conv_options(argc, argv, &rq);
+    if (rc >= 0) return rc;
+    tmpl_space ts[MAX_TEMPLATES];
+    int nts = 0;
+    mt_device *dev = NULL;
+    mt_conv_bench *bench = NULL;
+    config_list cl = {.cap = rq.config ? 1 : (int)rq.nrandom};
+    rc = template_spaces(&rq, ts, &nts);
+    if (rc == MT_EXIT_OK) {
+        cl.which = calloc((size_t)cl.cap, sizeof *cl.which);
+        cl.cfgs = calloc((size_t)cl.cap, sizeof *cl.cfgs);
+        if (!cl.which || !cl.cfgs) {
+            fprintf(stderr, "mtgpu conv: out of memory\n");
+            rc = MT_EXIT_FAIL;
+        }
+    }
+    /* A device only to run configs: its limits decide which drawn configs are valid. */
+    if (rc == MT_EXIT_OK && !rq.source) rc = mt_cli_device("conv", rq.device, &dev);
+    if (rc == MT_EXIT_OK) {
+        if (rq.config) rc = parse_config(&rq, ts, nts, &cl);
+        else draw_configs(&rq, ts, nts, dev, &cl);
+    }
+    if (rc == MT_EXIT_OK) {
+        mt_measure_params mp = mt_measure_default_params();
+        mp.max_repeats = (int)rq.repeats;
+        if (mp.min_repeats > mp.max_repeats) mp.min_repeats = mp.max_repeats;
+        vendor_ref ref;
+        memset(&ref, 0, sizeof ref);
+        ref.asked = rq.reference;
+        int ref_rc = MT_EXIT_OK;
+        if (!rq.source) rc = open_bench(&rq, &mp, dev, &bench, &ref, &ref_rc);
+        if (rc == MT_EXIT_OK) {
+            rc = run_configs(&rq, ts, &cl, dev, bench, &mp, &ref);
+            if (ref_rc != MT_EXIT_OK) rc = ref_rc;
+        }
+    }
+    free(cl.which);
+    free(cl.cfgs);
     mt_conv_bench_free(bench);
     mt_device_close(dev);
     for (int i = 0; i < nts; i++)

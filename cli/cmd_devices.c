@@ -20,14 +20,8 @@ static void help(void) {
 
 int mt_cmd_devices(int argc, char **argv) {
     mt_opt opts[] = {{.name = "json"}};
-    const char *pos[1];
-    int npos, want_help;
-    int rc = mt_opt_parse("devices", argc, argv, opts, 1, pos, 0, &npos, &want_help);
-    if (rc) return rc;
-    if (want_help) {
-        help();
-        return MT_EXIT_OK;
-    }
+    int rc = mt_cli_begin("devices", argc, argv, opts, 1, NULL, 0, 0, "no arguments", help);
+    if (rc >= 0) return rc;
     int json = opts[0].given;
     static mt_device_info infos[MAX_DEVICES];
     char notes[2048] = "";

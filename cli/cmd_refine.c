@@ -11,8 +11,6 @@
 #include "strbuf.h"
 
 static void help(void) {
-    int count = 0;
-    const char *const *names = mt_network_names(&count);
     mt_refine_params d = mt_refine_default_params();
     printf("usage: mtgpu refine MODEL [--db PATH] [--device D] [--batch N] [--candidates K] [--passes P]\n"
            "                    [--no-defaults] [--min-gain F] [--dry-run] [--json]\n"
@@ -24,7 +22,7 @@ static void help(void) {
            "API use from then on. 'mtgpu tune MODEL' runs this at its end.\n"
            "\n"
            "MODEL is one of:");
-    for (int i = 0; i < count; i++) printf(" %s", names[i]);
+    mt_cli_print_network_names();
     printf("\n\n"
            "  --db PATH         tuning database (default: $MTGPU_DB or ~/.cache/mtgpu/tuning.db)\n"
            "  --device D        opencl:N or N (default: the first device)\n"
@@ -105,12 +103,10 @@ int mt_cli_refine_network(const char *model, int batch, const char *db_path, con
                           int after_tune) {
     char err[4096];
     mt_network *net = NULL;
-    mt_status st = mt_network_create(model, batch, 0, &net, err, sizeof err);
-    if (st != MT_OK) {
-        fprintf(stderr, "mtgpu refine: %s\n", err);
-        return st == MT_NOT_FOUND || st == MT_RANGE || st == MT_INVALID_ARG ? MT_EXIT_USAGE : MT_EXIT_FAIL;
-    }
-    int rc = MT_EXIT_FAIL;
+    int rc = mt_cli_network("refine", model, batch, 0, &net);
+    if (rc != MT_EXIT_OK) return rc;
+    rc = MT_EXIT_FAIL;
+    mt_status st;
     mt_db *db = NULL;
     mt_device *dev = NULL;
     mt_refine_result res;
@@ -122,12 +118,8 @@ int mt_cli_refine_network(const char *model, int batch, const char *db_path, con
         fprintf(stderr, "mtgpu refine: %s\n", err);
         goto out;
     }
-    mt_device_params dp = mt_device_default_params();
-    if ((st = mt_device_open(device, &dp, &dev, err, sizeof err)) != MT_OK) {
-        fprintf(stderr, "mtgpu refine: %s\n", err);
-        rc = st == MT_INVALID_ARG ? MT_EXIT_USAGE : MT_EXIT_FAIL;
-        goto out;
-    }
+    if ((rc = mt_cli_device("refine", device, &dev)) != MT_EXIT_OK) goto out;
+    rc = MT_EXIT_FAIL;
     if (!json) {
         printf("refining %s on %s: %d candidate set%s (%d fastest records%s), %d profiled passes each\n", model, mt_device_get_info(dev)->name,
                rp->candidates + (rp->defaults != 0), rp->candidates + (rp->defaults != 0) == 1 ? "" : "s", rp->candidates,
@@ -169,28 +161,13 @@ int mt_cmd_refine(int argc, char **argv) {
         [O_JSON] = {.name = "json"},
     };
     const char *pos[1];
-    int npos, want_help;
-    int rc = mt_opt_parse("refine", argc, argv, opts, O_COUNT, pos, 1, &npos, &want_help);
-    if (rc) return rc;
-    if (want_help) {
-        help();
-        return MT_EXIT_OK;
-    }
-    if (npos != 1) {
-        fprintf(stderr, "mtgpu refine: expected one MODEL argument (see 'mtgpu refine --help')\n");
-        return MT_EXIT_USAGE;
-    }
+    int rc = mt_cli_begin("refine", argc, argv, opts, O_COUNT, pos, 1, 1, "one MODEL argument", help);
+    if (rc >= 0) return rc;
     mt_refine_params rp = mt_refine_default_params();
-    long long v, batch = 1;
-    if (opts[O_BATCH].given && (batch = mt_opt_int("refine", &opts[O_BATCH], 1, 4096)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_CAND].given) {
-        if ((v = mt_opt_int("refine", &opts[O_CAND], 1, MT_REFINE_MAX_SETS - 1)) < 0) return MT_EXIT_USAGE;
-        rp.candidates = (int)v;
-    }
-    if (opts[O_PASSES].given) {
-        if ((v = mt_opt_int("refine", &opts[O_PASSES], 1, 1000)) < 0) return MT_EXIT_USAGE;
-        rp.passes = (int)v;
-    }
+    int batch = 1;
+    if (mt_opt_set_int("refine", &opts[O_BATCH], 1, 4096, &batch) || mt_opt_set_int("refine", &opts[O_CAND], 1, MT_REFINE_MAX_SETS - 1, &rp.candidates) ||
+        mt_opt_set_int("refine", &opts[O_PASSES], 1, 1000, &rp.passes))
+        return MT_EXIT_USAGE;
     if (opts[O_GAIN].given) {
         char *end = NULL;
         double g = strtod(opts[O_GAIN].value, &end);
@@ -202,5 +179,5 @@ int mt_cmd_refine(int argc, char **argv) {
     }
     rp.defaults = !opts[O_NODEF].given;
     rp.store = !opts[O_DRY].given;
-    return mt_cli_refine_network(pos[0], (int)batch, opts[O_DB].value, opts[O_DEVICE].value, &rp, opts[O_JSON].given, 0);
+    return mt_cli_refine_network(pos[0], batch, opts[O_DB].value, opts[O_DEVICE].value, &rp, opts[O_JSON].given, 0);
 }

@@ -13,8 +13,6 @@
 #include "strbuf.h"
 
 static void help(void) {
-    int count = 0;
-    const char *const *names = mt_network_names(&count);
     printf("usage: mtgpu run MODEL [--db PATH] [--device D] [--batch N] [--image-size S] [--repeat N]\n"
            "                 [--warmup N] [--profile] [--reference] [--weights FILE] [--json]\n"
            "\n"
@@ -23,7 +21,7 @@ static void help(void) {
            "forward passes: the median wall time of N passes after the warm-up.\n"
            "\n"
            "MODEL is one of:");
-    for (int i = 0; i < count; i++) printf(" %s", names[i]);
+    mt_cli_print_network_names();
     printf("\n\n"
            "  --db PATH         tuning database (default: $MTGPU_DB or ~/.cache/mtgpu/tuning.db when present)\n"
            "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
@@ -56,7 +54,40 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int mt_cmd_run(int argc, char **argv) {
+/* What the command line asks for. */
+typedef struct {
+    const char *model;
+    const char *db;       /* --db, or NULL: the default database when it exists */
+    const char *device;
+    const char *weights;  /* NULL: seeded random weights */
+    long long batch, size, repeat, warmup;
+    int profile, reference, json;
+} run_request;
+
+/* What a run opens, and what it measured. */
+typedef struct {
+    mt_network *net;
+    int nl;               /* layers */
+    char dbpath[4096];
+    mt_db *db;            /* NULL: default configs only */
+    mt_device *dev;
+    mt_weights *weights;
+    mt_executor *ex;
+    mt_executor_stats stats;
+    float *input, *out, *ref;
+    int64_t in_count, out_count;
+    double *wall;         /* repeat wall times */
+    mt_layer_time *lt;    /* per layer: the median pass's kernel time (with --profile) */
+    double *layer_runs;   /* nl x repeat kernel times */
+    double med_ms, min_ms;
+    double kind_ms[MT_LAYER_KIND_COUNT];
+    int kind_n[MT_LAYER_KIND_COUNT];
+    double device_ms;     /* sum of the layers' medians */
+    double ref_ms, max_err;
+} run_state;
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_run_options(int argc, char **argv, run_request *rq) {
     enum { O_DB, O_DEVICE, O_BATCH, O_SIZE, O_REPEAT, O_WARMUP, O_PROFILE, O_REFERENCE, O_WEIGHTS, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_DB] = {.name = "db", .takes_value = 1},
@@ -71,274 +102,286 @@ int mt_cmd_run(int argc, char **argv) {
         [O_JSON] = {.name = "json"},
     };
     const char *pos[1];
-    int npos, want_help;
-    int rc = mt_opt_parse("run", argc, argv, opts, O_COUNT, pos, 1, &npos, &want_help);
-    if (rc) return rc;
-    if (want_help) {
-        help();
-        return MT_EXIT_OK;
-    }
-    if (npos != 1) {
-        fprintf(stderr, "mtgpu run: expected one MODEL argument (see 'mtgpu run --help')\n");
+    int rc = mt_cli_begin("run", argc, argv, opts, O_COUNT, pos, 1, 1, "one MODEL argument", help);
+    if (rc >= 0) return rc;
+    *rq = (run_request){.model = pos[0], .db = opts[O_DB].value, .device = opts[O_DEVICE].value, .weights = opts[O_WEIGHTS].value, .batch = 1,
+                        .size = 0, .repeat = 10, .warmup = 2, .profile = opts[O_PROFILE].given, .reference = opts[O_REFERENCE].given,
+                        .json = opts[O_JSON].given};
+    if (mt_opt_set_ll("run", &opts[O_BATCH], 1, 4096, &rq->batch) || mt_opt_set_ll("run", &opts[O_SIZE], 1, 8192, &rq->size) ||
+        mt_opt_set_ll("run", &opts[O_REPEAT], 1, 100000, &rq->repeat) || mt_opt_set_ll("run", &opts[O_WARMUP], 0, 100000, &rq->warmup))
         return MT_EXIT_USAGE;
-    }
-    long long batch = 1, size = 0, repeat = 10, warmup = 2;
-    if (opts[O_BATCH].given && (batch = mt_opt_int("run", &opts[O_BATCH], 1, 4096)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_SIZE].given && (size = mt_opt_int("run", &opts[O_SIZE], 1, 8192)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_REPEAT].given && (repeat = mt_opt_int("run", &opts[O_REPEAT], 1, 100000)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_WARMUP].given && (warmup = mt_opt_int("run", &opts[O_WARMUP], 0, 100000)) < 0) return MT_EXIT_USAGE;
-    int json = opts[O_JSON].given, profile = opts[O_PROFILE].given;
+    return -1;
+}
 
+/* The database, read-only: --db, else the default one when it exists, else none. */
+static int open_database(const run_request *rq, run_state *rs) {
+    if (rq->db) snprintf(rs->dbpath, sizeof rs->dbpath, "%s", rq->db);
+    else if (mt_db_default_path(rs->dbpath, sizeof rs->dbpath, NULL, 0) != MT_OK) rs->dbpath[0] = '\0';
+    if (!rs->dbpath[0] || (!rq->db && access(rs->dbpath, F_OK) != 0)) return MT_EXIT_OK;
     char err[4096];
-    mt_network *net = NULL;
-    mt_status st = mt_network_create(pos[0], (int)batch, (int)size, &net, err, sizeof err);
-    if (st != MT_OK) {
+    mt_db_params p = mt_db_default_params();
+    p.readonly = 1;
+    if (mt_db_open(rs->dbpath, &p, &rs->db, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
-        return st == MT_NOT_FOUND || st == MT_RANGE ? MT_EXIT_USAGE : MT_EXIT_FAIL;
+        return MT_EXIT_FAIL;
     }
-    rc = MT_EXIT_FAIL;
-    mt_db *db = NULL;
-    mt_device *dev = NULL;
-    mt_weights *weights = NULL;
-    mt_executor *ex = NULL;
-    double *wall = NULL;
-    mt_layer_time *lt = NULL;
-    double *layer_runs = NULL;
-    float *out = NULL, *ref = NULL, *input = NULL;
-    int nl = mt_network_num_layers(net);
+    return MT_EXIT_OK;
+}
 
-    char dbpath[4096] = "";
-    if (opts[O_DB].given) snprintf(dbpath, sizeof dbpath, "%s", opts[O_DB].value);
-    else if (mt_db_default_path(dbpath, sizeof dbpath, NULL, 0) != MT_OK) dbpath[0] = '\0';
-    if (dbpath[0] && (opts[O_DB].given || access(dbpath, F_OK) == 0)) {
-        mt_db_params p = mt_db_default_params();
-        p.readonly = 1;
-        if ((st = mt_db_open(dbpath, &p, &db, err, sizeof err)) != MT_OK) {
-            fprintf(stderr, "mtgpu run: %s\n", err);
-            goto out;
-        }
-    }
-    mt_device_params dp = mt_device_default_params();
-    if ((st = mt_device_open(opts[O_DEVICE].value, &dp, &dev, err, sizeof err)) != MT_OK) {
-        fprintf(stderr, "mtgpu run: %s\n", err);
-        rc = st == MT_INVALID_ARG ? MT_EXIT_USAGE : MT_EXIT_FAIL;
-        goto out;
-    }
-    if (opts[O_WEIGHTS].given) st = mt_weights_load(opts[O_WEIGHTS].value, net, &weights, err, sizeof err);
-    else st = mt_weights_random(net, 1, &weights, err, sizeof err);
+/* The device, the weights, the executor with its kernels, and the buffers of one pass. */
+static int build_network(const run_request *rq, run_state *rs) {
+    char err[4096];
+    int rc = mt_cli_device("run", rq->device, &rs->dev);
+    if (rc != MT_EXIT_OK) return rc;
+    mt_status st;
+    if (rq->weights) st = mt_weights_load(rq->weights, rs->net, &rs->weights, err, sizeof err);
+    else st = mt_weights_random(rs->net, 1, &rs->weights, err, sizeof err);
     if (st != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
-        goto out;
+        return MT_EXIT_FAIL;
     }
-    const mt_device_info *di = mt_device_get_info(dev);
-    if (!json) {
-        printf("%s: batch %lld, %dx%d, %d layers, %d convolutions, %.2f GFLOP on %s:%d (%s)\n", mt_network_name(net), batch,
-               mt_network_layer(net, 0)->out.h, mt_network_layer(net, 0)->out.w, nl, mt_network_num_convs(net), mt_network_conv_flops(net) / 1e9,
-               mt_backend_name(di->backend), di->index, di->name);
-        printf("database: %s\n", db ? dbpath : "none (default configs)");
+    const mt_device_info *di = mt_device_get_info(rs->dev);
+    if (!rq->json) {
+        printf("%s: batch %lld, %dx%d, %d layers, %d convolutions, %.2f GFLOP on %s:%d (%s)\n", mt_network_name(rs->net), rq->batch,
+               mt_network_layer(rs->net, 0)->out.h, mt_network_layer(rs->net, 0)->out.w, rs->nl, mt_network_num_convs(rs->net),
+               mt_network_conv_flops(rs->net) / 1e9, mt_backend_name(di->backend), di->index, di->name);
+        printf("database: %s\n", rs->db ? rs->dbpath : "none (default configs)");
         fflush(stdout);
     }
     mt_executor_params ep = mt_executor_default_params();
-    ep.db = db;
-    ep.weights = weights;
-    if ((st = mt_executor_build(dev, net, &ep, &ex, err, sizeof err)) != MT_OK) {
+    ep.db = rs->db;
+    ep.weights = rs->weights;
+    if (mt_executor_build(rs->dev, rs->net, &ep, &rs->ex, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
-        goto out;
+        return MT_EXIT_FAIL;
     }
-    mt_executor_stats s;
-    mt_executor_get_stats(ex, &s);
-    int64_t in_count = 1;
-    {
-        mt_shape is = mt_network_layer(net, 0)->out;
-        in_count = (int64_t)is.n * is.c * is.h * is.w;
-    }
-    input = malloc(sizeof(float) * (size_t)in_count);
-    mt_shape os = mt_executor_output_shape(ex);
-    int64_t out_count = (int64_t)os.n * os.c * os.h * os.w;
-    out = malloc(sizeof(float) * (size_t)out_count);
-    wall = malloc(sizeof(double) * (size_t)repeat);
-    lt = calloc((size_t)nl, sizeof *lt);
-    layer_runs = calloc((size_t)nl * (size_t)repeat, sizeof(double));
-    if (!input || !out || !wall || !lt || !layer_runs) {
+    mt_executor_get_stats(rs->ex, &rs->stats);
+    mt_shape is = mt_network_layer(rs->net, 0)->out;
+    rs->in_count = (int64_t)is.n * is.c * is.h * is.w;
+    mt_shape os = mt_executor_output_shape(rs->ex);
+    rs->out_count = (int64_t)os.n * os.c * os.h * os.w;
+    rs->input = malloc(sizeof(float) * (size_t)rs->in_count);
+    rs->out = malloc(sizeof(float) * (size_t)rs->out_count);
+    rs->wall = malloc(sizeof(double) * (size_t)rq->repeat);
+    rs->lt = calloc((size_t)rs->nl, sizeof *rs->lt);
+    rs->layer_runs = calloc((size_t)rs->nl * (size_t)rq->repeat, sizeof(double));
+    if (!rs->input || !rs->out || !rs->wall || !rs->lt || !rs->layer_runs) {
         fprintf(stderr, "mtgpu run: out of memory\n");
-        goto out;
+        return MT_EXIT_FAIL;
     }
-    mt_fill_random(input, in_count, 1);
-    if ((st = mt_executor_set_input(ex, input, in_count, err, sizeof err)) != MT_OK) {
+    mt_fill_random(rs->input, rs->in_count, 1);
+    if (mt_executor_set_input(rs->ex, rs->input, rs->in_count, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
-        goto out;
+        return MT_EXIT_FAIL;
     }
-    if (!json) {
+    if (!rq->json) {
+        const mt_executor_stats *s = &rs->stats;
         printf("built in %.1f s: %d convolutions (%d tuned, %d default), %d conv kernels, %d programs from the cache, %d launches per pass\n",
-               s.build_s, s.nconvs, s.convs_from_db, s.nconvs - s.convs_from_db, s.conv_programs, s.programs_from_cache, s.launches);
+               s->build_s, s->nconvs, s->convs_from_db, s->nconvs - s->convs_from_db, s->conv_programs, s->programs_from_cache, s->launches);
         fflush(stdout);
     }
-    for (long long i = 0; i < warmup; i++)
-        if ((st = mt_executor_run(ex, NULL, err, sizeof err)) != MT_OK) {
+    return MT_EXIT_OK;
+}
+
+/* The warm-up and the timed passes (each layer's kernel time too with
+ * --profile), then the output, which must be finite; medians over the passes. */
+static int time_passes(const run_request *rq, run_state *rs) {
+    char err[4096];
+    for (long long i = 0; i < rq->warmup; i++)
+        if (mt_executor_run(rs->ex, NULL, err, sizeof err) != MT_OK) {
             fprintf(stderr, "mtgpu run: %s\n", err);
-            goto out;
+            return MT_EXIT_FAIL;
         }
-    for (long long r = 0; r < repeat; r++) {
+    for (long long r = 0; r < rq->repeat; r++) {
         double t0 = now_ms();
-        st = mt_executor_run(ex, profile ? lt : NULL, err, sizeof err);
-        wall[r] = now_ms() - t0;
+        mt_status st = mt_executor_run(rs->ex, rq->profile ? rs->lt : NULL, err, sizeof err);
+        rs->wall[r] = now_ms() - t0;
         if (st != MT_OK) {
             fprintf(stderr, "mtgpu run: %s\n", err);
-            goto out;
+            return MT_EXIT_FAIL;
         }
-        if (profile)
-            for (int i = 0; i < nl; i++) layer_runs[(size_t)i * (size_t)repeat + (size_t)r] = lt[i].kernel_ms;
+        if (rq->profile)
+            for (int i = 0; i < rs->nl; i++) rs->layer_runs[(size_t)i * (size_t)rq->repeat + (size_t)r] = rs->lt[i].kernel_ms;
     }
-    if ((st = mt_executor_output(ex, out, out_count, err, sizeof err)) != MT_OK) {
+    if (mt_executor_output(rs->ex, rs->out, rs->out_count, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
-        goto out;
+        return MT_EXIT_FAIL;
     }
-    for (int64_t i = 0; i < out_count; i++)
-        if (!isfinite(out[i])) {
+    for (int64_t i = 0; i < rs->out_count; i++)
+        if (!isfinite(rs->out[i])) {
             fprintf(stderr, "mtgpu run: output element %lld is not finite\n", (long long)i);
-            goto out;
+            return MT_EXIT_FAIL;
         }
-    double min_ms = wall[0];
-    for (long long r = 1; r < repeat; r++) min_ms = wall[r] < min_ms ? wall[r] : min_ms;
-    double med = median(wall, (int)repeat);
-
+    rs->min_ms = rs->wall[0];
+    for (long long r = 1; r < rq->repeat; r++) rs->min_ms = rs->wall[r] < rs->min_ms ? rs->wall[r] : rs->min_ms;
+    rs->med_ms = median(rs->wall, (int)rq->repeat);
     /* Per layer and per kind: medians over the passes. */
-    double kind_ms[MT_LAYER_KIND_COUNT] = {0};
-    int kind_n[MT_LAYER_KIND_COUNT] = {0};
-    double device_total = 0;
-    if (profile)
-        for (int i = 0; i < nl; i++) {
-            const mt_layer *l = mt_network_layer(net, i);
-            lt[i].kernel_ms = median(layer_runs + (size_t)i * (size_t)repeat, (int)repeat);
-            kind_ms[l->kind] += lt[i].kernel_ms;
-            kind_n[l->kind]++;
-            device_total += lt[i].kernel_ms;
+    if (rq->profile)
+        for (int i = 0; i < rs->nl; i++) {
+            const mt_layer *l = mt_network_layer(rs->net, i);
+            rs->lt[i].kernel_ms = median(rs->layer_runs + (size_t)i * (size_t)rq->repeat, (int)rq->repeat);
+            rs->kind_ms[l->kind] += rs->lt[i].kernel_ms;
+            rs->kind_n[l->kind]++;
+            rs->device_ms += rs->lt[i].kernel_ms;
         }
+    return MT_EXIT_OK;
+}
 
-    double ref_ms = 0, max_err = -1;
-    if (opts[O_REFERENCE].given) {
-        ref = malloc(sizeof(float) * (size_t)out_count);
-        if (!ref) {
-            fprintf(stderr, "mtgpu run: out of memory\n");
-            goto out;
-        }
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        double t0 = now_ms();
-        st = mt_network_reference(net, weights, input, ref, ncpu > 0 ? (int)ncpu : 1, err, sizeof err);
-        ref_ms = now_ms() - t0;
-        if (st != MT_OK) {
-            fprintf(stderr, "mtgpu run: reference: %s\n", err);
-            goto out;
-        }
-        int64_t bad = -1;
-        if (mt_compare(out, ref, out_count, &max_err, &bad) != MT_OK) {
-            fprintf(stderr, "mtgpu run: the output differs from the reference at element %lld (NaN/Inf)\n", (long long)bad);
-            goto out;
-        }
+/* --reference: the CPU reference on the same input and weights, its time and the largest error. */
+static int compare_reference(run_state *rs) {
+    char err[4096];
+    rs->ref = malloc(sizeof(float) * (size_t)rs->out_count);
+    if (!rs->ref) {
+        fprintf(stderr, "mtgpu run: out of memory\n");
+        return MT_EXIT_FAIL;
     }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double t0 = now_ms();
+    mt_status st = mt_network_reference(rs->net, rs->weights, rs->input, rs->ref, ncpu > 0 ? (int)ncpu : 1, err, sizeof err);
+    rs->ref_ms = now_ms() - t0;
+    if (st != MT_OK) {
+        fprintf(stderr, "mtgpu run: reference: %s\n", err);
+        return MT_EXIT_FAIL;
+    }
+    int64_t bad = -1;
+    if (mt_compare(rs->out, rs->ref, rs->out_count, &rs->max_err, &bad) != MT_OK) {
+        fprintf(stderr, "mtgpu run: the output differs from the reference at element %lld (NaN/Inf)\n", (long long)bad);
+        return MT_EXIT_FAIL;
+    }
+    return MT_EXIT_OK;
+}
 
-    if (json) {
-        mt_strbuf sb = {0};
-        mt__sb_append(&sb, "{\"model\": ");
-        mt__sb_json_str(&sb, mt_network_name(net));
-        mt__sb_printf(&sb, ", \"device\": \"%s:%d\", \"device_name\": ", mt_backend_name(di->backend), di->index);
-        mt__sb_json_str(&sb, di->name);
-        mt__sb_printf(&sb, ", \"batch\": %lld, \"image_size\": %d, \"database\": ", batch, mt_network_layer(net, 0)->out.h);
-        if (db) mt__sb_json_str(&sb, dbpath);
-        else mt__sb_append(&sb, "null");
-        mt__sb_printf(&sb,
-                      ", \"repeat\": %lld, \"warmup\": %lld, \"median_ms\": %.6g, \"min_ms\": %.6g, \"gflops\": %.4g, \"build_s\": %.3f"
-                      ", \"convs\": %d, \"convs_tuned\": %d, \"conv_kernels\": %d, \"launches\": %d"
-                      ", \"weight_bytes\": %lld, \"activation_bytes\": %lld, \"workspace_bytes\": %lld, \"peak_device_bytes\": %lld"
-                      ", \"largest_live_bytes\": %lld, \"two_largest_activation_bytes\": %lld",
-                      repeat, warmup, med, min_ms, mt_network_conv_flops(net) / (med * 1e6), s.build_s, s.nconvs, s.convs_from_db,
-                      s.conv_programs, s.launches, (long long)s.weight_bytes, (long long)s.activation_bytes, (long long)s.workspace_bytes,
-                      (long long)s.device_bytes, (long long)s.largest_live_bytes, (long long)s.two_largest_bytes);
-        if (opts[O_REFERENCE].given) mt__sb_printf(&sb, ", \"reference_ms\": %.6g, \"max_rel_err\": %.3g", ref_ms, max_err);
-        if (profile) {
-            mt__sb_printf(&sb, ", \"device_ms\": %.6g, \"kinds\": {", device_total);
-            int first = 1;
-            for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
-                if (!kind_n[k] || k == MT_LAYER_INPUT || k == MT_LAYER_FLATTEN) continue;
-                mt__sb_printf(&sb, "%s\"%s\": %.6g", first ? "" : ", ", mt_layer_kind_name((mt_layer_kind)k), kind_ms[k]);
-                first = 0;
-            }
-            mt__sb_append(&sb, "}, \"layers\": [");
-            for (int i = 0; i < nl; i++) {
-                const mt_layer *l = mt_network_layer(net, i);
-                mt__sb_append(&sb, i ? ", {\"name\": " : "{\"name\": ");
-                mt__sb_json_str(&sb, l->name);
-                mt__sb_printf(&sb, ", \"kind\": \"%s\", \"ms\": %.6g", mt_layer_kind_name(l->kind), lt[i].kernel_ms);
-                if (l->kind == MT_LAYER_CONV2D) {
-                    char wtext[256];
-                    mt_workload_format(&l->conv.wl, wtext, sizeof wtext);
-                    mt__sb_append(&sb, ", \"workload\": ");
-                    mt__sb_json_str(&sb, wtext);
-                }
-                const char *tn, *cfg;
-                int fdb;
-                if (mt_executor_conv_choice(ex, i, &tn, &cfg, &fdb) == MT_OK) {
-                    mt__sb_append(&sb, ", \"template\": ");
-                    mt__sb_json_str(&sb, tn);
-                    mt__sb_append(&sb, ", \"config\": ");
-                    mt__sb_json_str(&sb, cfg);
-                    mt__sb_printf(&sb, ", \"tuned\": %s", fdb ? "true" : "false");
-                }
-                mt__sb_append(&sb, "}");
-            }
-            mt__sb_append(&sb, "]");
+/* --profile's part of the JSON object: device time per kind and per layer. */
+static void json_profile(mt_strbuf *sb, const run_state *rs) {
+    mt__sb_printf(sb, ", \"device_ms\": %.6g, \"kinds\": {", rs->device_ms);
+    int first = 1;
+    for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
+        if (!rs->kind_n[k] || k == MT_LAYER_INPUT || k == MT_LAYER_FLATTEN) continue;
+        mt__sb_printf(sb, "%s\"%s\": %.6g", first ? "" : ", ", mt_layer_kind_name((mt_layer_kind)k), rs->kind_ms[k]);
+        first = 0;
+    }
+    mt__sb_append(sb, "}, \"layers\": [");
+    for (int i = 0; i < rs->nl; i++) {
+        const mt_layer *l = mt_network_layer(rs->net, i);
+        mt__sb_append(sb, i ? ", {\"name\": " : "{\"name\": ");
+        mt__sb_json_str(sb, l->name);
+        mt__sb_printf(sb, ", \"kind\": \"%s\", \"ms\": %.6g", mt_layer_kind_name(l->kind), rs->lt[i].kernel_ms);
+        if (l->kind == MT_LAYER_CONV2D) {
+            char wtext[256];
+            mt_workload_format(&l->conv.wl, wtext, sizeof wtext);
+            mt__sb_append(sb, ", \"workload\": ");
+            mt__sb_json_str(sb, wtext);
         }
-        mt__sb_append(&sb, "}");
-        if (sb.failed) {
-            mt__sb_free(&sb);
-            fprintf(stderr, "mtgpu run: out of memory\n");
-            goto out;
+        const char *tn, *cfg;
+        int fdb;
+        if (mt_executor_conv_choice(rs->ex, i, &tn, &cfg, &fdb) == MT_OK) {
+            mt__sb_append(sb, ", \"template\": ");
+            mt__sb_json_str(sb, tn);
+            mt__sb_append(sb, ", \"config\": ");
+            mt__sb_json_str(sb, cfg);
+            mt__sb_printf(sb, ", \"tuned\": %s", fdb ? "true" : "false");
         }
-        puts(sb.data);
+        mt__sb_append(sb, "}");
+    }
+    mt__sb_append(sb, "]");
+}
+
+static int print_run_json(const run_request *rq, const run_state *rs) {
+    const mt_device_info *di = mt_device_get_info(rs->dev);
+    const mt_executor_stats *s = &rs->stats;
+    mt_strbuf sb = {0};
+    mt__sb_append(&sb, "{\"model\": ");
+    mt__sb_json_str(&sb, mt_network_name(rs->net));
+    mt__sb_printf(&sb, ", \"device\": \"%s:%d\", \"device_name\": ", mt_backend_name(di->backend), di->index);
+    mt__sb_json_str(&sb, di->name);
+    mt__sb_printf(&sb, ", \"batch\": %lld, \"image_size\": %d, \"database\": ", rq->batch, mt_network_layer(rs->net, 0)->out.h);
+    if (rs->db) mt__sb_json_str(&sb, rs->dbpath);
+    else mt__sb_append(&sb, "null");
+    mt__sb_printf(&sb,
+                  ", \"repeat\": %lld, \"warmup\": %lld, \"median_ms\": %.6g, \"min_ms\": %.6g, \"gflops\": %.4g, \"build_s\": %.3f"
+                  ", \"convs\": %d, \"convs_tuned\": %d, \"conv_kernels\": %d, \"launches\": %d"
+                  ", \"weight_bytes\": %lld, \"activation_bytes\": %lld, \"workspace_bytes\": %lld, \"peak_device_bytes\": %lld"
+                  ", \"largest_live_bytes\": %lld, \"two_largest_activation_bytes\": %lld",
+                  rq->repeat, rq->warmup, rs->med_ms, rs->min_ms, mt_network_conv_flops(rs->net) / (rs->med_ms * 1e6), s->build_s, s->nconvs,
+                  s->convs_from_db, s->conv_programs, s->launches, (long long)s->weight_bytes, (long long)s->activation_bytes,
+                  (long long)s->workspace_bytes, (long long)s->device_bytes, (long long)s->largest_live_bytes, (long long)s->two_largest_bytes);
+    if (rq->reference) mt__sb_printf(&sb, ", \"reference_ms\": %.6g, \"max_rel_err\": %.3g", rs->ref_ms, rs->max_err);
+    if (rq->profile) json_profile(&sb, rs);
+    mt__sb_append(&sb, "}");
+    if (sb.failed) {
         mt__sb_free(&sb);
-    } else {
-        if (profile) {
-            printf("\n%-28s %-16s %10s  %s\n", "layer", "kind", "ms", "kernel");
-            for (int i = 0; i < nl; i++) {
-                const mt_layer *l = mt_network_layer(net, i);
-                if (l->kind == MT_LAYER_INPUT || l->kind == MT_LAYER_FLATTEN) continue;
-                const char *tn = "", *cfg = "";
-                int fdb = 0;
-                char what[64] = "";
-                if (mt_executor_conv_choice(ex, i, &tn, &cfg, &fdb) == MT_OK) snprintf(what, sizeof what, "%s (%s)", tn, fdb ? "tuned" : "default");
-                printf("%-28s %-16s %10.3f  %s\n", l->name, mt_layer_kind_name(l->kind), lt[i].kernel_ms, what);
-            }
-            printf("\n%-20s %10s %7s %6s\n", "operation kind", "ms", "share", "layers");
-            for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
-                if (!kind_n[k] || (k == MT_LAYER_INPUT) || k == MT_LAYER_FLATTEN) continue;
-                printf("%-20s %10.3f %6.1f%% %6d\n", mt_layer_kind_name((mt_layer_kind)k), kind_ms[k],
-                       device_total > 0 ? 100.0 * kind_ms[k] / device_total : 0.0, kind_n[k]);
-            }
-            printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n\n", "total", device_total);
-        }
-        printf("latency: median %.3f ms, min %.3f ms over %lld passes after %lld warm-up (%.1f GFLOP/s)\n", med, min_ms, repeat, warmup,
-               mt_network_conv_flops(net) / (med * 1e6));
-        printf("device memory: %.1f MiB peak = weights %.1f MiB + activations %.1f MiB in %d buffers + workspace %.3f MiB\n",
-               (double)s.device_bytes / 1048576.0, (double)s.weight_bytes / 1048576.0, (double)s.activation_bytes / 1048576.0,
-               s.activation_buffers, (double)s.workspace_bytes / 1048576.0);
-        printf("               (largest live activations at once %.1f MiB; two largest activations %.1f MiB)\n",
-               (double)s.largest_live_bytes / 1048576.0, (double)s.two_largest_bytes / 1048576.0);
-        if (opts[O_REFERENCE].given)
-            printf("reference (CPU, double accumulation): %.1f ms, max relative error %.3g, time ratio reference/executor %.2f\n", ref_ms, max_err,
-                   med > 0 ? ref_ms / med : 0.0);
+        fprintf(stderr, "mtgpu run: out of memory\n");
+        return MT_EXIT_FAIL;
     }
-    rc = MT_EXIT_OK;
-out:
-    free(input);
-    free(out);
-    free(ref);
-    free(wall);
-    free(lt);
-    free(layer_runs);
-    mt_executor_free(ex);
-    mt_weights_free(weights);
-    mt_device_close(dev);
-    mt_db_close(db);
-    mt_network_free(net);
+    puts(sb.data);
+    mt__sb_free(&sb);
+    return MT_EXIT_OK;
+}
+
+/* --profile's tables: each layer's kernel time, then per kind. */
+static void print_profile(const run_state *rs) {
+    printf("\n%-28s %-16s %10s  %s\n", "layer", "kind", "ms", "kernel");
+    for (int i = 0; i < rs->nl; i++) {
+        const mt_layer *l = mt_network_layer(rs->net, i);
+        if (l->kind == MT_LAYER_INPUT || l->kind == MT_LAYER_FLATTEN) continue;
+        const char *tn = "", *cfg = "";
+        int fdb = 0;
+        char what[64] = "";
+        if (mt_executor_conv_choice(rs->ex, i, &tn, &cfg, &fdb) == MT_OK) snprintf(what, sizeof what, "%s (%s)", tn, fdb ? "tuned" : "default");
+        printf("%-28s %-16s %10.3f  %s\n", l->name, mt_layer_kind_name(l->kind), rs->lt[i].kernel_ms, what);
+    }
+    printf("\n%-20s %10s %7s %6s\n", "operation kind", "ms", "share", "layers");
+    for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
+        if (!rs->kind_n[k] || (k == MT_LAYER_INPUT) || k == MT_LAYER_FLATTEN) continue;
+        printf("%-20s %10.3f %6.1f%% %6d\n", mt_layer_kind_name((mt_layer_kind)k), rs->kind_ms[k],
+               rs->device_ms > 0 ? 100.0 * rs->kind_ms[k] / rs->device_ms : 0.0, rs->kind_n[k]);
+    }
+    printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n\n", "total", rs->device_ms);
+}
+
+static void print_run_text(const run_request *rq, const run_state *rs) {
+    const mt_executor_stats *s = &rs->stats;
+    if (rq->profile) print_profile(rs);
+    printf("latency: median %.3f ms, min %.3f ms over %lld passes after %lld warm-up (%.1f GFLOP/s)\n", rs->med_ms, rs->min_ms, rq->repeat,
+           rq->warmup, mt_network_conv_flops(rs->net) / (rs->med_ms * 1e6));
+    printf("device memory: %.1f MiB peak = weights %.1f MiB + activations %.1f MiB in %d buffers + workspace %.3f MiB\n",
+           (double)s->device_bytes / 1048576.0, (double)s->weight_bytes / 1048576.0, (double)s->activation_bytes / 1048576.0,
+           s->activation_buffers, (double)s->workspace_bytes / 1048576.0);
+    printf("               (largest live activations at once %.1f MiB; two largest activations %.1f MiB)\n",
+           (double)s->largest_live_bytes / 1048576.0, (double)s->two_largest_bytes / 1048576.0);
+    if (rq->reference)
+        printf("reference (CPU, double accumulation): %.1f ms, max relative error %.3g, time ratio reference/executor %.2f\n", rs->ref_ms, rs->max_err,
+               rs->med_ms > 0 ? rs->ref_ms / rs->med_ms : 0.0);
+}
+
+static void run_state_free(run_state *rs) {
+    free(rs->input);
+    free(rs->out);
+    free(rs->ref);
+    free(rs->wall);
+    free(rs->lt);
+    free(rs->layer_runs);
+    mt_executor_free(rs->ex);
+    mt_weights_free(rs->weights);
+    mt_device_close(rs->dev);
+    mt_db_close(rs->db);
+    mt_network_free(rs->net);
+}
+
+int mt_cmd_run(int argc, char **argv) {
+    run_request rq;
+    int rc = parse_run_options(argc, argv, &rq);
+    if (rc >= 0) return rc;
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    if ((rc = mt_cli_network("run", rq.model, (int)rq.batch, (int)rq.size, &rs.net)) != MT_EXIT_OK) return rc;
+    rs.nl = mt_network_num_layers(rs.net);
+    rs.max_err = -1;
+    if ((rc = open_database(&rq, &rs)) == MT_EXIT_OK && (rc = build_network(&rq, &rs)) == MT_EXIT_OK && (rc = time_passes(&rq, &rs)) == MT_EXIT_OK &&
+        (!rq.reference || (rc = compare_reference(&rs)) == MT_EXIT_OK)) {
+        if (rq.json) rc = print_run_json(&rq, &rs);
+        else print_run_text(&rq, &rs);
+    }
+    run_state_free(&rs);
     return rc;
 }

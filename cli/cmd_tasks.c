@@ -7,8 +7,6 @@
 #include "strbuf.h"
 
 static void help(void) {
-    int count = 0;
-    const char *const *names = mt_network_names(&count);
     printf("usage: mtgpu tasks MODEL [--batch N] [--image-size S] [--layers] [--json]\n"
            "\n"
            "Lists the unique convolution workloads (tasks) of a network in order of\n"
@@ -16,7 +14,7 @@ static void help(void) {
            "(2 * multiply-adds), then the totals over all conv layers.\n"
            "\n"
            "models:");
-    for (int i = 0; i < count; i++) printf(" %s", names[i]);
+    mt_cli_print_network_names();
     printf("\n"
            "\n"
            "  --batch N       images per batch (default 1); part of every workload\n"
@@ -128,28 +126,13 @@ int mt_cmd_tasks(int argc, char **argv) {
         [O_JSON] = {.name = "json"},
     };
     const char *pos[1];
-    int npos, want_help;
-    int rc = mt_opt_parse("tasks", argc, argv, opts, O_COUNT, pos, 1, &npos, &want_help);
-    if (rc) return rc;
-    if (want_help) {
-        help();
-        return MT_EXIT_OK;
-    }
-    if (npos != 1) {
-        fprintf(stderr, "mtgpu tasks: expected one MODEL (see 'mtgpu tasks --help')\n");
+    int rc = mt_cli_begin("tasks", argc, argv, opts, O_COUNT, pos, 1, 1, "one MODEL", help);
+    if (rc >= 0) return rc;
+    int batch = 1, image_size = 224;
+    if (mt_opt_set_int("tasks", &opts[O_BATCH], 1, 1000000, &batch) || mt_opt_set_int("tasks", &opts[O_IMAGE], 1, 1000000, &image_size))
         return MT_EXIT_USAGE;
-    }
-    long long batch = 1, image_size = 224;
-    if (opts[O_BATCH].given && (batch = mt_opt_int("tasks", &opts[O_BATCH], 1, 1000000)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_IMAGE].given && (image_size = mt_opt_int("tasks", &opts[O_IMAGE], 1, 1000000)) < 0) return MT_EXIT_USAGE;
-    char err[512] = "";
     mt_network *net = NULL;
-    mt_status st = mt_network_create(pos[0], (int)batch, (int)image_size, &net, err, sizeof err);
-    if (st != MT_OK) {
-        fprintf(stderr, "mtgpu tasks: %s\n", err[0] ? err : mt_status_str(st));
-        /* An unknown model or sizes the network cannot take are the caller's mistake. */
-        return st == MT_NOT_FOUND || st == MT_RANGE ? MT_EXIT_USAGE : MT_EXIT_FAIL;
-    }
+    if ((rc = mt_cli_network("tasks", pos[0], batch, image_size, &net)) != MT_EXIT_OK) return rc;
     int json = opts[O_JSON].given;
     if (opts[O_LAYERS].given) {
         print_layers(net, json);
@@ -158,13 +141,13 @@ int mt_cmd_tasks(int argc, char **argv) {
     }
     mt_task *tasks = NULL;
     int ntasks = 0;
-    st = mt_network_tasks(net, &tasks, &ntasks);
+    mt_status st = mt_network_tasks(net, &tasks, &ntasks);
     if (st != MT_OK) {
         fprintf(stderr, "mtgpu tasks: %s\n", mt_status_str(st));
         mt_network_free(net);
         return MT_EXIT_FAIL;
     }
-    print_tasks(net, tasks, ntasks, (int)image_size, json);
+    print_tasks(net, tasks, ntasks, image_size, json);
     mt_tasks_free(tasks);
     mt_network_free(net);
     return MT_EXIT_OK;

@@ -1,6 +1,5 @@
 /* mtgpu tune: tune a network's convolutions, or one workload, on the device. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,22 +17,11 @@
 #define DEFAULT_TRIALS_PER_TASK 32
 #define DEFAULT_TIME_LIMIT_S 1680
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_sigint(int sig) {
-    if (stop_requested) {
-        /* Second Ctrl-C: stop now. */
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    stop_requested = 1;
-}
-
 static void help(void) {
-    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--device D] [--db PATH]\n"
+    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--device D] [--db PATH | --no-db]\n"
            "                  [--seed S] [--time-limit SEC] [--batch N] [--early-stop N] [--timeout SEC]\n"
            "                  [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
+           "                  [--simulate DB [--simulate-device FP]]\n"
            "\n"
            "Tunes every convolution of a network (TARGET = resnet18, resnet34, resnet50, vgg16,\n"
            "mobilenet_v2, squeezenet1_1) or one workload (TARGET = n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1)\n"
@@ -48,6 +36,7 @@ static void help(void) {
            "                    adapt it to each task's records\n"
            "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
            "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db)\n"
+           "  --no-db           store no records and resume from none (no refinement either)\n"
            "  --seed S          search seed (default 1)\n"
            "  --time-limit SEC  stop starting new rounds after SEC seconds (default %d; 0: none)\n"
            "  --batch N         configs per round (default 8)\n"
@@ -61,6 +50,15 @@ static void help(void) {
            "                    default config inside the network and keep the fastest there as a\n"
            "                    preference (mtgpu refine; default %d, 0: skip)\n"
            "  --json            one JSON object per measurement, then a summary object (and a refine object)\n"
+           "  --simulate DB     replay: answer each measurement from the records DB holds instead of the\n"
+           "                    device (no device, no worker: seconds, for comparing cost models and\n"
+           "                    seeds). The search proposes only configs recorded for the task and\n"
+           "                    template, each comes back with its recorded time and status, and a task\n"
+           "                    ends when its recorded configs are used up. Its records, marked with\n"
+           "                    source replay:FINGERPRINT, go to --db PATH (a database of their own) or,\n"
+           "                    with --no-db, nowhere; one of the two is required. No refinement.\n"
+           "  --simulate-device FP  the recorded device to replay (default: the one with the most\n"
+           "                    records of these tasks; when two tie, the error lists them)\n"
            "\n"
            "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once.\n",
            DEFAULT_TRIALS_PER_TASK, DEFAULT_TIME_LIMIT_S, mt_refine_default_params().candidates);
@@ -123,11 +121,15 @@ static void print_progress(const mt_tune_progress *p, void *user) {
     fflush(stdout);
 }
 
-static void print_summary(const mt_tune_summary *s, const char *target, int json) {
+/* The summary of the run; replay: the recording replayed, or NULL. */
+static void print_summary(const mt_tune_summary *s, const char *target, const char *replay, int json) {
     if (json) {
         mt_strbuf sb = {0};
         mt__sb_append(&sb, "{\"type\": \"summary\", \"target\": ");
         mt__sb_json_str(&sb, target);
+        mt__sb_append(&sb, ", \"replay\": ");
+        if (replay) mt__sb_json_str(&sb, replay);
+        else mt__sb_append(&sb, "null");
         mt__sb_append(&sb, ", \"device\": ");
         mt__sb_json_str(&sb, s->device.name);
         mt__sb_printf(&sb, ", \"fingerprint\": \"%s\", \"trials_done\": %d, \"measured_this_run\": %d, \"resumed\": %d, \"wall_s\": %.3f, "
@@ -160,20 +162,60 @@ static void print_summary(const mt_tune_summary *s, const char *target, int json
         printf("%-4d %-44s %5d %6d %6d %10.4f %9.1f %s\n", i, wtext, t->count, t->trials, t->errors, t->best_ms,
                t->best_ms > 0 ? t->flops / (t->best_ms * 1e6) : 0, t->best_template[0] ? t->best_template : "-");
     }
-    printf("\n%s on %s (%s): %d measurements (%d this run, %d resumed) in %.0f s%s\n", target, s->device.name, s->device.fingerprint, s->trials_done,
-           s->measured_this_run, s->resumed, s->wall_s, s->interrupted ? " — interrupted" : s->timed_out ? " — time limit reached" : "");
+    const char *stopped = s->interrupted ? " — interrupted" : s->timed_out ? " — time limit reached" : "";
+    if (replay)
+        printf("\n%s replayed from %s, device %s (%s): %d measurements (%d this run, %d resumed) in %.2f s%s\n", target, replay, s->device.name,
+               s->device.fingerprint, s->trials_done, s->measured_this_run, s->resumed, s->wall_s, stopped);
+    else
+        printf("\n%s on %s (%s): %d measurements (%d this run, %d resumed) in %.0f s%s\n", target, s->device.name, s->device.fingerprint,
+               s->trials_done, s->measured_this_run, s->resumed, s->wall_s, stopped);
     if (s->network_ms > 0) printf("estimated network convolution time (sum of best time x count): %.3f ms\n", s->network_ms);
     else printf("estimated network convolution time: unknown (some task has no valid config yet)\n");
 }
 
-int mt_cmd_tune(int argc, char **argv) {
-    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE, O_JSON, O_COUNT };
+/* What the command line asks for. */
+typedef struct {
+    const char *target;
+    mt_tune_params tp;  /* trials < 0: the default for the target */
+    mt_refine_params rp;
+    int batch_size;
+    int json;
+} tune_request;
+
+/* 1 when m names a cost model (or random search); prints why not. */
+static int known_cost_model(const char *m) {
+    int known = strcmp(m, "random") == 0;
+    for (int i = 0; i < mt_costmodel_kind_count(); i++)
+        if (strcmp(m, mt_costmodel_kind_at(i)) == 0 && strcmp(m, "random") != 0) known = 1;
+    if (!known) fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, gnn, gnn-shared, mlp, random)\n", m);
+    return known;
+}
+
+/* Options that exclude or need each other; prints the first conflict. */
+static int check_combinations(const mt_opt *simulate, const mt_opt *sim_device, const mt_opt *device, const mt_opt *timeout, const mt_opt *db,
+                              const mt_opt *no_db, const mt_opt *refine) {
+    const char *why = NULL;
+    if (sim_device->given && !simulate->given) why = "--simulate-device needs --simulate";
+    else if (db->given && no_db->given) why = "--db and --no-db exclude each other";
+    else if (simulate->given && (device->given || timeout->given)) why = "--simulate opens no device: no --device or --timeout";
+    else if ((simulate->given || no_db->given) && refine->given) why = "--refine times records on the device: not with --simulate or --no-db";
+    else if (simulate->given && !db->given && !no_db->given)
+        why = "--simulate stores its records in --db PATH (a database of their own, never the default one) or, with --no-db, nowhere";
+    if (why) fprintf(stderr, "mtgpu tune: %s\n", why);
+    return why == NULL;
+}
+
+/* Parses the options into *rq. Returns -1 to go on, else the exit status. */
+static int parse_tune_options(int argc, char **argv, tune_request *rq) {
+    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_NO_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE,
+           O_JSON, O_SIMULATE, O_SIM_DEVICE, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
         [O_MODEL] = {.name = "cost-model", .takes_value = 1},
         [O_MODEL_FILE] = {.name = "model", .takes_value = 1},
         [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
         [O_DB] = {.name = "db", .takes_value = 1},
+        [O_NO_DB] = {.name = "no-db"},
         [O_SEED] = {.name = "seed", .takes_value = 1},
         [O_TIME] = {.name = "time-limit", .takes_value = 1},
         [O_BATCH] = {.name = "batch", .takes_value = 1},
@@ -183,69 +225,44 @@ int mt_cmd_tune(int argc, char **argv) {
         [O_TEMPLATES] = {.name = "templates", .takes_value = 1},
         [O_REFINE] = {.name = "refine", .takes_value = 1},
         [O_JSON] = {.name = "json"},
+        [O_SIMULATE] = {.name = "simulate", .takes_value = 1},
+        [O_SIM_DEVICE] = {.name = "simulate-device", .takes_value = 1},
     };
     const char *pos[1];
-    int npos, want_help;
-    int rc = mt_opt_parse("tune", argc, argv, opts, O_COUNT, pos, 1, &npos, &want_help);
-    if (rc) return rc;
-    if (want_help) {
-        help();
-        return MT_EXIT_OK;
-    }
-    if (npos != 1) {
-        fprintf(stderr, "mtgpu tune: expected one TARGET, a network name or a workload (see 'mtgpu tune --help')\n");
+    int rc = mt_cli_begin("tune", argc, argv, opts, O_COUNT, pos, 1, 1, "one TARGET, a network name or a workload", help);
+    if (rc >= 0) return rc;
+    rq->target = pos[0];
+    mt_tune_params *tp = &rq->tp;
+    *tp = mt_tune_default_params();
+    tp->trials = -1;
+    tp->time_limit_s = DEFAULT_TIME_LIMIT_S;
+    rq->rp = mt_refine_default_params();
+    rq->batch_size = 1;
+    if (mt_opt_set_int("tune", &opts[O_BSIZE], 1, 4096, &rq->batch_size) || mt_opt_set_u64("tune", &opts[O_SEED], 0, (long long)1 << 62, &tp->seed) ||
+        mt_opt_set_secs("tune", &opts[O_TIME], 0, 100000000, &tp->time_limit_s) || mt_opt_set_int("tune", &opts[O_BATCH], 1, 1024, &tp->batch) ||
+        mt_opt_set_int("tune", &opts[O_EARLY], 0, 100000000, &tp->early_stop) ||
+        mt_opt_set_secs("tune", &opts[O_TIMEOUT], 1, 86400, &tp->measurer.timeout_s) ||
+        mt_opt_set_int("tune", &opts[O_TRIALS], 1, 100000000, &tp->trials) ||
+        mt_opt_set_int("tune", &opts[O_REFINE], 0, MT_REFINE_MAX_SETS - 1, &rq->rp.candidates))
         return MT_EXIT_USAGE;
-    }
-    mt_tune_params tp = mt_tune_default_params();
-    long long v;
-    long long batch_size = 1;
-    if (opts[O_BSIZE].given && (batch_size = mt_opt_int("tune", &opts[O_BSIZE], 1, 4096)) < 0) return MT_EXIT_USAGE;
-    if (opts[O_SEED].given) {
-        if ((v = mt_opt_int("tune", &opts[O_SEED], 0, (long long)1 << 62)) < 0) return MT_EXIT_USAGE;
-        tp.seed = (uint64_t)v;
-    }
-    tp.time_limit_s = DEFAULT_TIME_LIMIT_S;
-    if (opts[O_TIME].given) {
-        if ((v = mt_opt_int("tune", &opts[O_TIME], 0, 100000000)) < 0) return MT_EXIT_USAGE;
-        tp.time_limit_s = (double)v;
-    }
-    if (opts[O_BATCH].given) {
-        if ((v = mt_opt_int("tune", &opts[O_BATCH], 1, 1024)) < 0) return MT_EXIT_USAGE;
-        tp.batch = (int)v;
-    }
-    if (opts[O_EARLY].given) {
-        if ((v = mt_opt_int("tune", &opts[O_EARLY], 0, 100000000)) < 0) return MT_EXIT_USAGE;
-        tp.early_stop = (int)v;
-    }
-    if (opts[O_TIMEOUT].given) {
-        if ((v = mt_opt_int("tune", &opts[O_TIMEOUT], 1, 86400)) < 0) return MT_EXIT_USAGE;
-        tp.measurer.timeout_s = (double)v;
-    }
     if (opts[O_MODEL].given) {
-        const char *m = opts[O_MODEL].value;
-        int known = strcmp(m, "random") == 0;
-        for (int i = 0; i < mt_costmodel_kind_count(); i++)
-            if (strcmp(m, mt_costmodel_kind_at(i)) == 0 && strcmp(m, "random") != 0) known = 1;
-        if (!known) {
-            fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, gnn, gnn-shared, mlp, random)\n", m);
-            return MT_EXIT_USAGE;
-        }
-        tp.cost_model = m;
+        if (!known_cost_model(opts[O_MODEL].value)) return MT_EXIT_USAGE;
+        tp->cost_model = opts[O_MODEL].value;
     }
     if (opts[O_MODEL_FILE].given) {
-        if (strncmp(tp.cost_model, "gnn", 3) != 0 && strcmp(tp.cost_model, "mlp") != 0) {
+        if (strncmp(tp->cost_model, "gnn", 3) != 0 && strcmp(tp->cost_model, "mlp") != 0) {
             fprintf(stderr, "mtgpu tune: --model needs --cost-model gnn, gnn-shared or mlp\n");
             return MT_EXIT_USAGE;
         }
-        tp.cost_model_file = opts[O_MODEL_FILE].value;
+        tp->cost_model_file = opts[O_MODEL_FILE].value;
     }
-    mt_refine_params rp = mt_refine_default_params();
-    if (opts[O_REFINE].given) {
-        if ((v = mt_opt_int("tune", &opts[O_REFINE], 0, MT_REFINE_MAX_SETS - 1)) < 0) return MT_EXIT_USAGE;
-        rp.candidates = (int)v;
-    }
-    tp.db_path = opts[O_DB].value;
-    tp.measurer.device = opts[O_DEVICE].value;
+    if (!check_combinations(&opts[O_SIMULATE], &opts[O_SIM_DEVICE], &opts[O_DEVICE], &opts[O_TIMEOUT], &opts[O_DB], &opts[O_NO_DB], &opts[O_REFINE]))
+        return MT_EXIT_USAGE;
+    tp->db_path = opts[O_DB].value;
+    tp->no_db = opts[O_NO_DB].given;
+    tp->simulate_db = opts[O_SIMULATE].value;
+    tp->simulate_device = opts[O_SIM_DEVICE].value;
+    tp->measurer.device = opts[O_DEVICE].value;
     if (opts[O_TEMPLATES].given) {
         char terr[256];
         if (mt_tune_check_templates(opts[O_TEMPLATES].value, terr, sizeof terr) != MT_OK) {
@@ -254,73 +271,52 @@ int mt_cmd_tune(int argc, char **argv) {
             fprintf(stderr, ")\n");
             return MT_EXIT_USAGE;
         }
-        tp.templates = opts[O_TEMPLATES].value;
+        tp->templates = opts[O_TEMPLATES].value;
     }
+    rq->json = opts[O_JSON].given;
+    return -1;
+}
 
-    /* TARGET: a network, else a workload. */
-    char err[2048];
-    mt_task *tasks = NULL;
-    int ntasks = 0;
-    mt_task single;
-    const char *target = pos[0];
-    if (strchr(target, '=')) {
-        mt_workload wl;
-        if (mt_workload_parse(target, &wl, err, sizeof err) != MT_OK) {
-            fprintf(stderr, "mtgpu tune: %s\n", err);
-            return MT_EXIT_USAGE;
-        }
-        single = (mt_task){.wl = wl, .count = 1, .flops = mt_workload_flops(&wl)};
-        ntasks = 1;
-    } else {
-        mt_network *net = NULL;
-        mt_status st = mt_network_create(target, (int)batch_size, 0, &net, err, sizeof err);
-        if (st != MT_OK) {
-            fprintf(stderr, "mtgpu tune: %s\n", err);
-            return st == MT_NOT_FOUND || st == MT_RANGE || st == MT_INVALID_ARG ? MT_EXIT_USAGE : MT_EXIT_FAIL;
-        }
-        st = mt_network_tasks(net, &tasks, &ntasks);
-        mt_network_free(net);
-        if (st != MT_OK || ntasks == 0) {
-            fprintf(stderr, "mtgpu tune: %s has no convolution tasks (%s)\n", target, mt_status_str(st));
-            mt_tasks_free(tasks);
-            return MT_EXIT_FAIL;
-        }
-    }
-    tp.trials = DEFAULT_TRIALS_PER_TASK * ntasks;
-    if (opts[O_TRIALS].given) {
-        if ((v = mt_opt_int("tune", &opts[O_TRIALS], 1, 100000000)) < 0) {
-            mt_tasks_free(tasks);
-            return MT_EXIT_USAGE;
-        }
-        tp.trials = (int)v;
-    }
-    progress_ctx pc = {.json = opts[O_JSON].given, .tty = isatty(STDOUT_FILENO)};
-    tp.progress = print_progress;
-    tp.user = &pc;
-    tp.stop = &stop_requested;
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+/* Tunes the target's tasks, Ctrl-C stopping after the measurement in
+ * flight, and prints the summary. *interrupted says whether it was stopped. */
+static int run_tune(tune_request *rq, const mt_cli_target *target, int *interrupted) {
+    mt_tune_params *tp = &rq->tp;
+    progress_ctx pc = {.json = rq->json, .tty = isatty(STDOUT_FILENO)};
+    tp->progress = print_progress;
+    tp->user = &pc;
+    mt_cli_signals saved;
+    tp->stop = mt_cli_catch_stop(&saved);
     if (!pc.json)
-        printf("tuning %s: %d task%s, %d trials, cost model %s%s\n", target, ntasks, ntasks == 1 ? "" : "s", tp.trials, tp.cost_model,
-               tp.time_limit_s > 0 ? "" : ", no time limit");
+        printf("%s %s: %d task%s, %d trials, cost model %s%s\n", tp->simulate_db ? "replaying" : "tuning", rq->target, target->ntasks,
+               target->ntasks == 1 ? "" : "s", tp->trials, tp->cost_model, tp->time_limit_s > 0 ? "" : ", no time limit");
     fflush(stdout);
+    char err[2048];
     mt_tune_summary sum;
-    mt_status st = mt_tune(tasks ? tasks : &single, ntasks, &tp, &sum, err, sizeof err);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    mt_status st = mt_tune(target->tasks, target->ntasks, tp, &sum, err, sizeof err);
+    mt_cli_release_stop(&saved);
     if (pc.tty && !pc.json) printf("\n");
-    int tasks_of_network = tasks != NULL;
-    mt_tasks_free(tasks);
     if (st != MT_OK) fprintf(stderr, "mtgpu tune: %s\n", err);
-    if (sum.tasks) print_summary(&sum, target, pc.json);
-    int interrupted = sum.interrupted;
+    if (sum.tasks) print_summary(&sum, rq->target, tp->simulate_db, pc.json);
+    *interrupted = sum.interrupted;
     mt_tune_summary_free(&sum);
-    if (st != MT_OK) return MT_EXIT_FAIL;
-    /* A network's convolutions are then chosen inside the network. */
-    if (tasks_of_network && rp.candidates > 0 && !interrupted)
-        return mt_cli_refine_network(target, (int)batch_size, tp.db_path, tp.measurer.device, &rp, pc.json, 1);
+    return st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
+}
+
+int mt_cmd_tune(int argc, char **argv) {
+    tune_request rq;
+    int rc = parse_tune_options(argc, argv, &rq);
+    if (rc >= 0) return rc;
+    mt_cli_target target;
+    if ((rc = mt_cli_target_open("tune", rq.target, rq.batch_size, &target)) != MT_EXIT_OK) return rc;
+    if (rq.tp.trials < 0) rq.tp.trials = DEFAULT_TRIALS_PER_TASK * target.ntasks;
+    int interrupted = 0;
+    rc = run_tune(&rq, &target, &interrupted);
+    int is_network = target.is_network;
+    mt_cli_target_free(&target);
+    if (rc != MT_EXIT_OK) return rc;
+    /* A network's convolutions are then chosen inside the network (not in a
+     * replay, which has no device, nor without a database to choose from). */
+    if (is_network && rq.rp.candidates > 0 && !interrupted && !rq.tp.simulate_db && !rq.tp.no_db)
+        return mt_cli_refine_network(rq.target, rq.batch_size, rq.tp.db_path, rq.tp.measurer.device, &rq.rp, rq.json, 1);
     return MT_EXIT_OK;
 }

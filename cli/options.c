@@ -1,3 +1,4 @@
+/* The option parser of the mtgpu commands and the start every command shares (cli.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,4 +91,60 @@ int mt_opt_double(const char *cmd, const mt_opt *opt, double min, double max, do
     }
     *out = v;
     return 0;
+}
+
+/* 1 with the value in *v when opt was given and is valid, 0 when it was
+ * not given, -1 (message printed) when malformed. */
+static int given_int(const char *cmd, const mt_opt *opt, long long min, long long max, long long *v) {
+    if (!opt->given) return 0;
+    *v = mt_opt_int(cmd, opt, min, max);
+    return *v < 0 ? -1 : 1;
+}
+
+int mt_opt_set_int(const char *cmd, const mt_opt *opt, long long min, long long max, int *out) {
+    long long v;
+    int r = given_int(cmd, opt, min, max, &v);
+    if (r > 0) *out = (int)v;
+    return r < 0 ? -1 : 0;
+}
+
+int mt_opt_set_ll(const char *cmd, const mt_opt *opt, long long min, long long max, long long *out) {
+    long long v;
+    int r = given_int(cmd, opt, min, max, &v);
+    if (r > 0) *out = v;
+    return r < 0 ? -1 : 0;
+}
+
+int mt_opt_set_u64(const char *cmd, const mt_opt *opt, long long min, long long max, uint64_t *out) {
+    long long v;
+    int r = given_int(cmd, opt, min, max, &v);
+    if (r > 0) *out = (uint64_t)v;
+    return r < 0 ? -1 : 0;
+}
+
+int mt_opt_set_secs(const char *cmd, const mt_opt *opt, long long min, long long max, double *out) {
+    long long v;
+    int r = given_int(cmd, opt, min, max, &v);
+    if (r > 0) *out = (double)v;
+    return r < 0 ? -1 : 0;
+}
+
+int mt_opt_set_double(const char *cmd, const mt_opt *opt, double min, double max, double *out) {
+    return opt->given ? mt_opt_double(cmd, opt, min, max, out) : 0;
+}
+
+int mt_cli_begin(const char *cmd, int argc, char **argv, mt_opt *opts, int nopts, const char **positional, int max_positional,
+                 int npositional, const char *expected, void (*help)(void)) {
+    int npos, want_help;
+    int rc = mt_opt_parse(cmd, argc, argv, opts, nopts, positional, max_positional, &npos, &want_help);
+    if (rc) return rc;
+    if (want_help) {
+        help();
+        return MT_EXIT_OK;
+    }
+    if (npositional >= 0 && npos != npositional) {
+        fprintf(stderr, "mtgpu %s: expected %s (see 'mtgpu %s --help')\n", cmd, expected, cmd);
+        return MT_EXIT_USAGE;
+    }
+    return -1;
 }

@@ -71,6 +71,46 @@ expect 1 "eval-model on a missing database" -- eval-model --db "$tmp/none/x.db" 
 expect 2 "merge-db without a source" -- merge-db --db "$tmp/m2.db"
 expect 1 "merge-db of a missing source" -- merge-db "$tmp/none/x.db" --db "$tmp/m2.db"
 
+# Replay (tune --simulate): measurements answered from the records in data/, no device needed.
+data="$(cd "$(dirname "$0")/.." && pwd)/data/opencl_dataset.db"
+rfp=499a4764cf4600f3 # the device data/opencl_dataset.db was recorded on
+rwl="n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1"
+expect 2 "--simulate needs --db or --no-db" -- tune "$rwl" --simulate "$data"
+contains err "no-db" "says where a replay's records may go"
+expect 2 "--simulate opens no device" -- tune "$rwl" --simulate "$data" --no-db --device 0
+expect 2 "--simulate does not refine" -- tune resnet50 --simulate "$data" --no-db --refine 2
+expect 2 "--simulate-device without --simulate" -- tune "$rwl" --simulate-device "$rfp"
+expect 2 "--db with --no-db" -- tune "$rwl" --db "$tmp/x.db" --no-db
+expect 1 "--simulate of a missing recording" -- tune "$rwl" --simulate "$tmp/none/x.db" --no-db
+expect 1 "--simulate of an unrecorded workload" -- tune "n=1,c=3,h=9,w=9,k=5,r=3,s=3" --simulate "$data" --no-db
+contains err "no records" "names what is missing"
+expect 1 "--simulate-device of another device" -- tune "$rwl" --simulate "$data" --no-db --simulate-device 0123456789abcdef
+contains err "$rfp" "lists the devices with records"
+cp "$data" "$tmp/recording.db"
+expect 1 "a replay into its own recording" -- tune "$rwl" --simulate "$tmp/recording.db" --db "$tmp/recording.db" --trials 4
+expect 0 "replay" -- tune "$rwl" --simulate "$data" --db "$tmp/replay.db" --trials 40 --json
+contains out '"type": "summary", "target": "[^"]*", "replay": "' "the summary names the recording"
+contains out "\"fingerprint\": \"$rfp\", \"trials_done\": 40, \"measured_this_run\": 40" "replays the budget on the recorded device"
+# A budget beyond the recording ends with it; a rerun then has nothing left to replay.
+expect 0 "replay until the recording is used up" -- tune "$rwl" --simulate "$data" --db "$tmp/replay.db" --trials 100000 --early-stop 0 --cost-model random --json
+replayed=$(sed -n 's/.*"type": "summary".*"trials_done": \([0-9]*\),.*/\1/p' "$tmp/out")
+if [ -n "$replayed" ] && [ "$replayed" -gt 40 ] && [ "$replayed" -lt 100000 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: replay ended at '$replayed' trials"; fi
+expect 0 "replay again" -- tune "$rwl" --simulate "$data" --db "$tmp/replay.db" --trials 100000 --early-stop 0 --cost-model random --json
+contains out "\"trials_done\": $replayed, \"measured_this_run\": 0, \"resumed\": $replayed" "nothing is replayed twice"
+# Every recorded config replayed: the fastest replayed record is the recording's fastest, time and all.
+expect 0 "best of the replay" -- best "$rwl" --db "$tmp/replay.db" --device "$rfp" --json
+contains out "\"source\": \"replay:$rfp\"" "replayed records are marked as such"
+sed 's/, "source": "[^"]*"//' "$tmp/out" > "$tmp/best_replay"
+expect 0 "best of the recording" -- best "$rwl" --db "$data" --device "$rfp" --json
+sed 's/, "source": "[^"]*"//' "$tmp/out" > "$tmp/best_recorded"
+if cmp -s "$tmp/best_replay" "$tmp/best_recorded"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the replay's best differs from the recording's"; fi
+# One seed, one sequence of configs.
+expect 0 "replay with a seed" -- tune "$rwl" --simulate "$data" --no-db --trials 24 --seed 3 --json
+grep '"type": "record"' "$tmp/out" > "$tmp/seq1"
+expect 0 "replay with the seed again" -- tune "$rwl" --simulate "$data" --no-db --trials 24 --seed 3 --json
+grep '"type": "record"' "$tmp/out" > "$tmp/seq2"
+if [ "$(wc -l < "$tmp/seq1")" -eq 24 ] && cmp -s "$tmp/seq1" "$tmp/seq2"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: a replay's sequence depends on more than its seed"; fi
+
 if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "devices --json" -- devices --json
   contains out '"fingerprint"' "device JSON"

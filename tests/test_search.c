@@ -307,6 +307,104 @@ static void test_measured_and_exhaustion(void **state) {
     mt_space_free(&sp);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A candidate restriction (a replay's recorded configs): random search and
+ * SA guided by a fitted model return only configs of it, each once, until
+ * it is used up; configs marked measured, inside it or not, never come back. */
+static void test_restricted(void **state) {
+    (void)state;
+    task tk;
+    task_init(&tk, "direct", WL);
+    enum { N = 300 };
+    uint64_t only[N];
+    uint64_t rng = 5;
+    for (int i = 0; i < N;) {
+        mt_config c;
+        mt_space_random(&tk.sp, &rng, &c);
+        uint64_t idx = mt_space_config_index(&tk.sp, &c);
+        int dup = 0;
+        for (int j = 0; j < i && !dup; j++) dup = only[j] == idx;
+        if (!dup) only[i++] = idx;
+    }
+    qsort(only, N, sizeof only[0], cmp_u64);
+    const char *kinds[2] = {"random", "sa"};
+    for (int k = 0; k < 2; k++) {
+        mt_costmodel *m = NULL;
+        char err[256];
+        if (k == 1) assert_int_equal(mt_costmodel_create("xgb", NULL, &m, err, sizeof err), MT_OK);
+        mt_search_params p = mt_search_default_params();
+        p.only = only;
+        p.nonly = N;
+        mt_search *s;
+        assert_int_equal(mt_search_create_ex(kinds[k], &tk.wl, tk.t, &tk.sp, m, &p, &s, err, sizeof err), MT_OK);
+        assert_int_equal(mt_search_space_size(s), N);
+        /* two of the restriction measured already, and one config outside it (a resumed record) */
+        mt_config c;
+        assert_int_equal(mt_space_config_from_index(&tk.sp, only[0], &c), MT_OK);
+        assert_int_equal(mt_search_mark_measured(s, &c, synth_cost(&tk, &c), NULL, 0), MT_OK);
+        assert_int_equal(mt_space_config_from_index(&tk.sp, only[N - 1], &c), MT_OK);
+        assert_int_equal(mt_search_mark_measured(s, &c, synth_cost(&tk, &c), NULL, 0), MT_OK);
+        uint64_t outside = only[10] + 1;
+        while (bsearch(&outside, only, N, sizeof only[0], cmp_u64)) outside++;
+        assert_int_equal(mt_space_config_from_index(&tk.sp, outside, &c), MT_OK);
+        assert_int_equal(mt_search_mark_measured(s, &c, 0.5, NULL, 0), MT_OK); /* the best so far: chains restart there */
+        int returned[N] = {0};
+        returned[0] = returned[N - 1] = 1;
+        int total = 2;
+        mt_config cfgs[16];
+        mt_cm_sample smp[16];
+        for (int b = 0; b < 100; b++) {
+            int n;
+            assert_int_equal(mt_search_next_batch(s, 16, cfgs, &n, NULL, 0), MT_OK);
+            for (int i = 0; i < n; i++) {
+                uint64_t idx = mt_space_config_index(&tk.sp, &cfgs[i]);
+                uint64_t *at = bsearch(&idx, only, N, sizeof only[0], cmp_u64);
+                assert_non_null(at);
+                assert_false(returned[at - only]);
+                returned[at - only] = 1;
+                double cost = synth_cost(&tk, &cfgs[i]);
+                assert_int_equal(mt_search_mark_measured(s, &cfgs[i], cost, NULL, 0), MT_OK);
+                smp[i] = (mt_cm_sample){.wl = &tk.wl, .tmpl = tk.t, .space = &tk.sp, .cfg = cfgs[i], .cost_ms = cost, .failed = cost < 0};
+            }
+            total += n;
+            if (n < 16) break; /* used up */
+            if (m) assert_int_equal(mt_costmodel_update(m, smp, n), MT_OK);
+        }
+        assert_int_equal(total, N);
+        if (k == 1) assert_true(mt_search_scored(s) > 0); /* the model guided it */
+        int n;
+        assert_int_equal(mt_search_next_batch(s, 4, cfgs, &n, NULL, 0), MT_OK);
+        assert_int_equal(n, 0);
+        mt_search_free(s);
+        mt_costmodel_free(m);
+    }
+    /* not ascending, or outside the space */
+    mt_search_params p = mt_search_default_params();
+    uint64_t bad[2] = {only[1], only[0]};
+    p.only = bad;
+    p.nonly = 2;
+    mt_search *s = NULL;
+    char err[256] = "";
+    assert_int_equal(mt_search_create_ex("sa", &tk.wl, tk.t, &tk.sp, NULL, &p, &s, err, sizeof err), MT_INVALID_ARG);
+    assert_null(s);
+    assert_non_null(strstr(err, "ascending"));
+    bad[0] = only[0], bad[1] = mt_space_size(&tk.sp);
+    assert_int_equal(mt_search_create_ex("random", &tk.wl, tk.t, &tk.sp, NULL, &p, &s, err, sizeof err), MT_INVALID_ARG);
+    /* an empty restriction proposes nothing */
+    p.nonly = 0;
+    assert_int_equal(mt_search_create_ex("random", &tk.wl, tk.t, &tk.sp, NULL, &p, &s, err, sizeof err), MT_OK);
+    int n = -1;
+    mt_config out[4];
+    assert_int_equal(mt_search_next_batch(s, 4, out, &n, NULL, 0), MT_OK);
+    assert_int_equal(n, 0);
+    mt_search_free(s);
+    mt_space_free(&tk.sp);
+}
+
 static void test_errors(void **state) {
     (void)state;
     mt_space sp;
@@ -355,6 +453,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_measured_and_exhaustion),
         cmocka_unit_test(test_never_repeats),
+        cmocka_unit_test(test_restricted),
         cmocka_unit_test(test_sa_xgb_finds_optimum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

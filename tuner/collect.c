@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "template.h"
+#include "tune-impl.h"
 #include "fail.h"
 
 mt_collect_params mt_collect_default_params(void) {
@@ -37,20 +38,7 @@ static int unit_templates(const mt_collect_params *p, const mt_workload *wl, int
     int n = 0;
     for (int i = 0; i < mt_template_count() && n < cap; i++) {
         const mt_template *t = mt_template_at(i);
-        if (!mt_template_accepts(t, wl)) continue;
-        if (p->templates && *p->templates) {
-            const char *name = mt_template_name(t);
-            size_t len = strlen(name);
-            int sel = 0;
-            for (const char *q = p->templates; *q;) {
-                size_t l = strcspn(q, ",");
-                if (l == len && strncmp(q, name, len) == 0) sel = 1;
-                q += l;
-                if (*q == ',') q++;
-            }
-            if (!sel) continue;
-        }
-        out[n++] = t;
+        if (mt_template_accepts(t, wl) && mt__template_selected(p->templates, mt_template_name(t))) out[n++] = t;
     }
     if (p->one_template && n > 1) {
         out[0] = out[index % n];

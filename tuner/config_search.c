@@ -30,6 +30,11 @@
 #include <string.h>
 
 #define EMPTY UINT64_MAX
+/* Under a candidate restriction: the nearest others kept per config (the
+ * moves of a chain), and how many others a config is compared with to find
+ * them (a larger restriction is sampled, keeping n x NEAR_SAMPLE work). */
+#define NEAR 16
+#define NEAR_SAMPLE 4096
 
 enum { KIND_RANDOM, KIND_SA };
 
@@ -183,6 +188,10 @@ struct mt_search {
     int have_best;
     mt_config best;
     double best_cost;
+    /* candidate restriction (p.only): its configs decoded, and each one's
+     * NEAR nearest others as positions in p.only (-1 where there are fewer) */
+    mt_config *ocfg;
+    int *near;
     /* annealing state kept between calls (AutoTVM's persistent points) */
     mt_config *points;
     double *pscore;
@@ -207,6 +216,56 @@ mt_search_params mt_search_default_params(void) {
     };
 }
 
+/* Position of idx in the restriction, or -1 when it is not there. */
+static long only_pos(const mt_search *s, uint64_t idx) {
+    size_t lo = 0, hi = s->p.nonly;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->p.only[mid] < idx) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < s->p.nonly && s->p.only[lo] == idx ? (long)lo : -1;
+}
+
+/* Decodes the restriction and finds each config's NEAR nearest others by
+ * knob difference; ties go in an order drawn from the seed, so that a chain
+ * among many equally near configs does not always take the same ones.
+ * 0 when out of memory. */
+static int build_near(mt_search *s) {
+    size_t n = s->p.nonly, cap = n ? n : 1;
+    s->ocfg = malloc(sizeof *s->ocfg * cap);
+    s->near = malloc(sizeof *s->near * NEAR * cap);
+    if (!s->ocfg || !s->near) return 0;
+    for (size_t i = 0; i < n; i++) mt_space_config_from_index(s->sp, s->p.only[i], &s->ocfg[i]);
+    uint64_t rng = s->p.seed ^ UINT64_C(0x5851f42d4c957f2d);
+    size_t ncmp = n - (n > 0) <= NEAR_SAMPLE ? n : NEAR_SAMPLE;
+    for (size_t i = 0; i < n; i++) {
+        int *row = s->near + i * NEAR;
+        int dist[NEAR];
+        uint64_t tie[NEAR];
+        int nb = 0;
+        for (size_t c = 0; c < ncmp; c++) {
+            size_t j = ncmp == n ? c : (size_t)mt_rng_below(&rng, n);
+            if (j == i) continue;
+            int d = 0;
+            for (int k = 0; k < s->sp->nknobs; k++) d += s->ocfg[i].choice[k] != s->ocfg[j].choice[k];
+            uint64_t t = mix(s->p.seed ^ ((uint64_t)i << 32) ^ (uint64_t)j);
+            if (nb == NEAR && (d > dist[NEAR - 1] || (d == dist[NEAR - 1] && t >= tie[NEAR - 1]))) continue;
+            int dup = 0;
+            for (int q = 0; q < nb && !dup; q++) dup = row[q] == (int)j;
+            if (dup) continue; /* a sample drew it twice */
+            int at = nb < NEAR ? nb++ : NEAR - 1;
+            while (at > 0 && (dist[at - 1] > d || (dist[at - 1] == d && tie[at - 1] > t))) {
+                dist[at] = dist[at - 1], tie[at] = tie[at - 1], row[at] = row[at - 1];
+                at--;
+            }
+            dist[at] = d, tie[at] = t, row[at] = (int)j;
+        }
+        for (int q = nb; q < NEAR; q++) row[q] = -1;
+    }
+    return 1;
+}
+
 mt_status mt_search_create_ex(const char *kind, const mt_workload *wl, const mt_template *t, const mt_space *space, mt_costmodel *model,
                               const mt_search_params *p, mt_search **out, char *err, size_t errlen) {
     if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "search: NULL argument");
@@ -224,6 +283,15 @@ mt_status mt_search_create_ex(const char *kind, const mt_workload *wl, const mt_
         !(prm.local_share >= 0 && prm.local_share <= 1) ||
         !(prm.temp_start >= 0) || !(prm.temp_end >= 0))
         return mt__fail(err, errlen, MT_INVALID_ARG, "search: chains, early_stop, pool_factor >= 1, iterations >= 0, epsilon and local_share in [0, 1]");
+    if (prm.only) {
+        uint64_t size = mt_space_size(space);
+        if (prm.nonly > (size_t)INT32_MAX) return mt__fail(err, errlen, MT_INVALID_ARG, "search: a restriction of %zu configs is too large", prm.nonly);
+        for (size_t i = 0; i < prm.nonly; i++)
+            if (prm.only[i] >= size || (i > 0 && prm.only[i] <= prm.only[i - 1]))
+                return mt__fail(err, errlen, MT_INVALID_ARG, "search: the restriction is not ascending config indices of the space (entry %zu)", i);
+    } else {
+        prm.nonly = 0;
+    }
     mt_search *s = calloc(1, sizeof *s);
     if (!s) return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
     s->kind = k;
@@ -233,9 +301,9 @@ mt_status mt_search_create_ex(const char *kind, const mt_workload *wl, const mt_
     s->model = model;
     s->p = prm;
     s->rng = prm.seed;
-    s->size = mt_space_size(space);
-    if (!set_reserve(&s->visited, 64)) {
-        free(s);
+    s->size = prm.only ? (uint64_t)prm.nonly : mt_space_size(space);
+    if (!set_reserve(&s->visited, 64) || (prm.only && !build_near(s))) {
+        mt_search_free(s);
         return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
     }
     *out = s;
@@ -255,6 +323,8 @@ void mt_search_free(mt_search *s) {
     free(s->meas);
     free(s->points);
     free(s->pscore);
+    free(s->ocfg);
+    free(s->near);
     memo_free(&s->mm);
     free(s);
 }
@@ -296,8 +366,32 @@ mt_status mt_search_mark_measured(mt_search *s, const mt_config *cfg, double cos
 
 static double unit(uint64_t *rng) { return (double)(mt_rng_next(rng) >> 11) * 0x1.0p-53; }
 
+/* random_unvisited under a restriction: the visited set may also hold
+ * configs outside it (marked measured), so only a scan says it is used up. */
+static int random_unvisited_only(mt_search *s, mt_config *cfg) {
+    size_t n = s->p.nonly;
+    if (n == 0) return 0;
+    for (int tries = 0; tries < 64; tries++) {
+        size_t pos = (size_t)mt_rng_below(&s->rng, n);
+        if (!set_has(&s->visited, s->p.only[pos])) {
+            *cfg = s->ocfg[pos];
+            return 1;
+        }
+    }
+    size_t start = (size_t)mt_rng_below(&s->rng, n);
+    for (size_t k = 0; k < n; k++) {
+        size_t pos = (start + k) % n;
+        if (!set_has(&s->visited, s->p.only[pos])) {
+            *cfg = s->ocfg[pos];
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* A uniformly random config neither visited nor picked; 0 when none is left. */
 static int random_unvisited(mt_search *s, mt_config *cfg) {
+    if (s->p.only) return random_unvisited_only(s, cfg);
     if (s->visited.count >= s->size) return 0;
     for (int tries = 0; tries < 64; tries++) {
         mt_space_random(s->sp, &s->rng, cfg);
@@ -344,12 +438,46 @@ static int factor_move(mt_search *s, const mt_knob *kb, int from) {
     return -1;
 }
 
+/* A move under a restriction: to one of from's nearest others in it, or,
+ * for a config outside it (a restart at a config marked measured), to a
+ * random config of it. */
+static void restricted_move(mt_search *s, const mt_config *from, mt_config *to) {
+    *to = *from;
+    if (s->p.nonly == 0) return;
+    long pos = only_pos(s, mt_space_config_index(s->sp, from));
+    if (pos < 0) {
+        *to = s->ocfg[mt_rng_below(&s->rng, s->p.nonly)];
+        return;
+    }
+    const int *row = s->near + (size_t)pos * NEAR;
+    int k = 0;
+    while (k < NEAR && row[k] >= 0) k++;
+    if (k > 0) *to = s->ocfg[row[mt_rng_below(&s->rng, (uint64_t)k)]];
+}
+
+/* Up to max configs near cfg, and how many there are in all: those differing
+ * in exactly one knob, or under a restriction cfg's nearest others in it. */
+static int search_neighbours(const mt_search *s, const mt_config *cfg, mt_config *out, int max) {
+    if (!s->p.only) return mt_space_neighbours(s->sp, cfg, out, max);
+    long pos = only_pos(s, mt_space_config_index(s->sp, cfg));
+    if (pos < 0) return 0;
+    const int *row = s->near + (size_t)pos * NEAR;
+    int k = 0;
+    for (; k < NEAR && row[k] >= 0; k++)
+        if (out && k < max) out[k] = s->ocfg[row[k]];
+    return k;
+}
+
 /* One knob of cfg changed to another of its options: AutoTVM's random_walk
  * (a uniformly random other option), or, for half of the moves on SPLIT
  * knobs, one prime factor moved between two parts of the split. The factor
  * moves keep the rest of the tiling as it is, so chains take small steps
  * where a random option would reshuffle every part of the split at once. */
 static void random_move(mt_search *s, const mt_config *from, mt_config *to) {
+    if (s->p.only) {
+        restricted_move(s, from, to);
+        return;
+    }
     *to = *from;
     int movable[MT_MAX_KNOBS], nm = 0;
     for (int i = 0; i < s->sp->nknobs; i++)
@@ -445,6 +573,7 @@ static void sift_up(heap *h, int i) {
 /* Offers a scored config; 1 when it entered the heap. */
 static int heap_offer(mt_search *s, heap *h, const mt_config *cfg, uint64_t idx, double sc) {
     if (isnan(sc) || sc <= MT_COSTMODEL_INVALID_SCORE / 2 || set_has(&s->visited, idx)) return 0;
+    if (s->p.only && only_pos(s, idx) < 0) return 0; /* a chain restarted outside the restriction */
     if (h->n == h->cap && sc <= h->items[0].score) return 0;
     size_t j = memo_find(&s->mm, idx);
     if (s->mm.keys[j] != idx || s->mm.in_heap[j]) return 0;
@@ -494,7 +623,10 @@ static mt_status anneal(mt_search *s, heap *h, char *err, size_t errlen) {
             st = mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
             goto done;
         }
-        for (int i = 0; i < C; i++) mt_space_random(s->sp, &s->rng, &s->points[i]);
+        for (int i = 0; i < C; i++) {
+            if (s->p.only) s->points[i] = s->ocfg[mt_rng_below(&s->rng, s->p.nonly)];
+            else mt_space_random(s->sp, &s->rng, &s->points[i]);
+        }
         s->npoints = C;
     }
     /* Restart the first chains at the best measured configs (new ones since
@@ -602,7 +734,7 @@ static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int
                 break; /* exhausted */
             }
             uint64_t idx = mt_space_config_index(s->sp, &c);
-            if (set_has(&s->visited, idx)) continue;
+            if (set_has(&s->visited, idx) || (s->p.only && only_pos(s, idx) < 0)) continue;
             int dup = 0;
             for (int j = 0; j < m && !dup; j++) dup = pidx[j] == idx;
             if (dup) continue;
@@ -653,7 +785,7 @@ static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got, c
     int nb = 0;
     for (int i = 0; i < 2; i++)
         if (isfinite(b[i].cost) && mt_space_config_from_index(s->sp, b[i].idx, &base[nb]) == MT_OK)
-            total += mt_space_neighbours(s->sp, &base[nb++], NULL, 0);
+            total += search_neighbours(s, &base[nb++], NULL, 0);
     if (total == 0) return MT_OK;
     mt_config *nbr = malloc(sizeof(mt_config) * (size_t)total);
     cand *c = malloc(sizeof(cand) * (size_t)total);
@@ -664,7 +796,7 @@ static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got, c
         goto done;
     }
     int m = 0;
-    for (int i = 0; i < nb; i++) m += mt_space_neighbours(s->sp, &base[i], nbr + m, total - m);
+    for (int i = 0; i < nb; i++) m += search_neighbours(s, &base[i], nbr + m, total - m);
     /* unvisited, each once (the two neighbourhoods may overlap) */
     int k = 0;
     for (int i = 0; i < m; i++) {
@@ -703,7 +835,7 @@ mt_status mt_search_next_batch(mt_search *s, int batch, mt_config *out, int *n, 
     if (n) *n = 0;
     if (!s || !n || batch < 0 || (batch > 0 && !out))
         return mt__fail(err, errlen, MT_INVALID_ARG, "search: NULL argument or a negative batch (%d)", batch);
-    if (batch == 0) return MT_OK;
+    if (batch == 0 || (s->p.only && s->p.nonly == 0)) return MT_OK;
     if (!set_reserve(&s->visited, (size_t)batch)) return mt__fail(err, errlen, MT_NOMEM, "search: out of memory");
     int use_model = s->kind == KIND_SA && s->model && mt_costmodel_trained(s->model) > 0;
     int n_model = 0;

@@ -20,6 +20,8 @@
  *
  * A search never returns a config it has returned before or that was marked
  * measured: it keeps a hash set of config indices (mt_space_config_index).
+ * With a candidate restriction (mt_search_params.only) it returns only
+ * configs of the restriction, and the space's size is the restriction's.
  * Model updates are the caller's job (mt_costmodel_update between batches);
  * the search only asks the model for scores. Not thread-safe.
  *
@@ -60,6 +62,16 @@ typedef struct mt_search_params {
                                the model, where it has data close by (default 0.25) */
     const mt_device_info *dev; /* the device measured on, passed to the cost model
                                (borrowed; NULL: unknown, the default) */
+    /* A candidate restriction: when `only` is non-NULL the search proposes
+     * nothing but the configs of only[0..nonly) (indices in the space,
+     * ascending, distinct; borrowed, must outlive the search; nonly may be 0:
+     * then there is nothing to propose), e.g. the configs a replay has
+     * recorded. Random draws are uniform among them; annealing chains and
+     * mutations move from a config to one of its nearest others in the set
+     * (fewest knobs different) instead of a one-knob move that would mostly
+     * leave the set. NULL (the default): the whole space. */
+    const uint64_t *only;
+    size_t nonly;
 } mt_search_params;
 
 mt_search_params mt_search_default_params(void);
@@ -67,7 +79,8 @@ mt_search_params mt_search_default_params(void);
 /* Creates a search of kind "random" or "sa" over `space` (the template's
  * space for wl). model may be NULL (then "sa" behaves like "random"); the
  * search borrows wl, t, space and model, which must outlive it. Unknown
- * kinds: MT_INVALID_ARG with the kinds listed in err. */
+ * kinds, and a restriction that is not ascending or leaves the space:
+ * MT_INVALID_ARG with the reason in err. */
 mt_status mt_search_create(const char *kind, const mt_workload *wl, const mt_template *t, const mt_space *space, mt_costmodel *model,
                            uint64_t seed, mt_search **out, char *err, size_t errlen);
 /* The same with every parameter; p NULL: defaults. */

@@ -1,6 +1,16 @@
 /* The tuning loop: units (task x template), the scheduler, resume from the
  * database, and the round: search -> measure (compile in parallel, time in the
- * worker) -> commit each record -> update the cost model. */
+ * worker; or, replaying, look up the recording) -> commit each record to the
+ * sink -> update the cost model.
+ *
+ * mt_tune keeps its state in a tune_run: run_init checks the parameters,
+ * run_open_device opens the device (or the recording) and the record sink,
+ * run_make_units the units, run_resume reads what the sink already holds;
+ * then rounds (run_round) until the budget, the time limit, the stop flag
+ * or the units run out: scheduler_pick chooses a unit, round_draw its
+ * configs, round_measure measures them, round_commit stores their records
+ * through the sink, round_update_model feeds the cost model,
+ * report_progress tells the caller; run_close fills the summary. */
 #include "mtgpu/tuner.h"
 #include "program.h"
 #include "select.h"
@@ -9,11 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "costmodel.h"
 #include "config_search.h"
 #include "measurer.h"
+#include "replay.h"
+#include "tune-impl.h"
 #include "fail.h"
 
 #define MT__MAX_TEMPLATES 8
@@ -33,6 +46,10 @@ typedef struct {
     int have_space;
     mt_search *search;
     mt_costmodel *model; /* borrowed: one model per template, shared across tasks */
+    /* Replaying: the recorded configs (ascending indices; the replay's),
+     * the only ones the unit may measure. NULL measuring on a device. */
+    const uint64_t *only;
+    size_t nonly;
     int trials;
     int last_improvement; /* trials count when best last improved */
     double best_ms;       /* 0: none */
@@ -47,18 +64,50 @@ typedef struct {
     mt_costmodel *model;
 } template_model;
 
-/* Whether name is in the comma-separated list (NULL or "": every template). */
-static int template_selected(const char *list, const char *name) {
-    if (!list || !*list) return 1;
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, name, n) == 0) return 1;
-        p += len;
-        if (*p == ',') p++;
-    }
-    return 0;
-}
+/* One mt_tune call (a tuning run): its parameters, what it opened, its
+ * units, and one round's scratch. */
+typedef struct {
+    const mt_task *tasks;
+    int ntasks;
+    mt_tune_params p;             /* with the defaults filled in */
+    int use_model;                /* 0: random search */
+    double t0;                    /* when mt_tune was called */
+    double run_start;             /* when the rounds started */
+    mt_device_info dev;
+    mt_device_limits limits;
+    const mt_device_limits *lim;  /* &limits, or NULL for a replayed device the recording does not describe */
+    mt_measurer *meas;            /* measuring on the device */
+    mt__replay *replay;           /* replaying a recording (then meas is NULL) */
+    mt__sink sink;                /* where every record goes */
+    char source[MT_RECORD_SOURCE_LEN]; /* the records' source: "" (measured) or "replay:<fingerprint>" */
+    unit *units;
+    int nunits;
+    template_model models[MT__MAX_TEMPLATES];
+    int nmodels;
+    mt_tune_task_result *tr;      /* per task; becomes the summary's */
+    int done_total;               /* trials of these units, resumed ones included */
+    int measured_this_run;
+    int resumed;
+    /* A round's scratch: batch entries each (cfgs 2 x batch; samples, see tune_round). */
+    mt_config *cfgs;
+    mt_measurer_result *results;
+    mt_record *records;           /* what the sink got this round */
+    mt_cm_sample *samples;
+} tune_run;
+
+/* One round of one unit. */
+typedef struct {
+    unit *u;
+    int want;       /* configs to measure at most */
+    int n;          /* configs drawn to measure: cfgs[0..n) */
+    int ninvalid;   /* draws the template cannot realise here: samples[batch..batch + ninvalid) */
+    int exhausted;  /* the search has nothing left to propose */
+    int gave_up;    /* too many invalid draws */
+    mt_status measured; /* the measurement's status (MT_DEVICE: the worker kept failing) */
+    char merr[1024];
+    int nrec;       /* records committed: records[0..nrec) */
+    int nsamp;      /* samples for the model: samples[0..nsamp) */
+} tune_round;
 
 mt_status mt_tune_check_templates(const char *list, char *err, size_t errlen) {
     if (!list || !*list) return MT_OK;
@@ -100,6 +149,8 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- units ---- */
+
 static void unit_record_best(unit *u, double ms) {
     if (ms > 0 && (u->best_ms <= 0 || ms < u->best_ms)) {
         u->best_ms = ms;
@@ -126,6 +177,157 @@ static double unit_gain(const unit *u, double weight) {
     return weight * (MT__ALPHA * backward + (1 - MT__ALPHA) * forward);
 }
 
+/* Whether the unit may measure cfg: always on a device; replaying, when it was recorded. */
+static int unit_allows(const unit *u, const mt_config *cfg) {
+    if (!u->only) return 1;
+    uint64_t idx = mt_space_config_index(&u->space, cfg);
+    size_t lo = 0, hi = u->nonly;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->only[mid] < idx) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < u->nonly && u->only[lo] == idx;
+}
+
+static void fill_task_results(const unit *units, int nunits, mt_tune_task_result *tr, int ntasks) {
+    for (int i = 0; i < ntasks; i++) {
+        tr[i].best_ms = 0;
+        tr[i].best_template[0] = tr[i].best_config[0] = '\0';
+    }
+    for (int j = 0; j < nunits; j++) {
+        const unit *u = &units[j];
+        mt_tune_task_result *r = &tr[u->task];
+        if (u->best_ms > 0 && (r->best_ms <= 0 || u->best_ms < r->best_ms)) {
+            r->best_ms = u->best_ms;
+            snprintf(r->best_template, sizeof r->best_template, "%s", mt_template_name(u->t));
+            mt_config cfg;
+            double ms;
+            if (mt_search_best(u->search, &cfg, &ms, NULL, 0) == MT_OK) mt_config_format(&u->space, &cfg, r->best_config, sizeof r->best_config);
+        }
+    }
+}
+
+static double network_ms(const mt_tune_task_result *tr, int ntasks) {
+    double sum = 0;
+    for (int i = 0; i < ntasks; i++) {
+        if (tr[i].best_ms <= 0) return 0;
+        sum += tr[i].best_ms * tr[i].count;
+    }
+    return sum;
+}
+
+/* ---- opening ---- */
+
+/* Checks the parameters and fills in their defaults; allocates the task results. */
+static mt_status run_init(tune_run *s, const mt_task *tasks, int ntasks, const mt_tune_params *params, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    mt__sink_none(&s->sink);
+    s->t0 = now_s();
+    s->tasks = tasks;
+    s->ntasks = ntasks;
+    s->p = *params;
+    mt_status st = mt_tune_check_templates(s->p.templates, err, errlen);
+    if (st != MT_OK) return st;
+    if (s->p.batch <= 0) s->p.batch = 8;
+    if (!s->p.cost_model) s->p.cost_model = "xgb";
+    if (s->p.simulate_db && !s->p.db_path && !s->p.no_db)
+        return mt__fail(err, errlen, MT_INVALID_ARG,
+                        "tune: a replay stores its records in db_path (a database of its own) or, with no_db, nowhere; not in the default database");
+    s->use_model = strcmp(s->p.cost_model, "random") != 0;
+    s->tr = calloc((size_t)ntasks, sizeof *s->tr);
+    if (!s->tr) return mt__fail(err, errlen, MT_NOMEM, "tune: out of memory");
+    for (int i = 0; i < ntasks; i++) {
+        s->tr[i].wl = tasks[i].wl;
+        s->tr[i].count = tasks[i].count;
+        s->tr[i].flops = tasks[i].flops;
+    }
+    return MT_OK;
+}
+
+/* 1 when both paths name one existing file. */
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The device and the sink. Measuring, the database opens first, so that a
+ * bad path fails before a worker starts; replaying, the recording is read
+ * first, so that a bad one leaves no database behind. */
+static mt_status run_open_device(tune_run *s, mt_tune_summary *out, char *err, size_t errlen) {
+    const mt_tune_params *p = &s->p;
+    mt_status st;
+    if (p->simulate_db) {
+        if (same_file(p->simulate_db, p->db_path))
+            return mt__fail(err, errlen, MT_INVALID_ARG, "tune: the replay's records cannot go into the recording it replays (%s)", p->db_path);
+        int described = 0;
+        if ((st = mt__replay_open(p->simulate_db, p->simulate_device, s->tasks, s->ntasks, p->templates, &s->replay, &s->dev, &described, err,
+                                  errlen)) != MT_OK)
+            return st;
+        snprintf(s->source, sizeof s->source, "replay:%s", s->dev.fingerprint);
+        s->limits = mt_device_info_limits(&s->dev);
+        s->lim = described ? &s->limits : NULL;
+        if (!p->no_db && (st = mt__sink_db(p->db_path, &s->sink, err, errlen)) != MT_OK) return st;
+    } else {
+        if (!p->no_db && (st = mt__sink_db(p->db_path, &s->sink, err, errlen)) != MT_OK) return st;
+        mt_measurer_params mp = p->measurer;
+        mp.stop = p->stop;
+        if ((st = mt_measurer_start(&mp, &s->meas, &s->dev, err, errlen)) != MT_OK) return st;
+        s->limits = mt_device_info_limits(&s->dev);
+        s->lim = &s->limits;
+    }
+    out->device = s->dev;
+    return s->sink.iface->device(s->sink.ctx, &s->dev, err, errlen);
+}
+
+/* Units and their searches; one cost model per template. */
+static mt_status run_make_units(tune_run *s, char *err, size_t errlen) {
+    s->units = calloc((size_t)s->ntasks * MT__MAX_TEMPLATES, sizeof *s->units);
+    if (!s->units) return mt__fail(err, errlen, MT_NOMEM, "tune: out of memory");
+    mt_costmodel_params cmp = mt_costmodel_default_params();
+    cmp.seed = s->p.seed;
+    cmp.plan_size = s->p.batch;
+    cmp.gnn_model = s->p.cost_model_file;
+    mt_status st;
+    for (int i = 0; i < s->ntasks; i++) {
+        const mt_workload *wl = &s->tasks[i].wl;
+        for (int ti = 0; ti < mt_template_count() && ti < MT__MAX_TEMPLATES; ti++) {
+            const mt_template *t = mt_template_at(ti);
+            if (!mt_template_accepts(t, wl) || !mt__template_selected(s->p.templates, mt_template_name(t))) continue;
+            unit *u = &s->units[s->nunits];
+            u->task = i;
+            u->t = t;
+            if ((st = mt_template_space(t, wl, &u->space)) != MT_OK)
+                return mt__fail(err, errlen, st, "tune: the space of '%s' for task %d: %s", mt_template_name(t), i, mt_status_str(st));
+            u->have_space = 1;
+            s->nunits++;
+            if (s->use_model) {
+                int m = 0;
+                while (m < s->nmodels && s->models[m].t != t) m++;
+                if (m == s->nmodels) {
+                    s->models[m].t = t;
+                    if ((st = mt_costmodel_create(s->p.cost_model, &cmp, &s->models[m].model, err, errlen)) != MT_OK) return st;
+                    s->nmodels++;
+                }
+                u->model = s->models[m].model;
+            }
+            mt_search_params sp = mt_search_default_params();
+            sp.seed = s->p.seed + (uint64_t)s->nunits * 7919;
+            sp.dev = &s->dev;
+            if (s->replay) {
+                mt__replay_configs(s->replay, wl, t, &u->only, &u->nonly);
+                sp.only = u->only;
+                sp.nonly = u->nonly;
+                u->done = u->nonly == 0; /* nothing recorded for this template */
+            }
+            if ((st = mt_search_create_ex(s->use_model ? "sa" : "random", wl, t, &u->space, u->model, &sp, &u->search, err, errlen)) != MT_OK)
+                return st;
+        }
+        if (s->nunits == 0 || s->units[s->nunits - 1].task != i) return mt__fail(err, errlen, MT_UNSUPPORTED, "tune: no template accepts task %d", i);
+    }
+    return MT_OK;
+}
+
 typedef struct {
     unit *u;
     const mt_workload *wl;
@@ -148,12 +350,12 @@ static int resume_cb(const mt_record *rec, void *user) {
     unit_record_best(u, cost);
     if (rs->nsamples == rs->cap) {
         int cap = rs->cap ? 2 * rs->cap : 64;
-        mt_cm_sample *s = realloc(rs->samples, sizeof *s * (size_t)cap);
-        if (!s) {
+        mt_cm_sample *smp = realloc(rs->samples, sizeof *smp * (size_t)cap);
+        if (!smp) {
             rs->failed_alloc = 1;
             return 1;
         }
-        rs->samples = s;
+        rs->samples = smp;
         rs->cap = cap;
     }
     rs->samples[rs->nsamples++] = (mt_cm_sample){.wl = rs->wl, .tmpl = u->t, .space = &u->space, .cfg = cfg, .cost_ms = cost, .failed = rec->status != MT_OK,
@@ -161,345 +363,294 @@ static int resume_cb(const mt_record *rec, void *user) {
     return 0;
 }
 
-static void fill_task_results(const unit *units, int nunits, mt_tune_task_result *tr, int ntasks) {
-    for (int i = 0; i < ntasks; i++) {
-        tr[i].best_ms = 0;
-        tr[i].best_template[0] = tr[i].best_config[0] = '\0';
+/* What the sink already holds for these units on this device: marked
+ * measured in the searches, counted, and fed to the models. */
+static mt_status run_resume(tune_run *s, char *err, size_t errlen) {
+    for (int j = 0; j < s->nunits; j++) {
+        unit *u = &s->units[j];
+        resume_state rs = {.u = u, .wl = &s->tasks[u->task].wl, .dev = &s->dev};
+        mt_db_filter f = {.wl = &s->tasks[u->task].wl, .device = s->dev.fingerprint, .template_name = mt_template_name(u->t)};
+        char rerr[1024] = "";
+        mt_status st = s->sink.iface->for_each ? s->sink.iface->for_each(s->sink.ctx, &f, resume_cb, &rs, rerr, sizeof rerr) : MT_OK;
+        if (st == MT_OK && rs.failed_alloc) st = MT_NOMEM;
+        if (st == MT_OK && u->model && rs.nsamples > 0) st = mt_costmodel_update(u->model, rs.samples, rs.nsamples);
+        free(rs.samples);
+        if (st != MT_OK) return mt__fail(err, errlen, st, "tune: resuming from the database failed: %s", mt_status_str(st));
+        s->tr[u->task].trials += u->trials;
+        s->tr[u->task].errors += rs.errors;
+        s->resumed += u->trials;
+        if (u->trials > 0) unit_push_history(u);
+        u->rounds = u->trials > 0;
+        if (s->p.early_stop > 0 && u->trials - u->last_improvement >= s->p.early_stop) u->done = 1;
     }
-    for (int j = 0; j < nunits; j++) {
-        const unit *u = &units[j];
-        mt_tune_task_result *r = &tr[u->task];
-        if (u->best_ms > 0 && (r->best_ms <= 0 || u->best_ms < r->best_ms)) {
-            r->best_ms = u->best_ms;
-            snprintf(r->best_template, sizeof r->best_template, "%s", mt_template_name(u->t));
-            mt_config cfg;
-            double ms;
-            if (mt_search_best(u->search, &cfg, &ms, NULL, 0) == MT_OK)
-                mt_config_format(&u->space, &cfg, r->best_config, sizeof r->best_config);
-        }
-    }
+    s->done_total = s->resumed;
+    fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
+    return MT_OK;
 }
 
-static double network_ms(const mt_tune_task_result *tr, int ntasks) {
-    double sum = 0;
-    for (int i = 0; i < ntasks; i++) {
-        if (tr[i].best_ms <= 0) return 0;
-        sum += tr[i].best_ms * tr[i].count;
+static mt_status run_alloc_round(tune_run *s, char *err, size_t errlen) {
+    int b = s->p.batch;
+    s->cfgs = calloc((size_t)b * 2, sizeof *s->cfgs);
+    s->results = calloc((size_t)b, sizeof *s->results);
+    s->records = calloc((size_t)b, sizeof *s->records);
+    s->samples = calloc((size_t)b * (2 + MT__MAX_DRAWS_PER_CONFIG), sizeof *s->samples);
+    if (!s->cfgs || !s->results || !s->records || !s->samples) return mt__fail(err, errlen, MT_NOMEM, "tune: out of memory");
+    return MT_OK;
+}
+
+/* ---- a round ---- */
+
+/* The unit of the next round: units never tried first (in order), then the
+ * task with the best gain, and its unit with the best gain; -1 when every
+ * unit is exhausted or stopped early. */
+static int scheduler_pick(const tune_run *s) {
+    for (int j = 0; j < s->nunits; j++)
+        if (!s->units[j].done && s->units[j].rounds == 0) return j;
+    int pick = -1;
+    double best_gain = -1;
+    for (int i = 0; i < s->ntasks; i++) {
+        double task_gain = -1;
+        int task_pick = -1;
+        double task_best = s->tr[i].best_ms;
+        for (int j = 0; j < s->nunits; j++) {
+            const unit *u = &s->units[j];
+            if (u->task != i || u->done) continue;
+            double g = unit_gain(u, s->tasks[i].count);
+            /* A template far behind the task's best gains less for the network. */
+            if (isfinite(g) && task_best > 0 && u->best_ms > task_best) g *= task_best / u->best_ms;
+            if (g > task_gain) {
+                task_gain = g;
+                task_pick = j;
+            }
+        }
+        if (task_pick >= 0 && task_gain > best_gain) {
+            best_gain = task_gain;
+            pick = task_pick;
+        }
     }
-    return sum;
+    return pick;
+}
+
+/* The round's configs into cfgs[0..r->n). Configs the template cannot
+ * realise on this device are never measured nor counted: they are marked in
+ * the search and kept as failed samples for the model. */
+static mt_status round_draw(tune_run *s, tune_round *r, char *err, size_t errlen) {
+    unit *u = r->u;
+    const mt_workload *wl = &s->tasks[u->task].wl;
+    mt_config *cfgs = s->cfgs;
+    int want = s->p.batch;
+    if (want > s->p.trials - s->done_total) want = s->p.trials - s->done_total;
+    int draws = 0, have_default = 0;
+    /* A unit's first round starts from the template's default config (a
+     * replay only where it was recorded): a sound kernel to compare against,
+     * and a data point the model would rarely get from random configs. */
+    if (s->p.start_from_default && u->trials == 0 && u->rounds == 0 && want > 0 &&
+        mt_default_config(u->t, wl, &s->dev, &u->space, &cfgs[0], NULL, 0) == MT_OK &&
+        mt_template_check(u->t, wl, &u->space, &cfgs[0], s->lim, NULL, 0) == MT_OK && unit_allows(u, &cfgs[0])) {
+        r->n = have_default = 1;
+        /* ...and is short (the default and one random config), so that
+         * every task has a valid config, and the network an estimate,
+         * after a fraction of the budget; the gain rule then spends the
+         * rest where it matters. */
+        if (want > MT__FIRST_ROUND) want = MT__FIRST_ROUND;
+    }
+    r->want = want;
+    uint64_t default_idx = have_default ? mt_space_config_index(&u->space, &cfgs[0]) : 0;
+    while (r->n < want && draws < MT__MAX_DRAWS_PER_CONFIG * want) {
+        int got = 0;
+        char serr[512];
+        mt_status st = mt_search_next_batch(u->search, want - r->n, cfgs + r->n, &got, serr, sizeof serr);
+        if (st != MT_OK) return mt__fail(err, errlen, st, "tune: search failed: %s", serr);
+        if (got == 0) {
+            r->exhausted = 1;
+            break;
+        }
+        draws += got;
+        int end = r->n + got;
+        for (int k = r->n; k < end; k++) {
+            /* The search does not know the default is taken: measure it once. */
+            if (have_default && mt_space_config_index(&u->space, &cfgs[k]) == default_idx) continue;
+            if (mt_template_check(u->t, wl, &u->space, &cfgs[k], s->lim, NULL, 0) == MT_OK) {
+                cfgs[r->n++] = cfgs[k];
+                continue;
+            }
+            mt_search_mark_measured(u->search, &cfgs[k], -1, NULL, 0);
+            s->samples[s->p.batch + r->ninvalid++] =
+                (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .failed = 1, .dev = &s->dev};
+        }
+    }
+    r->gave_up = draws >= MT__MAX_DRAWS_PER_CONFIG * want;
+    u->rounds++;
+    return MT_OK;
+}
+
+/* Measures cfgs[0..r->n) into results: on the device, or from the recording. */
+static void round_measure(tune_run *s, tune_round *r) {
+    unit *u = r->u;
+    const mt_workload *wl = &s->tasks[u->task].wl;
+    if (s->replay)
+        r->measured = mt__replay_measure_batch(s->replay, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
+    else
+        r->measured = mt_measurer_measure_batch(s->meas, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
+}
+
+/* The record of cfg's measurement. */
+static void make_record(const tune_run *s, const unit *u, const mt_config *cfg, const mt_measurer_result *res, mt_record *rec) {
+    mt_record_init(rec);
+    rec->wl = s->tasks[u->task].wl;
+    snprintf(rec->template_name, sizeof rec->template_name, "%s", mt_template_name(u->t));
+    mt_config_format(&u->space, cfg, rec->config, sizeof rec->config);
+    rec->config_index = (int64_t)mt_space_config_index(&u->space, cfg);
+    snprintf(rec->device, sizeof rec->device, "%s", s->dev.fingerprint);
+    rec->ncosts = res->m.nruns < MT_RECORD_MAX_COSTS ? res->m.nruns : MT_RECORD_MAX_COSTS;
+    for (int c = 0; c < rec->ncosts; c++) rec->costs_ms[c] = res->m.run_ms[c];
+    rec->median_ms = res->m.status == MT_OK ? res->m.median_ms : 0;
+    rec->status = res->m.status;
+    snprintf(rec->message, sizeof rec->message, "%s", res->m.message);
+    rec->build_s = res->m.build_s;
+    snprintf(rec->source, sizeof rec->source, "%s", s->source);
+}
+
+/* Each measured config: its record through the sink (committed before the
+ * next), then marked in the search, counted, and kept as a sample. */
+static mt_status round_commit(tune_run *s, tune_round *r, char *err, size_t errlen) {
+    unit *u = r->u;
+    const mt_workload *wl = &s->tasks[u->task].wl;
+    for (int k = 0; k < r->n; k++) {
+        const mt_measurer_result *res = &s->results[k];
+        if (res->skipped) continue;
+        /* A batch abandoned because the worker keeps failing: keep those configs unrecorded. */
+        if (r->measured != MT_OK && !res->sent_to_worker && res->m.status == r->measured) continue;
+        mt_record *rec = &s->records[r->nrec];
+        make_record(s, u, &s->cfgs[k], res, rec);
+        mt_status st = s->sink.iface->put(s->sink.ctx, rec, err, errlen);
+        if (st != MT_OK) return st;
+        r->nrec++;
+        int ok = res->m.status == MT_OK;
+        mt_search_mark_measured(u->search, &s->cfgs[k], ok ? res->m.median_ms : -1, NULL, 0);
+        s->samples[r->nsamp++] = (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = s->cfgs[k], .cost_ms = res->m.median_ms,
+                                                 .failed = !ok, .dev = &s->dev};
+        u->trials++;
+        s->tr[u->task].trials++;
+        if (!ok) s->tr[u->task].errors++;
+        unit_record_best(u, ok ? res->m.median_ms : 0);
+        s->done_total++;
+        s->measured_this_run++;
+    }
+    unit_push_history(u);
+    return MT_OK;
+}
+
+/* Feeds the round's samples to the unit's model: the measured ones, then
+ * the invalid draws. */
+static mt_status round_update_model(tune_run *s, tune_round *r, char *err, size_t errlen) {
+    if (r->ninvalid > 0) memmove(s->samples + r->nsamp, s->samples + s->p.batch, sizeof *s->samples * (size_t)r->ninvalid);
+    r->nsamp += r->ninvalid;
+    unit *u = r->u;
+    mt_status st;
+    if (u->model && r->nsamp > 0 && (st = mt_costmodel_update(u->model, s->samples, r->nsamp)) != MT_OK)
+        return mt__fail(err, errlen, st, "tune: cost model update failed: %s", mt_costmodel_last_error(u->model));
+    return MT_OK;
+}
+
+/* Tells the caller where the run stands; r NULL: after resuming. */
+static void report_progress(tune_run *s, const tune_round *r) {
+    if (!s->p.progress) return;
+    mt_tune_progress pr = {.task = -1, .trials_done = s->done_total, .trials_total = s->p.trials, .eta_s = -1, .tasks = s->tr,
+                           .ntasks = s->ntasks, .network_ms = network_ms(s->tr, s->ntasks)};
+    if (r) {
+        double el = now_s() - s->run_start;
+        int left = s->p.trials - s->done_total;
+        double eta = s->measured_this_run > 0 ? el / s->measured_this_run * left : -1;
+        if (s->p.time_limit_s > 0) {
+            double tl = s->p.time_limit_s - (now_s() - s->t0);
+            if (eta < 0 || eta > tl) eta = tl > 0 ? tl : 0;
+        }
+        pr.task = r->u->task;
+        pr.template_name = mt_template_name(r->u->t);
+        pr.measured_this_run = s->measured_this_run;
+        pr.elapsed_s = now_s() - s->t0;
+        pr.eta_s = eta;
+        pr.records = s->records;
+        pr.nrecords = r->nrec;
+    }
+    s->p.progress(&pr, s->p.user);
+}
+
+/* One round of the unit picked: draw, measure, commit, learn, report. */
+static mt_status run_round(tune_run *s, unit *u, char *err, size_t errlen) {
+    tune_round r = {.u = u};
+    mt_status st = round_draw(s, &r, err, errlen);
+    if (st != MT_OK) return st;
+    if (r.n == 0) {
+        /* Nothing to measure: the model still learns the invalid draws. */
+        if ((st = round_update_model(s, &r, err, errlen)) != MT_OK) return st;
+        if (r.exhausted || r.gave_up) u->done = 1;
+        return MT_OK;
+    }
+    round_measure(s, &r);
+    if ((st = round_commit(s, &r, err, errlen)) != MT_OK) return st;
+    if ((st = round_update_model(s, &r, err, errlen)) != MT_OK) return st;
+    if (s->p.early_stop > 0 && u->trials - u->last_improvement >= s->p.early_stop) u->done = 1;
+    if (r.measured != MT_OK && r.measured != MT_DEVICE) return mt__fail(err, errlen, r.measured, "tune: measurement failed: %s", r.merr);
+    fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
+    report_progress(s, &r);
+    return MT_OK;
+}
+
+/* Also on error: the summary holds what was measured (and committed) before it. */
+static void run_close(tune_run *s, mt_tune_summary *out) {
+    out->wall_s = now_s() - s->t0;
+    out->measured_this_run = s->measured_this_run;
+    out->trials_done = s->done_total;
+    out->resumed = s->resumed;
+    if (s->units) fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
+    out->tasks = s->tr;
+    out->ntasks = s->tr ? s->ntasks : 0;
+    out->network_ms = s->tr ? network_ms(s->tr, s->ntasks) : 0;
+    for (int j = 0; j < s->nunits; j++) {
+        mt_search_free(s->units[j].search);
+        if (s->units[j].have_space) mt_space_free(&s->units[j].space);
+    }
+    free(s->units);
+    for (int m = 0; m < s->nmodels; m++) mt_costmodel_free(s->models[m].model);
+    free(s->cfgs);
+    free(s->results);
+    free(s->records);
+    free(s->samples);
+    mt_measurer_stop(s->meas);
+    mt__replay_close(s->replay);
+    mt__sink_close(&s->sink);
 }
 
 mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params, mt_tune_summary *out, char *err, size_t errlen) {
     if (out) memset(out, 0, sizeof *out);
     if (!tasks || ntasks <= 0 || !params || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no tasks");
-    mt_tune_params p = *params;
-    mt_status lst = mt_tune_check_templates(p.templates, err, errlen);
-    if (lst != MT_OK) return lst;
-    if (p.batch <= 0) p.batch = 8;
-    if (!p.cost_model) p.cost_model = "xgb";
-    int use_model = strcmp(p.cost_model, "random") != 0;
-    double t0 = now_s();
-
-    mt_status st = MT_OK;
-    mt_db *db = NULL;
-    mt_measurer *meas = NULL;
-    unit *units = NULL;
-    int nunits = 0;
-    template_model models[MT__MAX_TEMPLATES];
-    int nmodels = 0;
-    mt_config *cfgs = NULL;
-    mt_measurer_result *results = NULL;
-    mt_record *records = NULL;
-    mt_cm_sample *samples = NULL;
-    int done_total = 0, measured_this_run = 0;
-    mt_tune_task_result *tr = calloc((size_t)ntasks, sizeof *tr);
-    if (!tr) return mt__fail(err, errlen, MT_NOMEM, "tune: out of memory");
-    for (int i = 0; i < ntasks; i++) {
-        tr[i].wl = tasks[i].wl;
-        tr[i].count = tasks[i].count;
-        tr[i].flops = tasks[i].flops;
-    }
-
-    /* Database and device. */
-    char dbpath[1024], dberr[512] = "";
-    if (p.db_path) snprintf(dbpath, sizeof dbpath, "%s", p.db_path);
-    else if ((st = mt_db_default_path(dbpath, sizeof dbpath, NULL, 0)) != MT_OK) {
-        mt__fail(err, errlen, st, "tune: no default database path (set --db or $MTGPU_DB)");
-        goto done;
-    }
-    mt_db_params dbp = mt_db_default_params();
-    if ((st = mt_db_open(dbpath, &dbp, &db, err, errlen)) != MT_OK) goto done;
-    mt_measurer_params mp = p.measurer;
-    mp.stop = p.stop;
-    mt_device_info dev;
-    if ((st = mt_measurer_start(&mp, &meas, &dev, err, errlen)) != MT_OK) goto done;
-    out->device = dev;
-    mt_device_limits limits = mt_device_info_limits(&dev);
-    if ((st = mt_db_put_device(db, &dev, dberr, sizeof dberr)) != MT_OK) {
-        mt__fail(err, errlen, st, "tune: could not record the device: %s", dberr);
-        goto done;
-    }
-
-    /* Units and their searches; one cost model per template. */
-    units = calloc((size_t)ntasks * MT__MAX_TEMPLATES, sizeof *units);
-    if (!units) {
-        st = mt__fail(err, errlen, MT_NOMEM, "tune: out of memory");
-        goto done;
-    }
-    mt_costmodel_params cmp = mt_costmodel_default_params();
-    cmp.seed = p.seed;
-    cmp.plan_size = p.batch;
-    cmp.gnn_model = p.cost_model_file;
-    for (int i = 0; i < ntasks; i++) {
-        for (int ti = 0; ti < mt_template_count() && ti < MT__MAX_TEMPLATES; ti++) {
-            const mt_template *t = mt_template_at(ti);
-            if (!mt_template_accepts(t, &tasks[i].wl) || !template_selected(p.templates, mt_template_name(t))) continue;
-            unit *u = &units[nunits];
-            u->task = i;
-            u->t = t;
-            if ((st = mt_template_space(t, &tasks[i].wl, &u->space)) != MT_OK) {
-                mt__fail(err, errlen, st, "tune: the space of '%s' for task %d: %s", mt_template_name(t), i, mt_status_str(st));
-                goto done;
-            }
-            u->have_space = 1;
-            nunits++;
-            if (use_model) {
-                int m = 0;
-                while (m < nmodels && models[m].t != t) m++;
-                if (m == nmodels) {
-                    models[m].t = t;
-                    if ((st = mt_costmodel_create(p.cost_model, &cmp, &models[m].model, err, errlen)) != MT_OK) goto done;
-                    nmodels++;
-                }
-                u->model = models[m].model;
-            }
-            mt_search_params sp = mt_search_default_params();
-            sp.seed = p.seed + (uint64_t)nunits * 7919;
-            sp.dev = &dev;
-            if ((st = mt_search_create_ex(use_model ? "sa" : "random", &tasks[i].wl, t, &u->space, u->model, &sp, &u->search, err, errlen)) !=
-                MT_OK)
-                goto done;
-        }
-        if (nunits == 0 || units[nunits - 1].task != i) {
-            st = mt__fail(err, errlen, MT_UNSUPPORTED, "tune: no template accepts task %d", i);
-            goto done;
-        }
-    }
-
-    /* Resume: what the database already has for these units on this device. */
-    for (int j = 0; j < nunits; j++) {
-        unit *u = &units[j];
-        resume_state rs = {.u = u, .wl = &tasks[u->task].wl, .dev = &dev};
-        mt_db_filter f = {.wl = &tasks[u->task].wl, .device = dev.fingerprint, .template_name = mt_template_name(u->t)};
-        dberr[0] = '\0';
-        st = mt_db_for_each(db, &f, resume_cb, &rs, dberr, sizeof dberr);
-        if (st == MT_OK && rs.failed_alloc) st = MT_NOMEM;
-        if (st == MT_OK && u->model && rs.nsamples > 0) st = mt_costmodel_update(u->model, rs.samples, rs.nsamples);
-        free(rs.samples);
-        if (st != MT_OK) {
-            mt__fail(err, errlen, st, "tune: resuming from the database failed: %s", dberr[0] ? dberr : mt_status_str(st));
-            goto done;
-        }
-        tr[u->task].trials += u->trials;
-        tr[u->task].errors += rs.errors;
-        out->resumed += u->trials;
-        if (u->trials > 0) unit_push_history(u);
-        u->rounds = u->trials > 0;
-        if (p.early_stop > 0 && u->trials - u->last_improvement >= p.early_stop) u->done = 1;
-    }
-    done_total = out->resumed;
-    fill_task_results(units, nunits, tr, ntasks);
-    if (p.progress) {
-        mt_tune_progress pr = {.task = -1, .trials_done = done_total, .trials_total = p.trials, .eta_s = -1, .tasks = tr, .ntasks = ntasks,
-                               .network_ms = network_ms(tr, ntasks)};
-        p.progress(&pr, p.user);
-    }
-
-    cfgs = calloc((size_t)p.batch * 2, sizeof *cfgs);
-    results = calloc((size_t)p.batch, sizeof *results);
-    records = calloc((size_t)p.batch, sizeof *records);
-    samples = calloc((size_t)p.batch * (2 + MT__MAX_DRAWS_PER_CONFIG), sizeof *samples);
-    if (!cfgs || !results || !records || !samples) {
-        st = mt__fail(err, errlen, MT_NOMEM, "tune: out of memory");
-        goto done;
-    }
-    double run_start = now_s();
-    while (done_total < p.trials) {
-        if (p.stop && *p.stop) {
+    tune_run s;
+    mt_status st = run_init(&s, tasks, ntasks, params, err, errlen);
+    if (st == MT_OK) st = run_open_device(&s, out, err, errlen);
+    if (st == MT_OK) st = run_make_units(&s, err, errlen);
+    if (st == MT_OK) st = run_resume(&s, err, errlen);
+    if (st == MT_OK) report_progress(&s, NULL);
+    if (st == MT_OK) st = run_alloc_round(&s, err, errlen);
+    s.run_start = now_s();
+    while (st == MT_OK && s.done_total < s.p.trials) {
+        if (s.p.stop && *s.p.stop) {
             out->interrupted = 1;
             break;
         }
-        if (p.time_limit_s > 0 && now_s() - t0 >= p.time_limit_s) {
+        if (s.p.time_limit_s > 0 && now_s() - s.t0 >= s.p.time_limit_s) {
             out->timed_out = 1;
             break;
         }
-        /* Pick: units never tried first (in order), then the best gain per task, then per unit. */
-        int pick = -1;
-        for (int j = 0; j < nunits && pick < 0; j++)
-            if (!units[j].done && units[j].rounds == 0) pick = j;
-        if (pick < 0) {
-            double best_gain = -1;
-            for (int i = 0; i < ntasks; i++) {
-                double task_gain = -1;
-                int task_pick = -1;
-                double task_best = tr[i].best_ms;
-                for (int j = 0; j < nunits; j++) {
-                    if (units[j].task != i || units[j].done) continue;
-                    double g = unit_gain(&units[j], tasks[i].count);
-                    /* A template far behind the task's best gains less for the network. */
-                    if (isfinite(g) && task_best > 0 && units[j].best_ms > task_best) g *= task_best / units[j].best_ms;
-                    if (g > task_gain) {
-                        task_gain = g;
-                        task_pick = j;
-                    }
-                }
-                if (task_pick >= 0 && task_gain > best_gain) {
-                    best_gain = task_gain;
-                    pick = task_pick;
-                }
-            }
-        }
+        int pick = scheduler_pick(&s);
         if (pick < 0) break; /* every unit is exhausted or stopped early */
-        unit *u = &units[pick];
-        const mt_workload *wl = &tasks[u->task].wl;
-        int want = p.batch;
-        if (want > p.trials - done_total) want = p.trials - done_total;
-        /* Configs the template cannot realise on this device are never measured
-         * nor counted: the search and the model learn them as failures. */
-        int n = 0, draws = 0, ninvalid = 0, exhausted = 0;
-        /* A unit's first round starts from the template's default config:
-         * a sound kernel to compare against, and a data point the model
-         * would rarely get from random configs. */
-        if (p.start_from_default && u->trials == 0 && u->rounds == 0 && want > 0 && mt_default_config(u->t, wl, &dev, &u->space, &cfgs[0], NULL, 0) == MT_OK &&
-            mt_template_check(u->t, wl, &u->space, &cfgs[0], &limits, NULL, 0) == MT_OK) {
-            n = 1;
-            /* ...and is short (the default and one random config), so that
-             * every task has a valid config, and the network an estimate,
-             * after a fraction of the budget; the gain rule then spends the
-             * rest where it matters. */
-            if (want > MT__FIRST_ROUND) want = MT__FIRST_ROUND;
-        }
-        while (n < want && draws < MT__MAX_DRAWS_PER_CONFIG * want) {
-            int got = 0;
-            char serr[512] = "";
-            if ((st = mt_search_next_batch(u->search, want - n, cfgs + n, &got, serr, sizeof serr)) != MT_OK) {
-                mt__fail(err, errlen, st, "tune: search failed: %s", serr);
-                goto done;
-            }
-            if (got == 0) {
-                exhausted = 1;
-                break;
-            }
-            draws += got;
-            int end = n + got;
-            for (int k = n; k < end; k++) {
-                if (mt_template_check(u->t, wl, &u->space, &cfgs[k], &limits, NULL, 0) == MT_OK) {
-                    cfgs[n++] = cfgs[k];
-                    continue;
-                }
-                mt_search_mark_measured(u->search, &cfgs[k], -1, NULL, 0);
-                samples[p.batch + ninvalid++] =
-                    (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .failed = 1, .dev = &dev};
-            }
-        }
-        u->rounds++;
-        if (n == 0) {
-            if (u->model && ninvalid > 0 && (st = mt_costmodel_update(u->model, samples + p.batch, ninvalid)) != MT_OK) {
-                mt__fail(err, errlen, st, "tune: cost model update failed: %s", mt_costmodel_last_error(u->model));
-                goto done;
-            }
-            if (exhausted || draws >= MT__MAX_DRAWS_PER_CONFIG * want) u->done = 1;
-            continue;
-        }
-        char merr[1024] = "";
-        mt_status ms = mt_measurer_measure_batch(meas, wl, u->t, &u->space, cfgs, n, results, merr, sizeof merr);
-        int nrec = 0, nsamp = 0;
-        for (int k = 0; k < n; k++) {
-            mt_measurer_result *r = &results[k];
-            if (r->skipped) continue;
-            /* A batch abandoned because the worker keeps failing: keep those configs unrecorded. */
-            if (ms != MT_OK && !r->sent_to_worker && r->m.status == ms) continue;
-            mt_record *rec = &records[nrec++];
-            mt_record_init(rec);
-            rec->wl = *wl;
-            snprintf(rec->template_name, sizeof rec->template_name, "%s", mt_template_name(u->t));
-            mt_config_format(&u->space, &cfgs[k], rec->config, sizeof rec->config);
-            rec->config_index = (int64_t)mt_space_config_index(&u->space, &cfgs[k]);
-            snprintf(rec->device, sizeof rec->device, "%s", dev.fingerprint);
-            rec->ncosts = r->m.nruns < MT_RECORD_MAX_COSTS ? r->m.nruns : MT_RECORD_MAX_COSTS;
-            for (int c = 0; c < rec->ncosts; c++) rec->costs_ms[c] = r->m.run_ms[c];
-            rec->median_ms = r->m.status == MT_OK ? r->m.median_ms : 0;
-            rec->status = r->m.status;
-            snprintf(rec->message, sizeof rec->message, "%s", r->m.message);
-            rec->build_s = r->m.build_s;
-            int inserted = 0;
-            if ((st = mt_db_put_record(db, rec, &inserted, dberr, sizeof dberr)) != MT_OK) {
-                mt__fail(err, errlen, st, "tune: could not store a record: %s", dberr);
-                goto done;
-            }
-            mt_search_mark_measured(u->search, &cfgs[k], r->m.status == MT_OK ? r->m.median_ms : -1, NULL, 0);
-            samples[nsamp++] = (mt_cm_sample){.wl = wl, .tmpl = u->t, .space = &u->space, .cfg = cfgs[k], .cost_ms = r->m.median_ms,
-                                              .failed = r->m.status != MT_OK, .dev = &dev};
-            u->trials++;
-            tr[u->task].trials++;
-            if (r->m.status != MT_OK) tr[u->task].errors++;
-            unit_record_best(u, r->m.status == MT_OK ? r->m.median_ms : 0);
-            done_total++;
-            measured_this_run++;
-        }
-        unit_push_history(u);
-        /* The invalid configs of this round follow the measured ones. */
-        if (ninvalid > 0) memmove(samples + nsamp, samples + p.batch, sizeof *samples * (size_t)ninvalid);
-        nsamp += ninvalid;
-        if (u->model && nsamp > 0 && (st = mt_costmodel_update(u->model, samples, nsamp)) != MT_OK) {
-            mt__fail(err, errlen, st, "tune: cost model update failed: %s", mt_costmodel_last_error(u->model));
-            goto done;
-        }
-        if (p.early_stop > 0 && u->trials - u->last_improvement >= p.early_stop) u->done = 1;
-        if (ms != MT_OK && ms != MT_DEVICE) {
-            st = mt__fail(err, errlen, ms, "tune: measurement failed: %s", merr);
-            goto done;
-        }
-        fill_task_results(units, nunits, tr, ntasks);
-        if (p.progress) {
-            double el = now_s() - run_start;
-            int left = p.trials - done_total;
-            double eta = measured_this_run > 0 ? el / measured_this_run * left : -1;
-            if (p.time_limit_s > 0) {
-                double tl = p.time_limit_s - (now_s() - t0);
-                if (eta < 0 || eta > tl) eta = tl > 0 ? tl : 0;
-            }
-            mt_tune_progress pr = {.task = u->task, .template_name = mt_template_name(u->t), .trials_done = done_total, .trials_total = p.trials,
-                                   .measured_this_run = measured_this_run, .elapsed_s = now_s() - t0, .eta_s = eta,
-                                   .network_ms = network_ms(tr, ntasks), .tasks = tr, .ntasks = ntasks, .records = records, .nrecords = nrec};
-            p.progress(&pr, p.user);
-        }
-        if (p.stop && *p.stop) {
+        st = run_round(&s, &s.units[pick], err, errlen);
+        if (st == MT_OK && s.p.stop && *s.p.stop) {
             out->interrupted = 1;
             break;
         }
     }
-    st = MT_OK;
-done:
-    /* Also on error: the summary holds what was measured (and committed) before it. */
-    out->wall_s = now_s() - t0;
-    out->measured_this_run = measured_this_run;
-    out->trials_done = done_total;
-    if (units) fill_task_results(units, nunits, tr, ntasks);
-    out->tasks = tr;
-    out->ntasks = ntasks;
-    out->network_ms = network_ms(tr, ntasks);
-    for (int j = 0; j < nunits; j++) {
-        mt_search_free(units[j].search);
-        if (units[j].have_space) mt_space_free(&units[j].space);
-    }
-    free(units);
-    for (int m = 0; m < nmodels; m++) mt_costmodel_free(models[m].model);
-    free(cfgs);
-    free(results);
-    free(records);
-    free(samples);
-    mt_measurer_stop(meas);
-    mt_db_close(db);
+    run_close(&s, out);
     return st;
 }
