@@ -83,22 +83,24 @@ mt_device_limits mt_device_info_limits(const mt_device_info *in) {
     return lim;
 }
 
+/* `, "key": <value as a JSON string>`. */
+static void json_str_member(mt_strbuf *sb, const char *key, const char *value) {
+    mt__sb_printf(sb, ", \"%s\": ", key);
+    mt__sb_json_str(sb, value);
+}
+
 void mt__device_info_json(mt_strbuf *sb, const mt_device_info *d) {
     mt__sb_append(sb, "{\"backend\": ");
     mt__sb_json_str(sb, mt_backend_name(d->backend));
-    mt__sb_printf(sb, ", \"index\": %d, \"platform\": ", d->index);
-    mt__sb_json_str(sb, d->platform);
-    mt__sb_append(sb, ", \"name\": ");
-    mt__sb_json_str(sb, d->name);
-    mt__sb_append(sb, ", \"vendor\": ");
-    mt__sb_json_str(sb, d->vendor);
-    mt__sb_append(sb, ", \"driver\": ");
-    mt__sb_json_str(sb, d->driver);
+    mt__sb_printf(sb, ", \"index\": %d", d->index);
+    json_str_member(sb, "platform", d->platform);
+    json_str_member(sb, "name", d->name);
+    json_str_member(sb, "vendor", d->vendor);
+    json_str_member(sb, "driver", d->driver);
     mt__sb_printf(sb,
                   ", \"is_cpu\": %d, \"compute_units\": %d, \"clock_mhz\": %d, \"global_mem_bytes\": %llu, \"local_mem_bytes\": %llu,"
                   " \"max_alloc_bytes\": %llu, \"max_work_group_size\": %lld, \"max_work_item_sizes\": [%lld, %lld, %lld],"
-                  " \"pref_vector_width\": %d, \"native_vector_width\": %d, \"max_registers_per_thread\": %d, \"peak_gflops\": %.17g,"
-                  " \"fingerprint\": ",
+                  " \"pref_vector_width\": %d, \"native_vector_width\": %d, \"max_registers_per_thread\": %d, \"peak_gflops\": %.17g",
                   d->is_cpu, d->compute_units, d->clock_mhz, (unsigned long long)d->global_mem_bytes, (unsigned long long)d->local_mem_bytes,
                   (unsigned long long)d->max_alloc_bytes, (long long)d->max_work_group_size, (long long)d->max_work_item_sizes[0],
                   (long long)d->max_work_item_sizes[1], (long long)d->max_work_item_sizes[2], d->pref_vector_width, d->native_vector_width,
@@ -106,6 +108,6 @@ void mt__device_info_json(mt_strbuf *sb, const mt_device_info *d) {
     char fp[sizeof d->fingerprint];
     memcpy(fp, d->fingerprint, sizeof fp - 1);
     fp[sizeof fp - 1] = '\0';
-    mt__sb_json_str(sb, fp);
+    json_str_member(sb, "fingerprint", fp);
     mt__sb_append(sb, "}");
 }

@@ -17,6 +17,7 @@
 
 #include "genc-impl.h"
 #include "graph_enc.h"
+#include "hash.h"
 #include "fail.h"
 
 #define PROBE_OPTS 10
@@ -119,9 +120,12 @@ static int find_union(const mt__gunion *u, uint64_t key) {
     }
 }
 
-static uint64_t fnv_int(uint64_t h, int64_t v) {
-    for (int i = 0; i < 8; i++) h = (h ^ (uint64_t)((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-    return h;
+/* The hash state h advanced over v's 8 bytes, least significant first, so
+ * that a shape hashes the same on every host. */
+static uint64_t hash_int(uint64_t h, int64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    return mt__hash64_update(h, b, sizeof b);
 }
 
 typedef struct edges {
@@ -269,11 +273,10 @@ static mt_status build_shape(mt_graph_encoder *enc, const mt__gunion *u) {
     sh->n_edges = e.n;
     sh->edge_src = e.src, sh->edge_dst = e.dst, sh->edge_type = e.type;
     e.src = e.dst = e.type = NULL;
-    uint64_t h = 0xcbf29ce484222325ull;
-    h = fnv_int(h, sh->n_nodes);
-    for (int i = 0; i < sh->n_nodes; i++) h = fnv_int(h, sh->node_type[i]);
-    h = fnv_int(h, sh->n_edges);
-    for (int i = 0; i < sh->n_edges; i++) h = fnv_int(fnv_int(fnv_int(h, sh->edge_src[i]), sh->edge_dst[i]), sh->edge_type[i]);
+    uint64_t h = hash_int(MT__HASH64_INIT, sh->n_nodes);
+    for (int i = 0; i < sh->n_nodes; i++) h = hash_int(h, sh->node_type[i]);
+    h = hash_int(h, sh->n_edges);
+    for (int i = 0; i < sh->n_edges; i++) h = hash_int(hash_int(hash_int(h, sh->edge_src[i]), sh->edge_dst[i]), sh->edge_type[i]);
     sh->hash = h;
     /* Key index. */
     int cap = 16;

@@ -126,6 +126,7 @@ mt_status mt__gwalk_stats(mt__gwalk *w, const mt_kernel *k, const mt__gindex *ix
                           uint32_t *gen);
 
 uint64_t mt__genc_mix(uint64_t h, uint64_t v);
+/* The key of a name: FNV-1a 64 of the string (of nothing for NULL). */
 uint64_t mt__genc_hname(const char *s);
 
 #endif

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "genc-impl.h"
+#include "hash.h"
 #include "linear.h"
 
 #define MAXD MT__GENC_MAXD
@@ -45,11 +46,7 @@ uint64_t mt__genc_mix(uint64_t h, uint64_t v) {
     return z ? z : 1;
 }
 
-uint64_t mt__genc_hname(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
+uint64_t mt__genc_hname(const char *s) { return mt__hash64(s, s ? strlen(s) : 0, 0); }
 
 #define MIX mt__genc_mix
 

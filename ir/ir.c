@@ -126,28 +126,28 @@ static int is_const(const mt_expr *e) { return e && e->kind == MT_EXPR_INT && e-
 static int is_compare(mt_binop op) { return op >= MT_OP_LT && op <= MT_OP_NE; }
 static int is_logic(mt_binop op) { return op == MT_OP_AND || op == MT_OP_OR; }
 
-static int64_t fold(mt_binop op, int64_t a, int64_t b, int *ok) {
-    *ok = 1;
+int mt__ir_fold_int(mt_binop op, int64_t a, int64_t b, int64_t *v) {
     switch (op) {
-    case MT_OP_ADD: return a + b;
-    case MT_OP_SUB: return a - b;
-    case MT_OP_MUL: return a * b;
-    case MT_OP_DIV: if (b == 0) break; return a / b;
-    case MT_OP_MOD: if (b == 0) break; return a % b;
-    case MT_OP_MIN: return a < b ? a : b;
-    case MT_OP_MAX: return a > b ? a : b;
-    case MT_OP_LT: return a < b;
-    case MT_OP_LE: return a <= b;
-    case MT_OP_GT: return a > b;
-    case MT_OP_GE: return a >= b;
-    case MT_OP_EQ: return a == b;
-    case MT_OP_NE: return a != b;
-    case MT_OP_AND: return a && b;
-    case MT_OP_OR: return a || b;
-    default: break;
+    case MT_OP_ADD: *v = (int64_t)((uint64_t)a + (uint64_t)b); return 1;
+    case MT_OP_SUB: *v = (int64_t)((uint64_t)a - (uint64_t)b); return 1;
+    case MT_OP_MUL: *v = (int64_t)((uint64_t)a * (uint64_t)b); return 1;
+    case MT_OP_DIV:
+    case MT_OP_MOD:
+        if (b == 0 || (a == INT64_MIN && b == -1)) return 0;
+        *v = op == MT_OP_DIV ? a / b : a % b;
+        return 1;
+    case MT_OP_MIN: *v = a < b ? a : b; return 1;
+    case MT_OP_MAX: *v = a > b ? a : b; return 1;
+    case MT_OP_LT: *v = a < b; return 1;
+    case MT_OP_LE: *v = a <= b; return 1;
+    case MT_OP_GT: *v = a > b; return 1;
+    case MT_OP_GE: *v = a >= b; return 1;
+    case MT_OP_EQ: *v = a == b; return 1;
+    case MT_OP_NE: *v = a != b; return 1;
+    case MT_OP_AND: *v = a && b; return 1;
+    case MT_OP_OR: *v = a || b; return 1;
+    default: return 0;
     }
-    *ok = 0;
-    return 0;
 }
 
 mt_expr *mt_ir_bin(mt_kernel *k, mt_binop op, mt_expr *a, mt_expr *b) {
@@ -158,9 +158,8 @@ mt_expr *mt_ir_bin(mt_kernel *k, mt_binop op, mt_expr *a, mt_expr *b) {
     if (!a || !b) return NULL;
     int ints = a->type != MT_TYPE_FLOAT && b->type != MT_TYPE_FLOAT;
     if (a->lanes == 1 && b->lanes == 1 && a->kind == MT_EXPR_INT && b->kind == MT_EXPR_INT) {
-        int ok;
-        int64_t v = fold(op, a->ival, b->ival, &ok);
-        if (ok) return is_compare(op) || is_logic(op) ? bool_const(k, (int)v) : mt_ir_int(k, v);
+        int64_t v;
+        if (mt__ir_fold_int(op, a->ival, b->ival, &v)) return is_compare(op) || is_logic(op) ? bool_const(k, (int)v) : mt_ir_int(k, v);
     }
     if (ints && !is_compare(op) && !is_logic(op)) {
         if (op == MT_OP_ADD && is_int_const(a, 0)) return b;

@@ -157,6 +157,10 @@ mt_expr *mt_ir_v(mt_kernel *k, mt_var *v);
 /* Integer and float arithmetic with constant folding (x*1, x+0, c1 op c2); a
  * scalar operand meeting a vector operand is broadcast. Comparisons give BOOL. */
 mt_expr *mt_ir_bin(mt_kernel *k, mt_binop op, mt_expr *a, mt_expr *b);
+/* a op b on integer constants, the folding mt_ir_bin does (comparisons and
+ * logic give 0 or 1; sums and products wrap): 1 with *v set, or 0 for an
+ * operation without a value (division or remainder by 0, INT64_MIN / -1). */
+int mt__ir_fold_int(mt_binop op, int64_t a, int64_t b, int64_t *v);
 mt_expr *mt_ir_add(mt_kernel *k, mt_expr *a, mt_expr *b);
 mt_expr *mt_ir_sub(mt_kernel *k, mt_expr *a, mt_expr *b);
 mt_expr *mt_ir_mul(mt_kernel *k, mt_expr *a, mt_expr *b);

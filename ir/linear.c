@@ -59,24 +59,6 @@ void mt__lin_mix(mt__lin *o, const mt__lin *a, const mt__lin *b) {
     o->opaque = a->opaque | b->opaque;
 }
 
-int64_t mt__lin_fold(mt_binop op, int64_t a, int64_t b) {
-    switch (op) {
-    case MT_OP_DIV: return b && !(a == INT64_MIN && b == -1) ? a / b : 0;
-    case MT_OP_MOD: return b && !(a == INT64_MIN && b == -1) ? a % b : 0;
-    case MT_OP_MIN: return a < b ? a : b;
-    case MT_OP_MAX: return a > b ? a : b;
-    case MT_OP_LT: return a < b;
-    case MT_OP_LE: return a <= b;
-    case MT_OP_GT: return a > b;
-    case MT_OP_GE: return a >= b;
-    case MT_OP_EQ: return a == b;
-    case MT_OP_NE: return a != b;
-    case MT_OP_AND: return a && b;
-    case MT_OP_OR: return a || b;
-    default: return 0;
-    }
-}
-
 void mt__lin_eval(const mt_expr *e, mt__lin_var_fn var, const void *ctx, mt__lin *o) {
     if (!e) {
         mt__lin_opaque(o);
@@ -101,10 +83,13 @@ void mt__lin_eval(const mt_expr *e, mt__lin_var_fn var, const void *ctx, mt__lin
             else if (mt__lin_is_const(&b)) mt__lin_scale(o, &a, b.k);
             else mt__lin_mix(o, &a, &b);
             return;
-        default:
-            if (mt__lin_is_const(&a) && mt__lin_is_const(&b)) mt__lin_const(o, mt__lin_fold(e->op, a.k, b.k));
+        default: {
+            int64_t v;
+            /* An operation without a value (division by 0) gives 0. */
+            if (mt__lin_is_const(&a) && mt__lin_is_const(&b)) mt__lin_const(o, mt__ir_fold_int(e->op, a.k, b.k, &v) ? v : 0);
             else mt__lin_mix(o, &a, &b);
             return;
+        }
         }
     }
     case MT_EXPR_SELECT: {

@@ -33,8 +33,6 @@ void mt__lin_addsub(mt__lin *o, const mt__lin *a, const mt__lin *b, int64_t sign
 void mt__lin_scale(mt__lin *o, const mt__lin *a, int64_t s);
 /* o = a op b where op is not linear: both operands' variables become non-linear. */
 void mt__lin_mix(mt__lin *o, const mt__lin *a, const mt__lin *b);
-/* Integer op on constants (division by zero and overflow give 0). */
-int64_t mt__lin_fold(mt_binop op, int64_t a, int64_t b);
 
 /* What a walker knows of a variable, indexed by variable id: a loop at a
  * depth (linear in it below MT__LIN_MAXD, opaque deeper) or a LET whose value

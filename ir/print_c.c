@@ -74,7 +74,65 @@ static const char *op_text(mt_binop op) {
     return op >= 0 && op < MT_OP_COUNT ? t[op] : "?";
 }
 
+static void print_expr(printer *p, const mt_expr *e);
 static void print_lane(printer *p, const mt_expr *e, int lane);
+
+/* e whole (lane < 0: a scalar, or an OpenCL vector) or its lane `lane`. */
+static void print_part(printer *p, const mt_expr *e, int lane) {
+    if (lane < 0) print_expr(p, e);
+    else print_lane(p, e, lane);
+}
+
+/* open a sep_ab b [sep_bc c] ")", the operands printed as print_part does
+ * (c may be NULL). */
+static void print_form(printer *p, int lane, const char *open, const mt_expr *a, const char *sep_ab, const mt_expr *b, const char *sep_bc,
+                       const mt_expr *c) {
+    mt_strbuf *sb = &p->sb;
+    mt__sb_append(sb, open);
+    print_part(p, a, lane);
+    mt__sb_append(sb, sep_ab);
+    print_part(p, b, lane);
+    if (c) {
+        mt__sb_append(sb, sep_bc);
+        print_part(p, c, lane);
+    }
+    mt__sb_append(sb, ")");
+}
+
+/* The operations that print alike whole and lane by lane (binary operators,
+ * selects, fma), at print_part's `lane`. */
+static void print_operation(printer *p, const mt_expr *e, int lane) {
+    switch (e->kind) {
+    case MT_EXPR_BINARY:
+        if (e->op == MT_OP_MIN || e->op == MT_OP_MAX) {
+            const char *f = e->type == MT_TYPE_FLOAT ? (e->op == MT_OP_MIN ? "fmin(" : "fmax(") : (e->op == MT_OP_MIN ? "min(" : "max(");
+            print_form(p, lane, f, e->a, ", ", e->b, NULL, NULL);
+        } else {
+            char op[8];
+            snprintf(op, sizeof op, " %s ", op_text(e->op));
+            print_form(p, lane, "(", e->a, op, e->b, NULL, NULL);
+        }
+        return;
+    case MT_EXPR_SELECT: print_form(p, lane, "(", e->a, " ? ", e->b, " : ", e->c); return;
+    case MT_EXPR_FMA: print_form(p, lane, p->lang == MT_LANG_CUDA ? "fmaf(" : "fma(", e->a, ", ", e->b, ", ", e->c); return;
+    default: fail(p, MT_INVALID_ARG, "not an operation"); return;
+    }
+}
+
+/* buf[index], the index printed as print_part does. */
+static void print_element(printer *p, const mt_buffer *buf, const mt_expr *index, int lane) {
+    buf_name(p, buf);
+    mt__sb_append(&p->sb, "[");
+    print_part(p, index, lane);
+    mt__sb_append(&p->sb, "]");
+}
+
+/* `buf + base`: the address of a contiguous vector access at index ramp (stride 1). */
+static void print_address(printer *p, const mt_buffer *buf, const mt_expr *ramp) {
+    buf_name(p, buf);
+    mt__sb_append(&p->sb, " + ");
+    print_expr(p, ramp->a);
+}
 
 /* Scalar expressions, or whole vectors in OpenCL. */
 static void print_expr(printer *p, const mt_expr *e) {
@@ -97,38 +155,14 @@ static void print_expr(printer *p, const mt_expr *e) {
         return;
     case MT_EXPR_FLOAT: print_float(p, e->fval); return;
     case MT_EXPR_VAR: var_name(p, e->var); return;
-    case MT_EXPR_BINARY:
-        if (e->op == MT_OP_MIN || e->op == MT_OP_MAX) {
-            mt__sb_append(sb, e->type == MT_TYPE_FLOAT ? (e->op == MT_OP_MIN ? "fmin(" : "fmax(") : op_text(e->op));
-            if (e->type != MT_TYPE_FLOAT) mt__sb_append(sb, "(");
-            print_expr(p, e->a);
-            mt__sb_append(sb, ", ");
-            print_expr(p, e->b);
-            mt__sb_append(sb, ")");
-            return;
-        }
-        mt__sb_append(sb, "(");
-        print_expr(p, e->a);
-        mt__sb_printf(sb, " %s ", op_text(e->op));
-        print_expr(p, e->b);
-        mt__sb_append(sb, ")");
-        return;
+    case MT_EXPR_BINARY: print_operation(p, e, -1); return;
     case MT_EXPR_SELECT:
         if (e->lanes > 1) break; /* per lane below: both sides of a vector select must not be evaluated */
-        mt__sb_append(sb, "(");
-        print_expr(p, e->a);
-        mt__sb_append(sb, " ? ");
-        print_expr(p, e->b);
-        mt__sb_append(sb, " : ");
-        print_expr(p, e->c);
-        mt__sb_append(sb, ")");
+        print_operation(p, e, -1);
         return;
     case MT_EXPR_LOAD:
         if (e->lanes == 1) {
-            buf_name(p, e->buf);
-            mt__sb_append(sb, "[");
-            print_expr(p, e->a);
-            mt__sb_append(sb, "]");
+            print_element(p, e->buf, e->a, -1);
             return;
         }
         if (e->a->kind == MT_EXPR_RAMP && e->a->stride == 1 && e->buf->scope == MT_SCOPE_PRIVATE) {
@@ -137,17 +171,13 @@ static void print_expr(printer *p, const mt_expr *e) {
              * is two half-width loads, which stops SROA from promoting the
              * array and makes register-tiled kernels ~3x slower. */
             mt__sb_printf(sb, "(*(mt_float%du *)(", e->lanes);
-            buf_name(p, e->buf);
-            mt__sb_append(sb, " + ");
-            print_expr(p, e->a->a);
+            print_address(p, e->buf, e->a);
             mt__sb_append(sb, "))");
             return;
         }
         if (e->a->kind == MT_EXPR_RAMP && e->a->stride == 1) {
             mt__sb_printf(sb, "vload%d(0, ", e->lanes);
-            buf_name(p, e->buf);
-            mt__sb_append(sb, " + ");
-            print_expr(p, e->a->a);
+            print_address(p, e->buf, e->a);
             mt__sb_append(sb, ")");
             return;
         }
@@ -161,15 +191,7 @@ static void print_expr(printer *p, const mt_expr *e) {
             return;
         }
         break;
-    case MT_EXPR_FMA:
-        mt__sb_append(sb, p->lang == MT_LANG_CUDA ? "fmaf(" : "fma(");
-        print_expr(p, e->a);
-        mt__sb_append(sb, ", ");
-        print_expr(p, e->b);
-        mt__sb_append(sb, ", ");
-        print_expr(p, e->c);
-        mt__sb_append(sb, ")");
-        return;
+    case MT_EXPR_FMA: print_operation(p, e, -1); return;
     default: fail(p, MT_INVALID_ARG, "unknown expression kind"); return;
     }
     /* OpenCL vector built lane by lane. */
@@ -201,44 +223,9 @@ static void print_lane(printer *p, const mt_expr *e, int lane) {
         return;
     case MT_EXPR_BROADCAST: print_expr(p, e->a); return;
     case MT_EXPR_BINARY:
-        if (e->op == MT_OP_MIN || e->op == MT_OP_MAX) {
-            mt__sb_append(sb, e->type == MT_TYPE_FLOAT ? (e->op == MT_OP_MIN ? "fmin(" : "fmax(") : (e->op == MT_OP_MIN ? "min(" : "max("));
-            print_lane(p, e->a, lane);
-            mt__sb_append(sb, ", ");
-            print_lane(p, e->b, lane);
-            mt__sb_append(sb, ")");
-            return;
-        }
-        mt__sb_append(sb, "(");
-        print_lane(p, e->a, lane);
-        mt__sb_printf(sb, " %s ", op_text(e->op));
-        print_lane(p, e->b, lane);
-        mt__sb_append(sb, ")");
-        return;
     case MT_EXPR_SELECT:
-        mt__sb_append(sb, "(");
-        print_lane(p, e->a, lane);
-        mt__sb_append(sb, " ? ");
-        print_lane(p, e->b, lane);
-        mt__sb_append(sb, " : ");
-        print_lane(p, e->c, lane);
-        mt__sb_append(sb, ")");
-        return;
-    case MT_EXPR_LOAD:
-        buf_name(p, e->buf);
-        mt__sb_append(sb, "[");
-        print_lane(p, e->a, lane);
-        mt__sb_append(sb, "]");
-        return;
-    case MT_EXPR_FMA:
-        mt__sb_append(sb, p->lang == MT_LANG_CUDA ? "fmaf(" : "fma(");
-        print_lane(p, e->a, lane);
-        mt__sb_append(sb, ", ");
-        print_lane(p, e->b, lane);
-        mt__sb_append(sb, ", ");
-        print_lane(p, e->c, lane);
-        mt__sb_append(sb, ")");
-        return;
+    case MT_EXPR_FMA: print_operation(p, e, lane); return;
+    case MT_EXPR_LOAD: print_element(p, e->buf, e->a, lane); return;
     default: fail(p, MT_INVALID_ARG, "vector expression of a scalar-only kind"); return;
     }
 }
@@ -254,25 +241,26 @@ static void print_block(printer *p, const mt_stmt *s) {
     mt__sb_append(&p->sb, "}\n");
 }
 
+/* One line `buf[index] = value;` of store s, whole or at lane `lane` as print_part prints. */
+static void print_assign(printer *p, const mt_stmt *s, int lane) {
+    emit_indent(p);
+    print_element(p, s->buf, s->index, lane);
+    mt__sb_append(&p->sb, " = ");
+    print_part(p, s->value, lane);
+    mt__sb_append(&p->sb, ";\n");
+}
+
 static void print_store(printer *p, const mt_stmt *s) {
     mt_strbuf *sb = &p->sb;
     int lanes = s->value->lanes;
     if (lanes == 1) {
-        emit_indent(p);
-        buf_name(p, s->buf);
-        mt__sb_append(sb, "[");
-        print_expr(p, s->index);
-        mt__sb_append(sb, "] = ");
-        print_expr(p, s->value);
-        mt__sb_append(sb, ";\n");
+        print_assign(p, s, -1);
         return;
     }
     if (p->lang == MT_LANG_OPENCL && s->index->kind == MT_EXPR_RAMP && s->index->stride == 1 && s->buf->scope == MT_SCOPE_PRIVATE) {
         emit_indent(p);
         mt__sb_printf(sb, "*(mt_float%du *)(", lanes);
-        buf_name(p, s->buf);
-        mt__sb_append(sb, " + ");
-        print_expr(p, s->index->a);
+        print_address(p, s->buf, s->index);
         mt__sb_append(sb, ") = ");
         print_expr(p, s->value);
         mt__sb_append(sb, ";\n");
@@ -283,9 +271,7 @@ static void print_store(printer *p, const mt_stmt *s) {
         mt__sb_printf(sb, "vstore%d(", lanes);
         print_expr(p, s->value);
         mt__sb_append(sb, ", 0, ");
-        buf_name(p, s->buf);
-        mt__sb_append(sb, " + ");
-        print_expr(p, s->index->a);
+        print_address(p, s->buf, s->index);
         mt__sb_append(sb, ");\n");
         return;
     }
@@ -298,25 +284,15 @@ static void print_store(printer *p, const mt_stmt *s) {
         mt__sb_append(sb, ";");
         for (int i = 0; i < lanes; i++) {
             mt__sb_append(sb, " ");
-            buf_name(p, s->buf);
-            mt__sb_append(sb, "[");
-            print_lane(p, s->index, i);
-            mt__sb_printf(sb, "] = mt_tmp.s%c;", hex[i]);
+            print_element(p, s->buf, s->index, i);
+            mt__sb_printf(sb, " = mt_tmp.s%c;", hex[i]);
         }
         mt__sb_append(sb, " }\n");
         return;
     }
     /* CUDA: one scalar store per lane. Lanes read what they write only at their
      * own index, so earlier lanes cannot change what later lanes read. */
-    for (int i = 0; i < lanes; i++) {
-        emit_indent(p);
-        buf_name(p, s->buf);
-        mt__sb_append(sb, "[");
-        print_lane(p, s->index, i);
-        mt__sb_append(sb, "] = ");
-        print_lane(p, s->value, i);
-        mt__sb_append(sb, ";\n");
-    }
+    for (int i = 0; i < lanes; i++) print_assign(p, s, i);
 }
 
 static void print_for(printer *p, const mt_stmt *s) {

@@ -49,8 +49,8 @@ typedef struct cx {
     int vec, XV;               /* XV: vectors per inner x tile */
     int g_top, g_bottom, g_left, g_right; /* which sides of the input reads need guards */
     int PH, PW, AAC;           /* staged patch: rows, cols, channels */
-    mt_buffer *in, *wt, *out, *acc, *xtmp, *AA, *WW;
-    mt__epilogue_bufs epi;
+    mt__conv_io io;
+    mt_buffer *acc, *xtmp, *AA, *WW;
     /* launch indices */
     mt_expr *tz, *ty, *tx, *tid;
     /* LET-bound values */
@@ -205,7 +205,7 @@ static mt_stmt *reduction_step(cx *c, int guarded) {
         x_ystride = (int64_t)c->sh * c->W;
         x_xstride = c->sw;
         w_fstride = (int64_t)c->Cg * RS;
-        xbuf = c->in, wbuf = c->wt;
+        xbuf = c->io.in, wbuf = c->io.wt;
     }
     mt_var *xbv = mt_ir_var(c->k, "xb", MT_TYPE_INT), *wbv = mt_ir_var(c->k, "wb", MT_TYPE_INT);
     mt_var *r0v = guarded ? mt_ir_var(c->k, "row", MT_TYPE_INT) : NULL, *c0v = guarded ? mt_ir_var(c->k, "col", MT_TYPE_INT) : NULL;
@@ -306,7 +306,7 @@ static mt_expr *aa_value(cx *c, mt_expr *e) {
     mt_expr *gchan = c->s->depthwise ? add(c, c->bf0, chan) : add(c, muli(c, c->rco, c->RCI), chan);
     mt_expr *idx = add(c, add(c, c->in_n, muli(c, gchan, (int64_t)c->H * c->W)), add(c, muli(c, row, c->W), col));
     mt_expr *ok = mt_ir_and(c->k, row_ok(c, row), col_ok(c, col, col));
-    mt_expr *v = mt_ir_load(c->k, c->in, idx);
+    mt_expr *v = mt_ir_load(c->k, c->io.in, idx);
     return ok ? mt_ir_select(c->k, ok, v, mt_ir_float(c->k, 0.0f)) : v;
 }
 
@@ -322,7 +322,7 @@ static mt_expr *ww_value(cx *c, mt_expr *e) {
     mt_expr *ry = add(c, muli(c, c->ryo, c->RYI), a);
     mt_expr *rx = add(c, muli(c, c->rxo, c->RXI), b);
     mt_expr *idx = add(c, add(c, muli(c, add(c, muli(c, f, c->Cg), grc), (int64_t)c->R * c->S), muli(c, ry, c->S)), rx);
-    return mt_ir_load(c->k, c->wt, idx);
+    return mt_ir_load(c->k, c->io.wt, idx);
 }
 
 static mt_stmt *reduction(cx *c, int guarded) {
@@ -364,32 +364,37 @@ static mt_stmt *guarded_reduction(cx *c) {
     return mt_ir_if(c->k, inside, fast, slow);
 }
 
+/* The loops over the work-item's whole tile, vthreads outermost (vf, vy, vx,
+ * fi, yi, xv): their indices in t, the loops in L for wrap_all. */
+typedef struct tile_pos {
+    mt_expr *vf, *fi, *vy, *yi, *vx, *xv;
+} tile_pos;
+
+static void tile_loops(cx *c, loopv L[6], tile_pos *t) {
+    static const char *const names[6] = {"vf", "vy", "vx", "fi", "yi", "xv"};
+    const int64_t extents[6] = {c->VF, c->VY, c->VX, c->FI, c->YI, c->XV};
+    mt_expr **idx[6] = {&t->vf, &t->vy, &t->vx, &t->fi, &t->yi, &t->xv};
+    for (int i = 0; i < 6; i++) *idx[i] = lv(c, &L[i], names[i], extents[i], i < 3 ? MT_LOOP_VTHREAD : MT_LOOP_SERIAL);
+}
+
 static mt_stmt *init_acc(cx *c) {
     loopv L[6];
-    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
-    mt_expr *vy = lv(c, &L[1], "vy", c->VY, MT_LOOP_VTHREAD);
-    mt_expr *vx = lv(c, &L[2], "vx", c->VX, MT_LOOP_VTHREAD);
-    mt_expr *fi = lv(c, &L[3], "fi", c->FI, MT_LOOP_SERIAL);
-    mt_expr *yi = lv(c, &L[4], "yi", c->YI, MT_LOOP_SERIAL);
-    mt_expr *xv = lv(c, &L[5], "xv", c->XV, MT_LOOP_SERIAL);
+    tile_pos t;
+    tile_loops(c, L, &t);
     mt_expr *zero = mt_ir_broadcast(c->k, mt_ir_float(c->k, 0.0f), c->vec);
-    return wrap_all(c, L, 6, store_lanes(c, c->acc, acc_idx(c, vf, fi, vy, yi, vx, xv), zero));
+    return wrap_all(c, L, 6, store_lanes(c, c->acc, acc_idx(c, t.vf, t.fi, t.vy, t.yi, t.vx, t.xv), zero));
 }
 
 static mt_stmt *store_out(cx *c) {
     loopv L[6];
-    mt_expr *vf = lv(c, &L[0], "vf", c->VF, MT_LOOP_VTHREAD);
-    mt_expr *vy = lv(c, &L[1], "vy", c->VY, MT_LOOP_VTHREAD);
-    mt_expr *vx = lv(c, &L[2], "vx", c->VX, MT_LOOP_VTHREAD);
-    mt_expr *fi = lv(c, &L[3], "fi", c->FI, MT_LOOP_SERIAL);
-    mt_expr *yi = lv(c, &L[4], "yi", c->YI, MT_LOOP_SERIAL);
-    mt_expr *xv = lv(c, &L[5], "xv", c->XV, MT_LOOP_SERIAL);
+    tile_pos t;
+    tile_loops(c, L, &t);
     int64_t plane = (int64_t)c->OH * c->OW;
-    mt_expr *off = add(c, add(c, muli(c, f_off(c, vf, fi), plane), muli(c, y_off(c, vy, yi), c->OW)), x_off(c, vx, xv));
-    mt_expr *v = load_lanes(c, c->acc, acc_idx(c, vf, fi, vy, yi, vx, xv), 1);
+    mt_expr *off = add(c, add(c, muli(c, f_off(c, t.vf, t.fi), plane), muli(c, y_off(c, t.vy, t.yi), c->OW)), x_off(c, t.vx, t.xv));
+    mt_expr *v = load_lanes(c, c->acc, acc_idx(c, t.vf, t.fi, t.vy, t.yi, t.vx, t.xv), 1);
     mt_expr *at = add(c, c->out0, off);
-    v = mt__epilogue_apply(c->k, &c->epi, v, add(c, c->f0, f_off(c, vf, fi)), at, c->vec);
-    return wrap_all(c, L, 6, store_lanes(c, c->out, at, v));
+    v = mt__epilogue_apply(c->k, &c->io.epi, v, add(c, c->f0, f_off(c, t.vf, t.fi)), at, c->vec);
+    return wrap_all(c, L, 6, store_lanes(c, c->io.out, at, v));
 }
 
 static int prod3(const int *p, int n) {
@@ -451,10 +456,7 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
     if (!c->k) return mt__fail(err, errlen, MT_NOMEM, "tile conv: out of memory");
     mt_kernel *k = c->k;
     k->unroll_explicit = s->unroll_explicit ? 1 : 0;
-    c->in = mt_ir_param(k, "input", mt_workload_input_elems(wl), 1);
-    c->wt = mt_ir_param(k, "weight", mt_workload_weight_elems(wl), 1);
-    c->out = mt_ir_param(k, "output", mt_workload_output_elems(wl), 0);
-    mt__epilogue_params(k, s->epi, c->out, wl->k, mt_workload_output_elems(wl), &c->epi);
+    mt__conv_io_params(k, &c->io, mt_workload_input_elems(wl), mt_workload_weight_elems(wl), mt_workload_output_elems(wl), wl->k, s->epi);
     c->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, acc_n);
     /* The gathered input vector on the image border (vec > 1 only). */
     c->xtmp = c->vec > 1 ? mt_ir_buffer(k, "xtmp", MT_SCOPE_PRIVATE, c->vec) : NULL;
@@ -516,13 +518,17 @@ mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, co
     return MT_OK;
 }
 
-void mt__epilogue_params(mt_kernel *k, const mt_conv_epilogue *epi, mt_buffer *output, int64_t kout, int64_t out_elems,
-                         mt__epilogue_bufs *eb) {
+void mt__conv_io_params(mt_kernel *k, mt__conv_io *io, int64_t in_elems, int64_t w_elems, int64_t out_elems, int64_t kout,
+                        const mt_conv_epilogue *epi) {
+    io->in = mt_ir_param(k, "input", in_elems, 1);
+    io->wt = mt_ir_param(k, "weight", w_elems, 1);
+    io->out = mt_ir_param(k, "output", out_elems, 0);
+    mt__epilogue_bufs *eb = &io->epi;
     eb->epi = epi;
     eb->bias = epi && epi->bias ? mt_ir_param(k, "bias", kout, 1) : NULL;
     eb->residual = !epi                                      ? NULL
                    : epi->residual == MT_RESIDUAL_BUFFER    ? mt_ir_param(k, "residual", out_elems, 1)
-                   : epi->residual == MT_RESIDUAL_IN_OUTPUT ? output
+                   : epi->residual == MT_RESIDUAL_IN_OUTPUT ? io->out
                                                             : NULL;
 }
 
@@ -542,13 +548,134 @@ mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char 
     return MT_OK;
 }
 
-/* ---- IR building helpers of the register-tile templates ---- */
+/* ---- the tiled templates' knobs ---- */
 
-int mt__clip_options(const int *opts, int nopts, int limit, int *vals) {
-    int n = 0;
-    for (int i = 0; i < nopts; i++)
-        if (i == 0 || opts[i] <= limit) vals[n++] = opts[i];
-    return n;
+mt_status mt__tile_space_splits(mt_space *sp, const mt_workload *wl, int f_extent) {
+    mt_status st = mt_space_add_split(sp, "tile_f", f_extent, 4, MT_SPLIT_FACTOR, 0);
+    if (st == MT_OK) st = mt_space_add_split(sp, "tile_y", mt_workload_out_h(wl), 4, MT_SPLIT_FACTOR, 0);
+    if (st == MT_OK) st = mt_space_add_split(sp, "tile_x", mt_workload_out_w(wl), 4, MT_SPLIT_FACTOR, 0);
+    return st;
+}
+
+mt_status mt__tile_space_options(mt_space *sp, const int unroll[3]) {
+    static const int explicit_[] = {0, 1};
+    static const int vec[] = {1, 2, 4, 8};
+    static const int stage[] = {0, 1};
+    mt_status st = mt_space_add_enum(sp, "auto_unroll_max_step", unroll, 3);
+    if (st == MT_OK) st = mt_space_add_enum(sp, "unroll_explicit", explicit_, 2);
+    if (st == MT_OK) st = mt_space_add_enum(sp, "vec", vec, 4);
+    if (st == MT_OK) st = mt_space_add_enum(sp, "stage_local", stage, 2);
+    return st;
+}
+
+mt_status mt__tile_sched_read(const mt_space *sp, const mt_config *cfg, mt__tile_sched *s, char *err, size_t errlen) {
+    mt_status st = mt__config_split(sp, cfg, "tile_f", s->f, 4, err, errlen);
+    if (st == MT_OK) st = mt__config_split(sp, cfg, "tile_y", s->y, 4, err, errlen);
+    if (st == MT_OK) st = mt__config_split(sp, cfg, "tile_x", s->x, 4, err, errlen);
+    s->auto_unroll_max_step = mt_config_value(sp, cfg, "auto_unroll_max_step");
+    s->unroll_explicit = mt_config_value(sp, cfg, "unroll_explicit");
+    s->vec = mt_config_value(sp, cfg, "vec");
+    s->stage_local = mt_config_value(sp, cfg, "stage_local");
+    return st;
+}
+
+/* ---- the register-tile templates ---- */
+
+mt_status mt__space_add_enums(mt_space *sp, const mt__enum_knob *knobs, int n) {
+    mt_status st = MT_OK;
+    for (int i = 0; i < n && st == MT_OK; i++) {
+        if (knobs[i].noptions > MT__ENUM_MAX_OPTIONS) return MT_INVALID_ARG;
+        int vals[MT__ENUM_MAX_OPTIONS], nv = 0;
+        for (int j = 0; j < knobs[i].noptions; j++)
+            if (j == 0 || knobs[i].options[j] <= knobs[i].limit) vals[nv++] = knobs[i].options[j];
+        st = mt_space_add_enum(sp, knobs[i].name, vals, nv);
+    }
+    return st;
+}
+
+void mt__rt_plan_init(mt__rt_plan *p, const mt_workload *wl) {
+    memset(p, 0, sizeof *p);
+    p->n = wl->n;
+    p->groups = wl->groups;
+    p->c = wl->c;
+    p->k = wl->k;
+    p->cg = wl->c / wl->groups;
+    p->kg = wl->k / wl->groups;
+    p->h = wl->h;
+    p->w = wl->w;
+    p->oh = mt_workload_out_h(wl);
+    p->ow = mt_workload_out_w(wl);
+    p->r = wl->r;
+    p->s = wl->s;
+    p->sh = wl->stride_h;
+    p->sw = wl->stride_w;
+    p->ph = wl->pad_h;
+    p->pw = wl->pad_w;
+    p->dh = wl->dil_h;
+    p->dw = wl->dil_w;
+}
+
+void mt__rt_plan_read_tiles(mt__rt_plan *p, const mt_space *sp, const mt_config *cfg) {
+    p->kt = mt_config_value(sp, cfg, "thread_k");
+    p->kr = mt_config_value(sp, cfg, "reg_k");
+    p->yt = mt_config_value(sp, cfg, "thread_y");
+    p->yr = mt_config_value(sp, cfg, "reg_y");
+    p->xt = mt_config_value(sp, cfg, "thread_x");
+    p->xr = mt_config_value(sp, cfg, "reg_x");
+}
+
+void mt__rt_plan_cover(mt__rt_plan *p) {
+    p->yo = (p->oh + p->yt * p->yr - 1) / (p->yt * p->yr);
+    p->xo = (p->ow + p->xt * p->xr - 1) / (p->xt * p->xr);
+    p->y_over = (int64_t)p->yo * p->yt * p->yr > p->oh;
+    p->x_over = (int64_t)p->xo * p->xt * p->xr > p->ow;
+    p->iy_lo = p->ph > 0;
+    p->ix_lo = p->pw > 0;
+    p->iy_hi = ((int64_t)p->yo * p->yt * p->yr - 1) * p->sh - p->ph + (int64_t)(p->r - 1) * p->dh >= p->h;
+    p->ix_hi = ((int64_t)p->xo * p->xt * p->xr - 1) * p->sw - p->pw + (int64_t)(p->s - 1) * p->dw >= p->w;
+}
+
+mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi) {
+    mt_expr *c = NULL;
+    if (need_lo) c = mt_ir_ge(k, lo, mt_ir_int(k, 0));
+    if (need_hi) c = mt_ir_and(k, c, mt_ir_lt(k, mt_ir_add(k, lo, mt_ir_int(k, span)), mt_ir_int(k, limit)));
+    return c;
+}
+
+mt_stmt *mt__zero_fill(mt_kernel *k, mt_buffer *buf, int64_t n, int vec) {
+    mt_stmt_list list = {0};
+    for (int64_t a = 0; a < n; a += vec)
+        mt_stmt_list_push(k, &list, mt_ir_store_vec(k, buf, mt_ir_int(k, a), mt_ir_broadcast(k, mt_ir_float(k, 0.0f), vec)));
+    return mt_stmt_list_seq(k, &list);
+}
+
+mt_status mt__rt_finish(mt_kernel *k, mt_stmt *body, const mt__rt_plan *p, int64_t auto_unroll, const char *name, mt_kernel **out,
+                        char *err, size_t errlen) {
+    if (!body) {
+        mt_kernel_free(k);
+        return mt__fail(err, errlen, MT_NOMEM, "%s: out of memory while building the kernel", name);
+    }
+    k->body = body;
+    k->unroll_explicit = p->unroll_explicit;
+    mt_ir_auto_unroll(k, auto_unroll);
+    *out = k;
+    return MT_OK;
+}
+
+void mt__rt_launch_begin(mt_kernel *k, const mt__rt_plan *p, int64_t images, mt__rt_launch *l) {
+    l->bk = mt__loop_begin(k, &l->group[0], "bk", p->ko, MT_LOOP_BLOCK);
+    l->bx = mt__loop_begin(k, &l->group[1], "bx", p->xo, MT_LOOP_BLOCK);
+    l->bz = mt__loop_begin(k, &l->group[2], "bz", images * p->yo, MT_LOOP_BLOCK);
+    l->tk = mt__loop_begin(k, &l->item[0], "tk", p->kt, MT_LOOP_THREAD);
+    l->tx = mt__loop_begin(k, &l->item[1], "tx", p->xt, MT_LOOP_THREAD);
+    l->ty = mt__loop_begin(k, &l->item[2], "ty", p->yt, MT_LOOP_THREAD);
+    for (int i = 0; i < 3; i++) l->group[i].axis = l->item[i].axis = i;
+}
+
+mt_stmt *mt__rt_launch_end(mt_kernel *k, const mt__rt_launch *l, mt_stmt *body) {
+    for (int i = 2; i >= 0; i--) body = mt__loop_end(k, &l->item[i], body);
+    for (int i = 2; i >= 0; i--) body = mt__loop_end(k, &l->group[i], body);
+    return body;
 }
 
 mt_expr *mt__let_bind(mt_kernel *k, mt__let_chain *lc, const char *name, mt_expr *value) {

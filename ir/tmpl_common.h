@@ -1,7 +1,10 @@
-/* Private: the tiled direct-convolution kernel shared by the `direct` and
- * `depthwise` templates (ir/tmpl_direct.c, ir/tmpl_depthwise.c).
+/* Private: what the templates share. The tiled direct-convolution kernel
+ * of the `direct` and `depthwise` templates (ir/tmpl_direct.c,
+ * ir/tmpl_depthwise.c) and their common knobs; every template's kernel
+ * parameters and fused epilogue; the plan, the knobs and the IR-building
+ * functions of the register-tile templates `gemm` and `kvec`.
  *
- * Both follow AutoTVM's CUDA schedules (conv2d_nchw.cuda and
+ * The tiled kernel follows AutoTVM's CUDA schedules (conv2d_nchw.cuda and
  * depthwise_conv2d_nchw.cuda): each output axis f (channels), y (rows) and
  * x (columns) is split into block x vthread x thread x inner; each work-item
  * keeps a private accumulator tile of (vf*fi) x (vy*yi) x (vx*xi) outputs, runs
@@ -11,7 +14,7 @@
  * AutoTVM attaches them) are staged in local memory by the whole work-group
  * (AutoTVM's shared-memory stages AA and WW).
  *
- * Other templates may include this header; it has no state. */
+ * The header has no state. */
 #ifndef MTGPU_TMPL_COMMON_H
 #define MTGPU_TMPL_COMMON_H
 
@@ -37,7 +40,20 @@ typedef struct mt__tile_sched {
     const mt_conv_epilogue *epi; /* applied to every output before its store; NULL: none */
 } mt__tile_sched;
 
-/* ---- fused epilogues, shared by every template ---- */
+/* ---- the tiled templates' knobs (direct, depthwise) ---- */
+
+/* Adds their first knobs: tile_f (split of f_extent output channels), tile_y
+ * and tile_x (of the output height and width), each in 4 parts: block,
+ * vthread, thread, inner. Returns the first failure. */
+mt_status mt__tile_space_splits(mt_space *sp, const mt_workload *wl, int f_extent);
+/* Adds their last knobs: auto_unroll_max_step (the 3 options of `unroll`),
+ * unroll_explicit {0, 1}, vec {1, 2, 4, 8}, stage_local {0, 1}. */
+mt_status mt__tile_space_options(mt_space *sp, const int unroll[3]);
+/* Reads the knobs of both into s (tile_f, tile_y, tile_x into s->f, s->y,
+ * s->x); MT_INVALID_ARG (with err) when a split knob is missing. */
+mt_status mt__tile_sched_read(const mt_space *sp, const mt_config *cfg, mt__tile_sched *s, char *err, size_t errlen);
+
+/* ---- parameters and fused epilogues, shared by every template ---- */
 
 /* The parameters an epilogue reads (NULL where it does not). */
 typedef struct mt__epilogue_bufs {
@@ -45,11 +61,18 @@ typedef struct mt__epilogue_bufs {
     mt_buffer *bias, *residual; /* residual: its own parameter, or the output itself (in place) */
 } mt__epilogue_bufs;
 
-/* Declares the epilogue's kernel parameters (call right after the output's:
- * the parameter order is part of the template contract) for a workload with
- * k output channels and out_elems outputs. eb->epi = epi (may be NULL). */
-void mt__epilogue_params(mt_kernel *k, const mt_conv_epilogue *epi, mt_buffer *output, int64_t kout, int64_t out_elems,
-                         mt__epilogue_bufs *eb);
+/* A convolution kernel's parameters. */
+typedef struct mt__conv_io {
+    mt_buffer *in, *wt, *out;
+    mt__epilogue_bufs epi;
+} mt__conv_io;
+
+/* Declares the parameters in the order of the template contract
+ * (ir/template.h): input (in_elems floats), weight (w_elems), output
+ * (out_elems), then those of the epilogue epi (may be NULL) for kout output
+ * channels. io->epi.epi = epi. */
+void mt__conv_io_params(mt_kernel *k, mt__conv_io *io, int64_t in_elems, int64_t w_elems, int64_t out_elems, int64_t kout,
+                        const mt_conv_epilogue *epi);
 
 /* The value to store for `v`: `lanes` consecutive outputs of one channel
  * starting at output index out_index, after bias, residual and activation.
@@ -66,10 +89,75 @@ mt_expr *mt__epilogue_apply(mt_kernel *k, const mt__epilogue_bufs *eb, mt_expr *
 mt_status mt__tile_conv_build(const mt_workload *wl, const mt__tile_sched *s, const char *name, mt_kernel **out, char *err,
                               size_t errlen);
 
-/* ---- IR building helpers of the register-tile templates (gemm, kvec) ---- */
+/* Copies the nparts values of split knob `name` into dst; MT_INVALID_ARG (with
+ * err) when cfg has no such knob. */
+mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen);
 
-/* Copies into vals the options of `opts` up to `limit` (always the first); returns how many. */
-int mt__clip_options(const int *opts, int nopts, int limit, int *vals);
+/* ---- the register-tile templates (gemm, kvec) ---- */
+
+/* An enum knob whose options past `limit` are left out of the space (the
+ * first always stays): options the workload cannot use. At most
+ * MT__ENUM_MAX_OPTIONS options. */
+#define MT__ENUM_MAX_OPTIONS 16
+typedef struct mt__enum_knob {
+    const char *name;
+    const int *options;
+    int noptions;
+    int limit;
+} mt__enum_knob;
+/* The options and their count of an mt__enum_knob: MT__OPTIONS(1, 2, 4). */
+#define MT__OPTIONS(...) (const int[]){__VA_ARGS__}, (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int))
+/* Adds the n knobs to sp in order; returns the first failure (MT_INVALID_ARG
+ * for a knob of too many options). */
+mt_status mt__space_add_enums(mt_space *sp, const mt__enum_knob *knobs, int n);
+
+/* What a register-tile template plans before it builds: the convolution as
+ * the kernel sees it, the work split, and what the tiles need guarded. */
+typedef struct mt__rt_plan {
+    /* The convolution (gemm treats a 1x1, stride-1, unpadded one as one row
+     * of oh*ow pixels: h = oh = 1, w = ow = the pixels); cg and kg are the
+     * input and output channels of one group. */
+    int n, groups, c, k, cg, kg;
+    int h, w, oh, ow, r, s, sh, sw, ph, pw, dh, dw;
+    /* Along channels, rows and columns: work-items per work-group (kt, yt,
+     * xt), outputs per work-item (kr, yr, xr), work-groups (ko, yo, xo). */
+    int kt, kr, yt, yr, xt, xr;
+    int ko, yo, xo;
+    /* The tiles overhang oh (ow); an input read can fall below 0 (lo), at or
+     * past h or w (hi). */
+    int y_over, x_over;
+    int iy_lo, iy_hi, ix_lo, ix_hi;
+    int vec;                     /* lanes of the vectors: gemm's run along pixels, kvec's along channels */
+    int unroll_explicit;         /* mt_kernel.unroll_explicit */
+    const mt_conv_epilogue *epi; /* applied before each output store; NULL: none */
+    /* gemm's own: flattened 1x1; tile_red's outer and inner parts; stage_local; auto_unroll_max_step */
+    int flat, rco, rci, stage, unroll_max;
+    /* kvec's own: k rounded up to the 16 channels of its weight layout; unroll_rs */
+    int k16, unroll_rs;
+} mt__rt_plan;
+
+/* Zeroes p and fills in the convolution's sizes from wl. */
+void mt__rt_plan_init(mt__rt_plan *p, const mt_workload *wl);
+/* Reads the work split knobs thread_k, reg_k, thread_y, reg_y, thread_x and
+ * reg_x of cfg into p (0 for a knob the space lacks). */
+void mt__rt_plan_read_tiles(mt__rt_plan *p, const mt_space *sp, const mt_config *cfg);
+/* Completes a plan with a positive work split: the row and column
+ * work-groups (yo, xo: enough to cover oh and ow) and the guard flags. */
+void mt__rt_plan_cover(mt__rt_plan *p);
+
+/* The condition that every index in [lo, lo + span] lies in [0, limit),
+ * tested only on the sides that can fail (need_lo: below 0, need_hi: at or
+ * past limit); NULL when neither can. */
+mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi);
+
+/* Stores of 0 into buf[0..n), vec lanes at a time (vec divides n). */
+mt_stmt *mt__zero_fill(mt_kernel *k, mt_buffer *buf, int64_t n, int vec);
+
+/* Gives k its body, the plan's unroll_explicit and mt_ir_auto_unroll up to
+ * auto_unroll (0: none), and hands it to *out. A NULL body (the arena ran
+ * out while building) frees k: MT_NOMEM, naming the template `name`. */
+mt_status mt__rt_finish(mt_kernel *k, mt_stmt *body, const mt__rt_plan *p, int64_t auto_unroll, const char *name, mt_kernel **out,
+                        char *err, size_t errlen);
 
 /* Named integer values: mt__let_bind returns a variable for value (or value
  * itself when it is a constant or a variable), and mt__let_wrap wraps a body
@@ -97,8 +185,17 @@ typedef struct mt__opt_loop {
 mt_expr *mt__loop_begin(mt_kernel *k, mt__opt_loop *l, const char *name, int64_t extent, mt_loop_kind kind);
 mt_stmt *mt__loop_end(mt_kernel *k, const mt__opt_loop *l, mt_stmt *body);
 
-/* Copies the nparts values of split knob `name` into dst; MT_INVALID_ARG (with
- * err) when cfg has no such knob. */
-mt_status mt__config_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen);
+/* The launch of a register-tile kernel. mt__rt_launch_begin begins, in this
+ * order, the work-group loops bk (p->ko channel blocks, axis 0), bx (p->xo
+ * column blocks, axis 1), bz (images x p->yo row blocks, axis 2) and the
+ * work-item loops tk (p->kt, axis 0), tx (p->xt, axis 1), ty (p->yt, axis
+ * 2); a template may swap the axes of group[0] and group[2] before
+ * mt__rt_launch_end wraps the body in all six, bk outermost. */
+typedef struct mt__rt_launch {
+    mt__opt_loop group[3], item[3]; /* bk, bx, bz; tk, tx, ty */
+    mt_expr *bk, *bx, *bz, *tk, *tx, *ty;
+} mt__rt_launch;
+void mt__rt_launch_begin(mt_kernel *k, const mt__rt_plan *p, int64_t images, mt__rt_launch *l);
+mt_stmt *mt__rt_launch_end(mt_kernel *k, const mt__rt_launch *l, mt_stmt *body);
 
 #endif

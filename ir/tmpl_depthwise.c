@@ -23,18 +23,9 @@ static int depthwise_accepts(const mt_workload *wl) { return wl && mt_workload_i
 static mt_status depthwise_space(const mt_workload *wl, mt_space *out) {
     if (!depthwise_accepts(wl) || !out) return MT_UNSUPPORTED;
     static const int unroll[] = {0, 256, 1500};
-    static const int explicit_[] = {0, 1};
-    static const int vec[] = {1, 2, 4, 8};
-    static const int stage[] = {0, 1};
     mt_space_init(out, "depthwise");
-    mt_status st = MT_OK;
-    if (st == MT_OK) st = mt_space_add_split(out, "tile_f", wl->k, 4, MT_SPLIT_FACTOR, 0);
-    if (st == MT_OK) st = mt_space_add_split(out, "tile_y", mt_workload_out_h(wl), 4, MT_SPLIT_FACTOR, 0);
-    if (st == MT_OK) st = mt_space_add_split(out, "tile_x", mt_workload_out_w(wl), 4, MT_SPLIT_FACTOR, 0);
-    if (st == MT_OK) st = mt_space_add_enum(out, "auto_unroll_max_step", unroll, 3);
-    if (st == MT_OK) st = mt_space_add_enum(out, "unroll_explicit", explicit_, 2);
-    if (st == MT_OK) st = mt_space_add_enum(out, "vec", vec, 4);
-    if (st == MT_OK) st = mt_space_add_enum(out, "stage_local", stage, 2);
+    mt_status st = mt__tile_space_splits(out, wl, wl->k);
+    if (st == MT_OK) st = mt__tile_space_options(out, unroll);
     if (st != MT_OK) mt_space_free(out);
     return st;
 }
@@ -43,18 +34,11 @@ static mt_status depthwise_build(const mt_workload *wl, const mt_space *sp, cons
                                  mt_kernel **out, char *err, size_t errlen) {
     if (!depthwise_accepts(wl)) return mt__fail(err, errlen, MT_UNSUPPORTED, "depthwise: workload is not depthwise (groups == c == k > 1)");
     mt__tile_sched s = {0};
-    mt_status st = MT_OK;
-    if (st == MT_OK) st = mt__config_split(sp, cfg, "tile_f", s.f, 4, err, errlen);
-    if (st == MT_OK) st = mt__config_split(sp, cfg, "tile_y", s.y, 4, err, errlen);
-    if (st == MT_OK) st = mt__config_split(sp, cfg, "tile_x", s.x, 4, err, errlen);
+    mt_status st = mt__tile_sched_read(sp, cfg, &s, err, errlen);
     if (st != MT_OK) return st;
     s.rc[0] = s.rc[1] = 1;
     s.ry[0] = 1, s.ry[1] = wl->r;
     s.rx[0] = 1, s.rx[1] = wl->s;
-    s.auto_unroll_max_step = mt_config_value(sp, cfg, "auto_unroll_max_step");
-    s.unroll_explicit = mt_config_value(sp, cfg, "unroll_explicit");
-    s.vec = mt_config_value(sp, cfg, "vec");
-    s.stage_local = mt_config_value(sp, cfg, "stage_local");
     s.depthwise = 1;
     s.epi = epi;
     return mt__tile_conv_build(wl, &s, "conv2d_depthwise", out, err, errlen);

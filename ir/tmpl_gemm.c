@@ -86,9 +86,8 @@
  * must compile to plain vector loads/stores for LLVM to keep them in
  * registers; PoCL's vloadN/vstoreN on private memory are split in halves and
  * make these kernels ~3-5x slower (a printer matter, ir/print_c.c). */
+#include <limits.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "template-impl.h"
 #include "tmpl_common.h"
@@ -103,51 +102,19 @@
 #define GEMM_MAX_RED_UNROLL 16
 
 
-typedef struct gemm_plan {
-    /* The problem as the kernel sees it (flattened: h = oh = 1, w = ow = pixels). */
-    int n, groups, c, k, cg, kg;
-    int h, w, oh, ow, r, s, sh, sw, ph, pw, dh, dw;
-    int flat;
-    /* Schedule. */
-    int ko, kt, kr, yo, yt, yr, xo, xt, xr;
-    int rco, rci;
-    int vec, stage, unroll_max, unroll_explicit;
-    const mt_conv_epilogue *epi; /* applied before each output store; NULL: none */
-} gemm_plan;
-
 static int gemm_accepts(const mt_workload *wl) {
     return wl && wl->groups >= 1 && wl->c % wl->groups == 0 && wl->k % wl->groups == 0;
 }
 
-static void gemm_canon(const mt_workload *wl, gemm_plan *p) {
-    memset(p, 0, sizeof *p);
-    p->n = wl->n;
-    p->groups = wl->groups;
-    p->c = wl->c;
-    p->k = wl->k;
-    p->cg = wl->c / wl->groups;
-    p->kg = wl->k / wl->groups;
+static void gemm_canon(const mt_workload *wl, mt__rt_plan *p) {
+    mt__rt_plan_init(p, wl);
+    /* A 1x1 convolution with stride 1 and no padding, as one row of pixels
+     * (where dilation means nothing). */
     p->flat = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
     if (p->flat) {
-        p->h = 1;
-        p->w = wl->h * wl->w;
-        p->oh = 1;
-        p->ow = wl->h * wl->w;
-        p->r = p->s = p->sh = p->sw = p->dh = p->dw = 1;
-        p->ph = p->pw = 0;
-    } else {
-        p->h = wl->h;
-        p->w = wl->w;
-        p->oh = mt_workload_out_h(wl);
-        p->ow = mt_workload_out_w(wl);
-        p->r = wl->r;
-        p->s = wl->s;
-        p->sh = wl->stride_h;
-        p->sw = wl->stride_w;
-        p->ph = wl->pad_h;
-        p->pw = wl->pad_w;
-        p->dh = wl->dil_h;
-        p->dw = wl->dil_w;
+        p->h = p->oh = 1;
+        p->w = p->ow = wl->h * wl->w;
+        p->dh = p->dw = 1;
     }
 }
 
@@ -159,41 +126,28 @@ static int pow2_at_least(int x) {
 
 static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
     if (!gemm_accepts(wl) || !out) return MT_UNSUPPORTED;
-    gemm_plan p;
+    mt__rt_plan p;
     gemm_canon(wl, &p);
-    static const int threads_k[] = {1, 2, 4, 8, 16};
-    static const int reg_k[] = {1, 2, 3, 4, 6, 8, 12, 16};
-    static const int threads_y[] = {1, 2};
-    static const int reg_y[] = {1, 2, 3, 4};
-    static const int threads_x[] = {1, 2, 4, 8, 16};
-    static const int reg_x[] = {1, 4, 8, 16, 24, 32};
-    static const int vec[] = {1, 4, 8, 16};
-    static const int stage[] = {0, 1, 2};
-    static const int unroll[] = {0, 512, 1500};
-    static const int explicit_[] = {0, 1};
-    int v[16], n;
-    mt_space_init(out, "gemm");
-    mt_status st = MT_OK;
     /* Options past what the workload can use (more channels, rows or
      * columns per work-item or per work-group than it has) are left out. */
-    n = mt__clip_options(threads_k, 5, p.kg, v);
-    if (st == MT_OK) st = mt_space_add_enum(out, "thread_k", v, n);
-    n = mt__clip_options(reg_k, 8, p.kg, v);
-    if (st == MT_OK) st = mt_space_add_enum(out, "reg_k", v, n);
-    n = mt__clip_options(threads_y, 2, p.oh, v);
-    if (st == MT_OK) st = mt_space_add_enum(out, "thread_y", v, n);
-    n = mt__clip_options(reg_y, 4, p.oh, v);
-    if (st == MT_OK) st = mt_space_add_enum(out, "reg_y", v, n);
-    n = mt__clip_options(threads_x, 5, p.ow, v);
-    if (st == MT_OK) st = mt_space_add_enum(out, "thread_x", v, n);
-    n = mt__clip_options(reg_x, 6, pow2_at_least(p.ow), v);
-    if (st == MT_OK) st = mt_space_add_enum(out, "reg_x", v, n);
+    const mt__enum_knob tiles[] = {
+        {"thread_k", MT__OPTIONS(1, 2, 4, 8, 16), p.kg},
+        {"reg_k", MT__OPTIONS(1, 2, 3, 4, 6, 8, 12, 16), p.kg},
+        {"thread_y", MT__OPTIONS(1, 2), p.oh},
+        {"reg_y", MT__OPTIONS(1, 2, 3, 4), p.oh},
+        {"thread_x", MT__OPTIONS(1, 2, 4, 8, 16), p.ow},
+        {"reg_x", MT__OPTIONS(1, 4, 8, 16, 24, 32), pow2_at_least(p.ow)},
+    };
+    const mt__enum_knob rest[] = {
+        {"vec", MT__OPTIONS(1, 4, 8, 16), pow2_at_least(p.ow)},
+        {"stage_local", MT__OPTIONS(0, 1, 2), INT_MAX},
+        {"auto_unroll_max_step", MT__OPTIONS(0, 512, 1500), INT_MAX},
+        {"unroll_explicit", MT__OPTIONS(0, 1), INT_MAX},
+    };
+    mt_space_init(out, "gemm");
+    mt_status st = mt__space_add_enums(out, tiles, (int)(sizeof tiles / sizeof tiles[0]));
     if (st == MT_OK) st = mt_space_add_split(out, "tile_red", p.cg, 2, MT_SPLIT_FACTOR, 0);
-    n = mt__clip_options(vec, 4, pow2_at_least(p.ow), v);
-    if (st == MT_OK) st = mt_space_add_enum(out, "vec", v, n);
-    if (st == MT_OK) st = mt_space_add_enum(out, "stage_local", stage, 3);
-    if (st == MT_OK) st = mt_space_add_enum(out, "auto_unroll_max_step", unroll, 3);
-    if (st == MT_OK) st = mt_space_add_enum(out, "unroll_explicit", explicit_, 2);
+    if (st == MT_OK) st = mt__space_add_enums(out, rest, (int)(sizeof rest / sizeof rest[0]));
     if (st != MT_OK) mt_space_free(out);
     return st;
 }
@@ -202,8 +156,8 @@ static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
 
 typedef struct gemm_builder {
     mt_kernel *k;
-    const gemm_plan *p;
-    mt_buffer *in, *wt, *out;
+    const mt__rt_plan *p;
+    mt__conv_io io;
     mt_buffer *acc;
     mt_buffer *wl, *il;           /* local stages, or NULL */
     int pch, pcw;                 /* staged input patch rows and columns */
@@ -214,7 +168,6 @@ typedef struct gemm_builder {
     mt_expr *w_grp;               /* weight offset of the group's first output channel */
     mt_expr *out_img;             /* output offset of (image, first channel of the group) */
     mt_expr *k_grp;               /* first output channel of the group (for the epilogue's bias) */
-    mt__epilogue_bufs epi;
     mt_expr *k0s;                 /* first channel the work-item computes: k0, or without staging min(k0, kg - reg_k) */
     mt_expr *w_row;               /* weight offset of channel k0s (without staging) */
     /* Per tap (r, s), without staging: the work-item tile's first input row
@@ -222,9 +175,7 @@ typedef struct gemm_builder {
      * and the weight offset of (k0s, channel 0, r, s). Named once per tap so
      * that the channel loop only adds multiples of the channel to them. */
     mt_expr *tap_iy, *tap_ix, *tap_in, *tap_w;
-    /* Static guard needs. */
-    int k_over, y_over, x_over;   /* tiles overhang k/groups, oh, ow */
-    int iy_lo, iy_hi, ix_lo, ix_hi; /* an input read may fall below 0 / at or past h (w) */
+    int k_over;                   /* tiles overhang k/groups */
 } gemm_builder;
 
 enum load_mode {
@@ -240,18 +191,9 @@ static mt_expr *mad(gemm_builder *b, mt_expr *e, int64_t m, int64_t a) {
     return mt_ir_add(b->k, mt_ir_mul(b->k, e, KI(b, m)), KI(b, a));
 }
 
-/* The conditions that every index in [lo, lo + span] lies in [0, limit), limited
- * to the sides that can fail. NULL when none can. */
-static mt_expr *range_cond(gemm_builder *b, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi) {
-    mt_expr *c = NULL;
-    if (need_lo) c = mt_ir_ge(b->k, lo, KI(b, 0));
-    if (need_hi) c = mt_ir_and(b->k, c, mt_ir_lt(b->k, mt_ir_add(b->k, lo, KI(b, span)), KI(b, limit)));
-    return c;
-}
-
 /* Loads the work-item's input registers for channel c (within the group) at tap (r, s). */
 static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr *ci, mt_expr *r, mt_expr *s, enum load_mode mode) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     const int vec = p->vec;
     mt_stmt_list list = {0};
@@ -272,13 +214,13 @@ static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr
             mt_expr *iy = mt_ir_add(k, b->tap_iy, KI(b, off_y));
             mt_expr *ix = mt_ir_add(k, b->tap_ix, KI(b, off_x));
             mt_expr *idx = mt_ir_add(k, mt_ir_add(k, b->tap_in, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w))), KI(b, off_y * p->w + off_x));
-            mt_stmt *fast = mt_ir_store_vec(k, xin, dst, mt_ir_load(k, b->in, mt_ir_ramp(k, idx, p->sw, vec)));
+            mt_stmt *fast = mt_ir_store_vec(k, xin, dst, mt_ir_load(k, b->io.in, mt_ir_ramp(k, idx, p->sw, vec)));
             if (mode == LOAD_FAST) {
                 mt_stmt_list_push(k, &list, fast);
                 continue;
             }
-            mt_expr *ycond = range_cond(b, iy, 0, p->h, b->iy_lo, b->iy_hi);
-            mt_expr *vcond = mt_ir_and(k, ycond, range_cond(b, ix, (int64_t)(vec - 1) * p->sw, p->w, b->ix_lo, b->ix_hi));
+            mt_expr *ycond = mt__range_cond(k, iy, 0, p->h, p->iy_lo, p->iy_hi);
+            mt_expr *vcond = mt_ir_and(k, ycond, mt__range_cond(k, ix, (int64_t)(vec - 1) * p->sw, p->w, p->ix_lo, p->ix_hi));
             if (!vcond) {
                 mt_stmt_list_push(k, &list, fast);
                 continue;
@@ -288,8 +230,8 @@ static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr
             mt_stmt_list lanes = {0};
             for (int j = 0; j < vec; j++) {
                 mt_expr *ixj = mt_ir_add(k, ix, KI(b, (int64_t)j * p->sw));
-                mt_expr *lc = mt_ir_and(k, ycond, range_cond(b, ixj, 0, p->w, b->ix_lo, b->ix_hi));
-                mt_expr *val = mt_ir_load(k, b->in, mt_ir_add(k, idx, KI(b, (int64_t)j * p->sw)));
+                mt_expr *lc = mt_ir_and(k, ycond, mt__range_cond(k, ixj, 0, p->w, p->ix_lo, p->ix_hi));
+                mt_expr *val = mt_ir_load(k, b->io.in, mt_ir_add(k, idx, KI(b, (int64_t)j * p->sw)));
                 if (lc) val = mt_ir_select(k, lc, val, mt_ir_float(k, 0.0f));
                 mt_stmt_list_push(k, &lanes, mt_ir_store(k, xin, mt_ir_add(k, dst, KI(b, j)), val));
             }
@@ -302,7 +244,7 @@ static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr
 
 /* One reduction step: input and weight registers for (c, r, s), then the outer product. */
 static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr *r, mt_expr *s, enum load_mode mode) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     const int vec = p->vec;
     const int64_t rs = (int64_t)p->r * p->s;
@@ -320,7 +262,7 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
             mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wl, widx)));
         } else {
             widx = mt_ir_add(k, mt_ir_add(k, b->tap_w, mt_ir_mul(k, c, KI(b, rs))), KI(b, (int64_t)i * p->cg * rs));
-            mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->wt, widx)));
+            mt_stmt_list_push(k, &list, mt_ir_store(k, wreg, KI(b, i), mt_ir_load(k, b->io.wt, widx)));
         }
     }
     for (int i = 0; i < p->kr; i++) {
@@ -340,7 +282,7 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
 /* The taps r > s of channel c (ci: its index in the chunk). Without an
  * input stage each tap first names its input and weight offsets. */
 static mt_stmt *tap_loops(gemm_builder *b, mt_expr *c, mt_expr *ci, enum load_mode mode) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     mt__opt_loop lr, ls;
     mt_expr *r = mt__loop_begin(b->k, &lr, "r", p->r, MT_LOOP_SERIAL);
@@ -365,7 +307,7 @@ static mt_stmt *tap_loops(gemm_builder *b, mt_expr *c, mt_expr *ci, enum load_mo
 
 /* for rco (serial, or the given index when rco_e != NULL): for rci (unrolled): taps. */
 static mt_stmt *channel_loops(gemm_builder *b, mt_expr *rco_e, enum load_mode mode) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     mt__opt_loop lo, li;
     mt_expr *rco = rco_e ? rco_e : mt__loop_begin(b->k, &lo, "rco", p->rco, MT_LOOP_SERIAL);
@@ -395,19 +337,19 @@ static mt_stmt *coop_copy(gemm_builder *b, int64_t total, copy_fn make, mt_expr 
 
 /* wl[e] = w[group][kb + e / (rci*r*s)][rco*rci*r*s + e % (rci*r*s)] */
 static mt_stmt *copy_weight(gemm_builder *b, mt_expr *e, mt_expr *rco) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     int64_t row = (int64_t)p->rci * p->r * p->s;
     mt_expr *kk = mt_ir_add(k, b->kb, mt_ir_div(k, e, KI(b, row)));
     if (b->k_over) kk = mt_ir_min(k, kk, KI(b, p->kg - 1));
     mt_expr *src = mt_ir_add(k, mt_ir_add(k, b->w_grp, mt_ir_mul(k, kk, KI(b, (int64_t)p->cg * p->r * p->s))),
                              mt_ir_add(k, mt_ir_mul(k, rco, KI(b, row)), mt_ir_mod(k, e, KI(b, row))));
-    return mt_ir_store(k, b->wl, e, mt_ir_load(k, b->wt, src));
+    return mt_ir_store(k, b->wl, e, mt_ir_load(k, b->io.wt, src));
 }
 
 /* il[e] = input[group channel rco*rci + ci][iy][ix], zero outside the input. */
 static mt_stmt *copy_input(gemm_builder *b, mt_expr *e, mt_expr *rco) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     int64_t plane = (int64_t)b->pch * b->pcw;
     mt_expr *ci = mt_ir_div(k, e, KI(b, plane));
@@ -418,8 +360,8 @@ static mt_stmt *copy_input(gemm_builder *b, mt_expr *e, mt_expr *rco) {
     mt_expr *src = mt_ir_add(k, mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w))),
                              mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
     /* The patch reaches past the input where some tile's reads can (padding, overhang). */
-    mt_expr *cond = mt_ir_and(k, range_cond(b, iy, 0, p->h, b->iy_lo, b->iy_hi), range_cond(b, ix, 0, p->w, b->ix_lo, b->ix_hi));
-    mt_expr *val = mt_ir_load(k, b->in, src);
+    mt_expr *cond = mt_ir_and(k, mt__range_cond(k, iy, 0, p->h, p->iy_lo, p->iy_hi), mt__range_cond(k, ix, 0, p->w, p->ix_lo, p->ix_hi));
+    mt_expr *val = mt_ir_load(k, b->io.in, src);
     if (cond) val = mt_ir_select(k, cond, val, mt_ir_float(k, 0.0f));
     return mt_ir_store(k, b->il, e, val);
 }
@@ -428,13 +370,13 @@ static mt_stmt *copy_input(gemm_builder *b, mt_expr *e, mt_expr *rco) {
  * or, for a single staged chunk, after the copy: then no accumulator is live
  * across a barrier (PoCL keeps such values in memory, not registers). */
 static mt_stmt *reduction(gemm_builder *b, mt_stmt *init) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     if (!b->il) {
         /* Does every tap of every pixel of the work-item's tile read inside the input? */
         mt_expr *iy = mad(b, b->y0, p->sh, -p->ph), *ix = mad(b, b->x0, p->sw, -p->pw);
-        mt_expr *cond = mt_ir_and(k, range_cond(b, iy, (int64_t)(p->yr - 1) * p->sh + (int64_t)(p->r - 1) * p->dh, p->h, b->iy_lo, b->iy_hi),
-                                  range_cond(b, ix, (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw, p->w, b->ix_lo, b->ix_hi));
+        mt_expr *cond = mt_ir_and(k, mt__range_cond(k, iy, (int64_t)(p->yr - 1) * p->sh + (int64_t)(p->r - 1) * p->dh, p->h, p->iy_lo, p->iy_hi),
+                                  mt__range_cond(k, ix, (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw, p->w, p->ix_lo, p->ix_hi));
         mt_stmt *fast = channel_loops(b, NULL, LOAD_FAST);
         return mt_ir_seq2(k, init, cond ? mt_ir_if(k, cond, fast, channel_loops(b, NULL, LOAD_GUARDED)) : fast);
     }
@@ -456,7 +398,7 @@ static mt_stmt *reduction(gemm_builder *b, mt_stmt *init) {
 
 /* Stores the accumulator tile, skipping overhanging channels, rows and columns. */
 static mt_stmt *epilogue(gemm_builder *b) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     const int vec = p->vec;
     const int64_t plane = (int64_t)p->oh * p->ow;
@@ -469,16 +411,16 @@ static mt_stmt *epilogue(gemm_builder *b) {
         mt_expr *kc = !b->k_over ? NULL : b->wl ? mt_ir_lt(k, kk, KI(b, p->kg)) : mt_ir_ge(k, kk, b->k0);
         for (int yi = 0; yi < p->yr; yi++) {
             mt_expr *oy = mt_ir_add(k, b->y0, KI(b, yi));
-            mt_expr *yc = mt_ir_and(k, kc, b->y_over ? mt_ir_lt(k, oy, KI(b, p->oh)) : NULL);
+            mt_expr *yc = mt_ir_and(k, kc, p->y_over ? mt_ir_lt(k, oy, KI(b, p->oh)) : NULL);
             for (int xv = 0; xv < p->xr / vec; xv++) {
                 int64_t a = ((int64_t)i * p->yr + yi) * p->xr + (int64_t)xv * vec;
                 mt_expr *ox = mt_ir_add(k, b->x0, KI(b, (int64_t)xv * vec));
                 mt_expr *idx = mt_ir_add(k, mt_ir_add(k, b->out_img, mt_ir_mul(k, kk, KI(b, plane))),
                                          mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), ox));
                 mt_expr *chan = mt_ir_add(k, b->k_grp, kk);
-                mt_expr *val = mt__epilogue_apply(k, &b->epi, mt_ir_load_vec(k, b->acc, KI(b, a), vec), chan, idx, vec);
-                mt_stmt *full = mt_ir_store_vec(k, b->out, idx, val);
-                if (!b->x_over) {
+                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, mt_ir_load_vec(k, b->acc, KI(b, a), vec), chan, idx, vec);
+                mt_stmt *full = mt_ir_store_vec(k, b->io.out, idx, val);
+                if (!p->x_over) {
                     mt_stmt_list_push(k, &list, mt_ir_if(k, yc, full, NULL));
                     continue;
                 }
@@ -490,8 +432,8 @@ static mt_stmt *epilogue(gemm_builder *b) {
                     for (int j = 0; j < vec; j++) {
                         mt_expr *oxj = mt_ir_add(k, ox, KI(b, j));
                         mt_expr *at = mt_ir_add(k, idx, KI(b, j));
-                        mt_expr *lane = mt__epilogue_apply(k, &b->epi, mt_ir_load(k, b->acc, KI(b, a + j)), chan, at, 1);
-                        mt_stmt *one = mt_ir_store(k, b->out, at, lane);
+                        mt_expr *lane = mt__epilogue_apply(k, &b->io.epi, mt_ir_load(k, b->acc, KI(b, a + j)), chan, at, 1);
+                        mt_stmt *one = mt_ir_store(k, b->io.out, at, lane);
                         mt_stmt_list_push(k, &lanes, mt_ir_if(k, mt_ir_lt(k, oxj, KI(b, p->ow)), one, NULL));
                     }
                     mt_stmt *part = mt_stmt_list_seq(k, &lanes);
@@ -506,19 +448,16 @@ static mt_stmt *epilogue(gemm_builder *b) {
 }
 
 static mt_stmt *work_item(gemm_builder *b) {
-    const gemm_plan *p = b->p;
+    const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
-    const int vec = p->vec;
-    const int64_t nacc = (int64_t)p->kr * p->yr * p->xr;
-    mt_stmt_list init = {0};
-    for (int64_t a = 0; a < nacc; a += vec) mt_stmt_list_push(k, &init, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_broadcast(k, mt_ir_float(k, 0.0f), vec)));
-    mt_stmt *body = mt_ir_alloc(k, b->acc, mt_ir_seq2(k, reduction(b, mt_stmt_list_seq(k, &init)), epilogue(b)));
+    mt_stmt *init = mt__zero_fill(k, b->acc, (int64_t)p->kr * p->yr * p->xr, p->vec);
+    mt_stmt *body = mt_ir_alloc(k, b->acc, mt_ir_seq2(k, reduction(b, init), epilogue(b)));
     if (b->il) body = mt_ir_alloc(k, b->il, body);
     if (b->wl) body = mt_ir_alloc(k, b->wl, body);
     return body;
 }
 
-static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err, size_t errlen) {
+static mt_status gemm_build_plan(const mt__rt_plan *p, mt_kernel **out, char *err, size_t errlen) {
     mt_kernel *k = mt_kernel_new("conv2d_gemm");
     if (!k) return mt__fail(err, errlen, MT_NOMEM, "gemm: out of memory");
     gemm_builder bb = {.k = k, .p = p};
@@ -526,20 +465,9 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
     int64_t in_elems = (int64_t)p->n * p->c * p->h * p->w;
     int64_t w_elems = (int64_t)p->k * p->cg * p->r * p->s;
     int64_t out_elems = (int64_t)p->n * p->k * p->oh * p->ow;
-    b->in = mt_ir_param(k, "input", in_elems, 1);
-    b->wt = mt_ir_param(k, "weight", w_elems, 1);
-    b->out = mt_ir_param(k, "output", out_elems, 0);
-    mt__epilogue_params(k, p->epi, b->out, p->k, out_elems, &b->epi);
+    mt__conv_io_params(k, &b->io, in_elems, w_elems, out_elems, p->k, p->epi);
     b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, (int64_t)p->kr * p->yr * p->xr);
-
-    /* Static guard needs: overhanging tiles, and input reads that can leave the input. */
     b->k_over = (int64_t)p->ko * p->kt * p->kr > p->kg;
-    b->y_over = (int64_t)p->yo * p->yt * p->yr > p->oh;
-    b->x_over = (int64_t)p->xo * p->xt * p->xr > p->ow;
-    b->iy_lo = p->ph > 0;
-    b->ix_lo = p->pw > 0;
-    b->iy_hi = ((int64_t)p->yo * p->yt * p->yr - 1) * p->sh - p->ph + (int64_t)(p->r - 1) * p->dh >= p->h;
-    b->ix_hi = ((int64_t)p->xo * p->xt * p->xr - 1) * p->sw - p->pw + (int64_t)(p->s - 1) * p->dw >= p->w;
 
     if (p->stage >= 2) b->wl = mt_ir_buffer(k, "wl", MT_SCOPE_LOCAL, (int64_t)p->kt * p->kr * p->rci * p->r * p->s);
     if (p->stage >= 1) {
@@ -551,23 +479,18 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
     /* Launch: grid axis 0 = channel blocks (the fastest varying on PoCL, so
      * consecutive work-groups reuse one input tile from cache), axis 1 =
      * column blocks, axis 2 = (image, group, row block); work-items alike. */
-    const int axis_k = 0, axis_x = 1;
-    mt__opt_loop gk, gx, gz, tk, tx, tz;
-    mt_expr *bk = mt__loop_begin(b->k, &gk, "bk", p->ko, MT_LOOP_BLOCK);
-    mt_expr *bx = mt__loop_begin(b->k, &gx, "bx", p->xo, MT_LOOP_BLOCK);
-    mt_expr *bz = mt__loop_begin(b->k, &gz, "bz", (int64_t)p->n * p->groups * p->yo, MT_LOOP_BLOCK);
-    b->tk = mt__loop_begin(b->k, &tk, "tk", p->kt, MT_LOOP_THREAD);
-    b->tx = mt__loop_begin(b->k, &tx, "tx", p->xt, MT_LOOP_THREAD);
-    b->ty = mt__loop_begin(b->k, &tz, "ty", p->yt, MT_LOOP_THREAD);
+    mt__rt_launch ln;
+    mt__rt_launch_begin(k, p, (int64_t)p->n * p->groups, &ln);
+    b->tk = ln.tk, b->tx = ln.tx, b->ty = ln.ty;
 
     mt__let_chain lc = {0};
-    mt_expr *byb = mt_ir_mod(k, bz, KI(b, p->yo));
-    mt_expr *img_grp = mt__let_bind(b->k, &lc, "ng", mt_ir_div(k, bz, KI(b, p->yo)));
+    mt_expr *byb = mt_ir_mod(k, ln.bz, KI(b, p->yo));
+    mt_expr *img_grp = mt__let_bind(b->k, &lc, "ng", mt_ir_div(k, ln.bz, KI(b, p->yo)));
     mt_expr *img = mt_ir_div(k, img_grp, KI(b, p->groups));
     mt_expr *grp = mt_ir_mod(k, img_grp, KI(b, p->groups));
-    b->kb = mt__let_bind(b->k, &lc, "kb", mt_ir_mul(k, bk, KI(b, (int64_t)p->kt * p->kr)));
+    b->kb = mt__let_bind(b->k, &lc, "kb", mt_ir_mul(k, ln.bk, KI(b, (int64_t)p->kt * p->kr)));
     b->yb = mt__let_bind(b->k, &lc, "yb", mt_ir_mul(k, byb, KI(b, (int64_t)p->yt * p->yr)));
-    b->xb = mt__let_bind(b->k, &lc, "xb", mt_ir_mul(k, bx, KI(b, (int64_t)p->xt * p->xr)));
+    b->xb = mt__let_bind(b->k, &lc, "xb", mt_ir_mul(k, ln.bx, KI(b, (int64_t)p->xt * p->xr)));
     b->k0 = mt__let_bind(b->k, &lc, "k0", mt_ir_add(k, b->kb, mt_ir_mul(k, b->tk, KI(b, p->kr))));
     b->y0 = mt__let_bind(b->k, &lc, "y0", mt_ir_add(k, b->yb, mt_ir_mul(k, b->ty, KI(b, p->yr))));
     b->x0 = mt__let_bind(b->k, &lc, "x0", mt_ir_add(k, b->xb, mt_ir_mul(k, b->tx, KI(b, p->xr))));
@@ -582,25 +505,8 @@ static mt_status gemm_build_plan(const gemm_plan *p, mt_kernel **out, char *err,
     b->out_img = mt__let_bind(b->k, &lc, "out_base", mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->k)), mt_ir_mul(k, grp, KI(b, p->kg))),
                                                          KI(b, (int64_t)p->oh * p->ow)));
 
-    mt_stmt *body = mt__let_wrap(b->k, &lc, work_item(b));
-    /* Innermost launch loops first. */
-    if (body) {
-        if (tz.extent > 1) body = mt_ir_for(k, tz.var, tz.extent, MT_LOOP_THREAD, 2, body);
-        if (tx.extent > 1) body = mt_ir_for(k, tx.var, tx.extent, MT_LOOP_THREAD, axis_x, body);
-        if (tk.extent > 1) body = mt_ir_for(k, tk.var, tk.extent, MT_LOOP_THREAD, axis_k, body);
-        if (gz.extent > 1) body = mt_ir_for(k, gz.var, gz.extent, MT_LOOP_BLOCK, 2, body);
-        if (gx.extent > 1) body = mt_ir_for(k, gx.var, gx.extent, MT_LOOP_BLOCK, axis_x, body);
-        if (gk.extent > 1) body = mt_ir_for(k, gk.var, gk.extent, MT_LOOP_BLOCK, axis_k, body);
-    }
-    if (!body) {
-        mt_kernel_free(k);
-        return mt__fail(err, errlen, MT_NOMEM, "gemm: out of memory while building the kernel");
-    }
-    k->body = body;
-    k->unroll_explicit = p->unroll_explicit;
-    mt_ir_auto_unroll(k, p->unroll_max);
-    *out = k;
-    return MT_OK;
+    mt_stmt *body = mt__rt_launch_end(k, &ln, mt__let_wrap(b->k, &lc, work_item(b)));
+    return mt__rt_finish(k, body, p, p->unroll_max, "gemm", out, err, errlen);
 }
 
 /* Statements in the kernel once unrolled loops are expanded (vector stores
@@ -625,27 +531,15 @@ static int64_t unrolled_size(const mt_stmt *s, int64_t cap) {
     }
 }
 
-static mt_status get_split(const mt_space *sp, const mt_config *cfg, const char *name, int *dst, int nparts, char *err, size_t errlen) {
-    const int *v = mt_config_get(sp, cfg, name);
-    if (!v) return mt__fail(err, errlen, MT_INVALID_ARG, "gemm: config has no knob '%s'", name);
-    for (int i = 0; i < nparts; i++) dst[i] = v[i];
-    return MT_OK;
-}
-
 static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi, mt_kernel **out,
                             char *err, size_t errlen) {
     if (!gemm_accepts(wl)) return mt__fail(err, errlen, MT_UNSUPPORTED, "gemm: channels not divisible by groups");
-    gemm_plan p;
+    mt__rt_plan p;
     gemm_canon(wl, &p);
     int red[2] = {0};
-    mt_status st = get_split(sp, cfg, "tile_red", red, 2, err, errlen);
+    mt_status st = mt__config_split(sp, cfg, "tile_red", red, 2, err, errlen);
     if (st != MT_OK) return st;
-    p.kt = mt_config_value(sp, cfg, "thread_k");
-    p.kr = mt_config_value(sp, cfg, "reg_k");
-    p.yt = mt_config_value(sp, cfg, "thread_y");
-    p.yr = mt_config_value(sp, cfg, "reg_y");
-    p.xt = mt_config_value(sp, cfg, "thread_x");
-    p.xr = mt_config_value(sp, cfg, "reg_x");
+    mt__rt_plan_read_tiles(&p, sp, cfg);
     p.rco = red[0], p.rci = red[1];
     p.vec = mt_config_value(sp, cfg, "vec");
     p.stage = mt_config_value(sp, cfg, "stage_local");
@@ -655,8 +549,7 @@ static mt_status gemm_build(const mt_workload *wl, const mt_space *sp, const mt_
     if (p.kt < 1 || p.kr < 1 || p.yt < 1 || p.yr < 1 || p.xt < 1 || p.xr < 1 || p.vec < 1 || (int64_t)p.rco * p.rci != p.cg)
         return mt__fail(err, errlen, MT_INVALID_ARG, "gemm: config does not match this workload's space");
     p.ko = (p.kg + p.kt * p.kr - 1) / (p.kt * p.kr);
-    p.yo = (p.oh + p.yt * p.yr - 1) / (p.yt * p.yr);
-    p.xo = (p.ow + p.xt * p.xr - 1) / (p.xt * p.xr);
+    mt__rt_plan_cover(&p);
     if (p.kr > p.kg) return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: reg_k=%d exceeds the %d channels per group", p.kr, p.kg);
     if (p.xr % p.vec)
         return mt__fail(err, errlen, MT_INVALID_CONFIG, "gemm: vec=%d does not divide the %d columns per work-item", p.vec, p.xr);

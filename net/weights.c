@@ -200,20 +200,10 @@ static uint64_t get_u64(const unsigned char *p) {
     return v;
 }
 
-/* The checksum: FNV-1a 64 over every byte before the trailer, in one
- * running state so that the writer can feed it block by block. */
-static uint64_t hash_update(uint64_t h, const void *data, size_t len) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-#define WT_HASH_INIT 0xcbf29ce484222325ULL
-
+/* The checksum is FNV-1a 64 over every byte before the trailer, in one
+ * running state (*h) so that the writer can feed it block by block. */
 static int write_block(FILE *f, const void *data, size_t len, uint64_t *h) {
-    *h = hash_update(*h, data, len);
+    *h = mt__hash64_update(*h, data, len);
     return fwrite(data, 1, len, f) == len ? 0 : -1;
 }
 
@@ -229,7 +219,7 @@ mt_status mt_weights_save(const mt_weights *w, const char *path, char *err, size
         free(tmp);
         return st;
     }
-    uint64_t h = WT_HASH_INIT;
+    uint64_t h = MT__HASH64_INIT;
     unsigned char hdr[WT_HEADER_LEN];
     memcpy(hdr, WT_MAGIC, WT_MAGIC_LEN);
     put_u32(hdr + 8, MT_WEIGHTS_VERSION);
@@ -435,7 +425,7 @@ mt_status mt_weights_load(const char *path, const mt_network *net, mt_weights **
         st = mt__fail(err, errlen, MT_CORRUPT, "weights: %s: %zu stray bytes after the last tensor", path, end - off);
         goto done;
     }
-    uint64_t want_sum = get_u64(buf + end), have_sum = hash_update(WT_HASH_INIT, buf, end);
+    uint64_t want_sum = get_u64(buf + end), have_sum = mt__hash64(buf, end, 0);
     if (want_sum != have_sum) {
         st = mt__fail(err, errlen, MT_CORRUPT, "weights: %s: checksum mismatch (stored %016llx, computed %016llx): the file is damaged", path,
                       (unsigned long long)want_sum, (unsigned long long)have_sum);

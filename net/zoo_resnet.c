@@ -15,34 +15,40 @@
 
 #define NAME_LEN MT_LAYER_NAME_MAX
 
-/* Names a module of block b of stage s: "layer<s>.<b>.<what>". */
-static const char *bname(char *buf, int stage, int block, const char *what) {
-    snprintf(buf, NAME_LEN, "layer%d.%d.%s", stage, block, what);
-    return buf;
+/* Convolution `conv` of block b of stage s with its batch norm `bn` (named
+ * "layer<s>.<b>.<conv>" and "layer<s>.<b>.<bn>"): k outputs, r x r with
+ * padding r / 2, no bias. Returns as mt_network_add_conv. */
+static int block_conv(mt_network *net, int stage, int block, const char *conv, const char *bn, int input, int k, int r, int stride,
+                      mt_activation act, int residual) {
+    char cname[NAME_LEN], bname[NAME_LEN];
+    snprintf(cname, sizeof cname, "layer%d.%d.%s", stage, block, conv);
+    snprintf(bname, sizeof bname, "layer%d.%d.%s", stage, block, bn);
+    return mt__net_conv(net, cname, bname, input, k, r, stride, r / 2, 1, 0, act, residual);
+}
+
+/* The end of a block on input x whose main path has reached y: the last
+ * main conv (`conv`, `bn`: k outputs, r x r, stride 1) and, with a
+ * downsample branch (the 1x1 conv of x with the block's stride), that
+ * branch's conv, which then carries the fused add and ReLU. Returns the
+ * block's output layer. */
+static int block_end(mt_network *net, int stage, int block, int x, int y, const char *conv, const char *bn, int k, int r, int stride,
+                     int downsample) {
+    if (!downsample) return block_conv(net, stage, block, conv, bn, y, k, r, 1, MT_ACT_RELU, x);
+    int last = block_conv(net, stage, block, conv, bn, y, k, r, 1, MT_ACT_NONE, -1);
+    return block_conv(net, stage, block, "downsample.0", "downsample.1", x, k, 1, stride, MT_ACT_RELU, last);
 }
 
 /* BasicBlock: 3x3 (stride) -> 3x3, expansion 1. Returns the block's output layer. */
 static int basic_block(mt_network *net, int x, int inplanes, int planes, int stride, int stage, int block) {
-    char n1[NAME_LEN], n2[NAME_LEN];
-    int c1 = mt__net_conv(net, bname(n1, stage, block, "conv1"), bname(n2, stage, block, "bn1"), x, planes, 3, stride, 1, 1, 0, MT_ACT_RELU, -1);
-    if (stride == 1 && inplanes == planes)
-        return mt__net_conv(net, bname(n1, stage, block, "conv2"), bname(n2, stage, block, "bn2"), c1, planes, 3, 1, 1, 1, 0, MT_ACT_RELU, x);
-    int c2 = mt__net_conv(net, bname(n1, stage, block, "conv2"), bname(n2, stage, block, "bn2"), c1, planes, 3, 1, 1, 1, 0, MT_ACT_NONE, -1);
-    return mt__net_conv(net, bname(n1, stage, block, "downsample.0"), bname(n2, stage, block, "downsample.1"), x, planes, 1, stride, 0, 1, 0,
-                        MT_ACT_RELU, c2);
+    int c1 = block_conv(net, stage, block, "conv1", "bn1", x, planes, 3, stride, MT_ACT_RELU, -1);
+    return block_end(net, stage, block, x, c1, "conv2", "bn2", planes, 3, stride, stride != 1 || inplanes != planes);
 }
 
 /* Bottleneck: 1x1 -> 3x3 (stride) -> 1x1 to 4 * planes. */
 static int bottleneck(mt_network *net, int x, int inplanes, int planes, int stride, int stage, int block) {
-    char n1[NAME_LEN], n2[NAME_LEN];
-    int out = planes * 4;
-    int c1 = mt__net_conv(net, bname(n1, stage, block, "conv1"), bname(n2, stage, block, "bn1"), x, planes, 1, 1, 0, 1, 0, MT_ACT_RELU, -1);
-    int c2 = mt__net_conv(net, bname(n1, stage, block, "conv2"), bname(n2, stage, block, "bn2"), c1, planes, 3, stride, 1, 1, 0, MT_ACT_RELU, -1);
-    if (stride == 1 && inplanes == out)
-        return mt__net_conv(net, bname(n1, stage, block, "conv3"), bname(n2, stage, block, "bn3"), c2, out, 1, 1, 0, 1, 0, MT_ACT_RELU, x);
-    int c3 = mt__net_conv(net, bname(n1, stage, block, "conv3"), bname(n2, stage, block, "bn3"), c2, out, 1, 1, 0, 1, 0, MT_ACT_NONE, -1);
-    return mt__net_conv(net, bname(n1, stage, block, "downsample.0"), bname(n2, stage, block, "downsample.1"), x, out, 1, stride, 0, 1, 0,
-                        MT_ACT_RELU, c3);
+    int c1 = block_conv(net, stage, block, "conv1", "bn1", x, planes, 1, 1, MT_ACT_RELU, -1);
+    int c2 = block_conv(net, stage, block, "conv2", "bn2", c1, planes, 3, stride, MT_ACT_RELU, -1);
+    return block_end(net, stage, block, x, c2, "conv3", "bn3", planes * 4, 1, stride, stride != 1 || inplanes != planes * 4);
 }
 
 static mt_status resnet(mt_network *net, int batch, int image_size, int use_bottleneck, const int blocks[4]) {

@@ -175,7 +175,8 @@ static void test_names_and_defaults(void **state) {
     assert_int_equal(p.use_cache, 1);
 }
 
-/* mt__hash64 is FNV-1a 64 (published test vectors) and chains through the seed. */
+/* mt__hash64 is FNV-1a 64 (published test vectors) and chains through the
+ * seed; mt__hash64_update fed piece by piece gives the hash of the whole. */
 static void test_hash(void **state) {
     (void)state;
     assert_true(mt__hash64(NULL, 0, 0) == 0xcbf29ce484222325ULL);
@@ -183,6 +184,8 @@ static void test_hash(void **state) {
     assert_true(mt__hash64("foobar", 6, 0) == 0x85944171f73967e8ULL);
     assert_true(mt__hash64("foobar", 6, 1) != mt__hash64("foobar", 6, 0));
     assert_true(mt__hash64("bar", 3, mt__hash64("foo", 3, 0)) != mt__hash64("foobar", 6, 0));
+    assert_true(mt__hash64_update(MT__HASH64_INIT, NULL, 0) == mt__hash64(NULL, 0, 0));
+    assert_true(mt__hash64_update(mt__hash64_update(MT__HASH64_INIT, "foo", 3), "bar", 3) == 0x85944171f73967e8ULL);
 }
 
 static void test_list(void **state) {

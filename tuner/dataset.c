@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "hash.h"
 #include "template.h"
 #include "fail.h"
 
@@ -183,8 +184,7 @@ int mt_dataset_skipped(const mt_dataset *ds) { return ds ? ds->skipped : 0; }
 
 /* splitmix64 finaliser over an FNV-1a of the text: a stable pseudo-random key. */
 static uint64_t text_key(const char *s, uint64_t seed) {
-    uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    uint64_t h = mt__hash64(s, strlen(s), seed);
     return mt_rng_next(&h);
 }
 

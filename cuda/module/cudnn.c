@@ -13,8 +13,6 @@
  * deprecated in cuDNN 9 in favour of the graph API, but it is still shipped
  * and is what frameworks' "benchmark" modes call; its types come from
  * cudnn.h, its functions are resolved by name. */
-#include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,53 +62,36 @@ typedef struct dnn_api {
     char version[32];
 } dnn_api;
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static dnn_api g_dnn;     /* written once, inside g_once; never unloaded */
-static int g_ok;
-static char g_why[1024];
-
+static mt__cu_lib g_lib = MT__CU_LIB_INIT;
+static dnn_api g_dnn; /* written once, inside g_lib.once: usable when g_lib.ok */
 
 static void load_once(void) {
-    dlerror();
-    void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
-        snprintf(g_why, sizeof g_why, "%s", e ? e : "libcudnn.so.9 cannot be loaded");
-        return;
-    }
+    static const char *const names[] = {"libcudnn.so.9"};
+    void *lib = mt__cu_lib_open(&g_lib, names, 1, NULL);
+    if (!lib) return;
     dnn_api a;
     memset(&a, 0, sizeof a);
-#define MT__DNN_RESOLVE(f)                                                        \
-    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) {                        \
-        snprintf(g_why, sizeof g_why, "libcudnn.so.9 has no %s", #f);             \
-        return;                                                                   \
+#define MT__DNN_SYM(f) MT__CU_SYM(a, f)
+    const mt__cu_sym required[] = {MT__DNN_REQUIRED(MT__DNN_SYM)}, optional[] = {MT__DNN_OPTIONAL(MT__DNN_SYM)};
+#undef MT__DNN_SYM
+    int miss = mt__cu_resolve_syms(lib, required, (int)(sizeof required / sizeof required[0]));
+    if (miss >= 0) {
+        snprintf(g_lib.why, sizeof g_lib.why, "libcudnn.so.9 has no %s", required[miss].name);
+        return;
     }
-    MT__DNN_REQUIRED(MT__DNN_RESOLVE)
-#undef MT__DNN_RESOLVE
-#define MT__DNN_RESOLVE_OPT(f) \
-    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
-    MT__DNN_OPTIONAL(MT__DNN_RESOLVE_OPT)
-#undef MT__DNN_RESOLVE_OPT
+    (void)mt__cu_resolve_syms(lib, optional, (int)(sizeof optional / sizeof optional[0])); /* those it lacks stay NULL */
     size_t v = a.cudnnGetVersion(); /* 10000 * major + 100 * minor + patch since cuDNN 9 */
     if (v / 10000 != 9) {
-        snprintf(g_why, sizeof g_why, "libcudnn.so.9 reports version %zu, not 9.x", v);
+        snprintf(g_lib.why, sizeof g_lib.why, "libcudnn.so.9 reports version %zu, not 9.x", v);
         return;
     }
     snprintf(a.version, sizeof a.version, "%zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
     g_dnn = a;
-    g_ok = 1;
+    g_lib.ok = 1;
 }
 
 static const dnn_api *dnn_get(char *why, size_t whylen) {
-    if (pthread_once(&g_once, load_once) != 0) {
-        mt__cu_fail(why, whylen, MT_UNAVAILABLE, "pthread_once failed");
-        return NULL;
-    }
-    if (!g_ok) {
-        mt__cu_fail(why, whylen, MT_UNAVAILABLE, "cuDNN unavailable: %s", g_why);
-        return NULL;
-    }
-    return &g_dnn;
+    return mt__cu_lib_ready(&g_lib, load_once, "cuDNN unavailable: ", "not found", why, whylen) ? &g_dnn : NULL;
 }
 
 int mt__cudnn_available(char *why, size_t whylen) {
@@ -120,22 +101,16 @@ int mt__cudnn_available(char *why, size_t whylen) {
     return a != NULL;
 }
 
-/* "<what>: CUDNN_STATUS_X (n) [cuDNN's last error]" into err; returns s. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 5, 6)))
-#endif
-static mt_status dnn_fail(char *err, size_t errlen, mt_status s, cudnnStatus_t r, const char *fmt, ...) {
-    if (!err || errlen == 0) return s;
-    char what[256], last[512] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const char *name = g_ok ? g_dnn.cudnnGetErrorString(r) : NULL;
-    if (g_ok && g_dnn.cudnnGetLastErrorString) g_dnn.cudnnGetLastErrorString(last, sizeof last);
-    snprintf(err, errlen, "%s: %s (%d)%s%s", what, name ? name : "CUDNN_STATUS_UNKNOWN", (int)r, last[0] ? ": " : "", last);
-    return s;
+/* cuDNN's words for status r: "CUDNN_STATUS_X (n)[: cuDNN's last error]". */
+static void dnn_status_text(int r, char *buf, size_t len) {
+    char last[512] = "";
+    const char *name = g_lib.ok ? g_dnn.cudnnGetErrorString((cudnnStatus_t)r) : NULL;
+    if (g_lib.ok && g_dnn.cudnnGetLastErrorString) g_dnn.cudnnGetLastErrorString(last, sizeof last);
+    snprintf(buf, len, "%s (%d)%s%s", name ? name : "CUDNN_STATUS_UNKNOWN", r, last[0] ? ": " : "", last);
 }
+
+/* "<what>: CUDNN_STATUS_X (n)[: cuDNN's last error]" into err; returns s. */
+#define dnn_fail(err, errlen, s, r, ...) mt__cu_fail_code(err, errlen, s, dnn_status_text, (int)(r), __VA_ARGS__)
 
 static mt_status dnn_status(cudnnStatus_t r) {
     switch (r) {
@@ -172,7 +147,7 @@ static const char *math_name(cudnnMathType_t m) {
 }
 
 void mt__cudnn_dev_release(mt__cu_dev *d) {
-    if (!d->cudnn || !g_ok) return;
+    if (!d->cudnn || !g_lib.ok) return;
     (void)g_dnn.cudnnDestroy((cudnnHandle_t)d->cudnn);
     d->cudnn = NULL;
 }

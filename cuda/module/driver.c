@@ -62,6 +62,20 @@ static void dev_unref(mt__cu_dev *d) {
     free(d);
 }
 
+/* Frees `handle`, a program or a buffer of d: first its driver object (the
+ * module mod, the allocation ptr; 0 for none) in d's context, skipped when
+ * the context cannot be made current, then the handle, then its reference
+ * to d. */
+static void handle_free(mt__cu_dev *d, void *handle, CUmodule mod, CUdeviceptr ptr) {
+    if (mt__cu_push(d, NULL, 0) == MT_OK) {
+        if (mod) (void)d->api->cuModuleUnload(mod);
+        if (ptr) (void)d->api->cuMemFree(ptr);
+        mt__cu_pop(d);
+    }
+    free(handle);
+    dev_unref(d);
+}
+
 /* ----------------------------------------------------------- discovery */
 
 /* FP32 FMA lanes per multiprocessor of compute capability major.minor (the
@@ -352,14 +366,7 @@ mt_status mt__cu_prog_info(void *progp, mt_cuda_prog_info *out) {
 
 void mt__cu_prog_free(void *progp) {
     mt__cu_prog *p = progp;
-    if (!p) return;
-    mt__cu_dev *d = p->d;
-    if (mt__cu_push(d, NULL, 0) == MT_OK) {
-        (void)d->api->cuModuleUnload(p->mod);
-        mt__cu_pop(d);
-    }
-    free(p);
-    dev_unref(d);
+    if (p) handle_free(p->d, p, p->mod, 0);
 }
 
 /* ------------------------------------------------------------- buffers */
@@ -422,14 +429,7 @@ mt_status mt__cu_read(void *devp, void *bufp, size_t offset, void *dst, size_t b
 
 void mt__cu_buf_free(void *bufp) {
     mt__cu_buf *b = bufp;
-    if (!b) return;
-    mt__cu_dev *d = b->d;
-    if (mt__cu_push(d, NULL, 0) == MT_OK) {
-        (void)d->api->cuMemFree(b->ptr);
-        mt__cu_pop(d);
-    }
-    free(b);
-    dev_unref(d);
+    if (b) handle_free(b->d, b, NULL, b->ptr);
 }
 
 /* ------------------------------------------------------------- timing */

@@ -6,8 +6,6 @@
  * (cuMemAlloc -> "cuMemAlloc_v2") and runs cuInit(0); the outcome, a table
  * or the reason there is none, is kept for the life of the process (the
  * library is never closed: contexts and their threads live inside it). */
-#include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,29 +16,21 @@
 #define MT__CU_STR2(f) #f
 #define MT__CU_STR(f) MT__CU_STR2(f)
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static mt__cu_api g_api;    /* written once, inside g_once */
-static int g_ok;            /* likewise: g_api is usable */
-static char g_why[1024];    /* likewise: why it is not */
-
-/* Resolves `name` into *slot (an object-to-function pointer copy, as POSIX
- * allows). 0 when found. */
+static mt__cu_lib g_lib = MT__CU_LIB_INIT;
+static mt__cu_api g_api; /* written once, inside g_lib.once: usable when g_lib.ok */
 
 static void load_once(void) {
-    dlerror();
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
-        snprintf(g_why, sizeof g_why, "%s", e ? e : "libcuda.so.1 cannot be loaded");
-        return;
-    }
+    static const char *const names[] = {"libcuda.so.1"};
+    void *lib = mt__cu_lib_open(&g_lib, names, 1, NULL);
+    if (!lib) return;
     mt__cu_api a;
     memset(&a, 0, sizeof a);
-    const char *missing = NULL;
-#define MT__CU_RESOLVE(f)                                                                  \
-    if (!missing && mt__cu_resolve(lib, MT__CU_STR(f), (void *)&a.f, sizeof a.f) != 0) missing = MT__CU_STR(f);
-    MT__CU_REQUIRED(MT__CU_RESOLVE)
-#undef MT__CU_RESOLVE
+    /* Through a second macro, f is expanded before MT__CU_SYM stringifies it. */
+#define MT__CU_DRV_SYM(f) MT__CU_SYM(a, f)
+    const mt__cu_sym required[] = {MT__CU_REQUIRED(MT__CU_DRV_SYM)}, optional[] = {MT__CU_OPTIONAL(MT__CU_DRV_SYM)};
+#undef MT__CU_DRV_SYM
+    int miss = mt__cu_resolve_syms(lib, required, (int)(sizeof required / sizeof required[0]));
+    const char *missing = miss >= 0 ? required[miss].name : NULL;
     if (missing && strcmp(missing, MT__CU_STR(cuEventElapsedTime)) == 0 && strcmp(missing, "cuEventElapsedTime") != 0) {
         /* cuEventElapsedTime_v2 came with CUDA 12.8 and has the signature
          * of the original, which older drivers export under its own name. */
@@ -48,39 +38,29 @@ static void load_once(void) {
                                                                                                                        : missing;
     }
     if (missing) {
-        snprintf(g_why, sizeof g_why, "libcuda.so.1 has no %s (a driver older than this module's CUDA %d.%d headers?)", missing,
+        snprintf(g_lib.why, sizeof g_lib.why, "libcuda.so.1 has no %s (a driver older than this module's CUDA %d.%d headers?)", missing,
                  CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
         return; /* lib stays loaded: harmless, and dlclose of a half-used driver is not */
     }
-#define MT__CU_RESOLVE_OPT(f) \
-    if (mt__cu_resolve(lib, MT__CU_STR(f), (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
-    MT__CU_OPTIONAL(MT__CU_RESOLVE_OPT)
-#undef MT__CU_RESOLVE_OPT
+    (void)mt__cu_resolve_syms(lib, optional, (int)(sizeof optional / sizeof optional[0])); /* those it lacks stay NULL */
 
     CUresult r = a.cuInit(0);
     if (r != CUDA_SUCCESS) {
         const char *name = NULL, *text = NULL;
         if (a.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
         if (a.cuGetErrorString(r, &text) != CUDA_SUCCESS) text = NULL;
-        snprintf(g_why, sizeof g_why, "cuInit: %s (%d): %s", name ? name : "CUDA_ERROR_UNKNOWN", (int)r, text ? text : "no description");
+        snprintf(g_lib.why, sizeof g_lib.why, "cuInit: %s (%d): %s", name ? name : "CUDA_ERROR_UNKNOWN", (int)r, text ? text : "no description");
         return;
     }
     int ver = 0;
     if (a.cuDriverGetVersion(&ver) != CUDA_SUCCESS) ver = 0;
     a.driver_version = ver;
     g_api = a;
-    g_ok = 1;
+    g_lib.ok = 1;
 }
 
 const mt__cu_api *mt__cu_api_get(char *why, size_t whylen) {
-    if (pthread_once(&g_once, load_once) != 0) {
-        mt__cu_fail(why, whylen, MT_UNAVAILABLE, "pthread_once failed");
-        return NULL;
-    }
-    if (!g_ok) {
-        mt__cu_fail(why, whylen, MT_UNAVAILABLE, "%s", g_why[0] ? g_why : "the CUDA driver is not usable");
-        return NULL;
-    }
+    if (!mt__cu_lib_ready(&g_lib, load_once, "", "the CUDA driver is not usable", why, whylen)) return NULL;
     if (why && whylen > 0) why[0] = '\0';
     return &g_api;
 }
@@ -101,20 +81,14 @@ int mt__cu_sticky(CUresult r) {
     }
 }
 
-mt_status mt__cu_fail_r(char *err, size_t errlen, mt_status s, CUresult r, const char *fmt, ...) {
-    if (!err || errlen == 0) return s;
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
+void mt__cu_result_text(int code, char *buf, size_t len) {
+    const CUresult r = (CUresult)code;
     const char *name = NULL, *text = NULL;
     /* The table may not be loaded when the failure is in loading it. */
-    const mt__cu_api *a = g_ok ? &g_api : NULL;
+    const mt__cu_api *a = g_lib.ok ? &g_api : NULL;
     if (a && a->cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
     if (a && a->cuGetErrorString(r, &text) != CUDA_SUCCESS) text = NULL;
-    snprintf(err, errlen, "%s: %s (%d): %s%s", what, name ? name : "CUDA error", (int)r, text ? text : "no description",
+    snprintf(buf, len, "%s (%d): %s%s", name ? name : "CUDA error", code, text ? text : "no description",
              mt__cu_sticky(r) ? " (the context is now unusable: every later call in this process fails; reopen the device in a new process)"
                               : "");
-    return s;
 }

@@ -13,8 +13,6 @@
  * the device handle's mutex while it uses the stream, so scorers of one
  * device (several cost models, several threads) never interleave on it.
  * Every CUresult and cublasStatus_t is checked; a failure names the call. */
-#include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,57 +44,32 @@ typedef struct cb_api {
     char lib[32];
 } cb_api;
 
-static pthread_once_t g_cb_once = PTHREAD_ONCE_INIT;
-static cb_api g_cb;
-static int g_cb_ok;
-static char g_cb_why[1024];
-
+static mt__cu_lib g_cb_lib = MT__CU_LIB_INIT;
+static cb_api g_cb; /* written once, inside g_cb_lib.once: usable when g_cb_lib.ok */
 
 static void cb_load_once(void) {
     static const char *const libs[] = {"libcublas.so.13", "libcublas.so.12"};
-    void *lib = NULL;
     const char *which = NULL;
-    g_cb_why[0] = '\0';
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !lib; i++) {
-        dlerror();
-        lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
-        if (lib) {
-            which = libs[i];
-        } else {
-            const char *e = dlerror();
-            size_t used = strlen(g_cb_why);
-            snprintf(g_cb_why + used, sizeof g_cb_why - used, "%s%s", used ? "; " : "", e ? e : libs[i]);
-        }
-    }
+    void *lib = mt__cu_lib_open(&g_cb_lib, libs, (int)(sizeof libs / sizeof libs[0]), &which);
     if (!lib) return;
     cb_api a;
     memset(&a, 0, sizeof a);
-#define MT__CB_RESOLVE(f)                                                      \
-    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) {                     \
-        snprintf(g_cb_why, sizeof g_cb_why, "%s has no %s", which, #f);        \
-        return;                                                                \
+#define MT__CB_SYM(f) MT__CU_SYM(a, f)
+    const mt__cu_sym required[] = {MT__CB_REQUIRED(MT__CB_SYM)}, optional[] = {MT__CB_OPTIONAL(MT__CB_SYM)};
+#undef MT__CB_SYM
+    int miss = mt__cu_resolve_syms(lib, required, (int)(sizeof required / sizeof required[0]));
+    if (miss >= 0) {
+        snprintf(g_cb_lib.why, sizeof g_cb_lib.why, "%s has no %s", which, required[miss].name);
+        return;
     }
-    MT__CB_REQUIRED(MT__CB_RESOLVE)
-#undef MT__CB_RESOLVE
-#define MT__CB_RESOLVE_OPT(f) \
-    if (mt__cu_resolve(lib, #f, (void *)&a.f, sizeof a.f) != 0) a.f = NULL;
-    MT__CB_OPTIONAL(MT__CB_RESOLVE_OPT)
-#undef MT__CB_RESOLVE_OPT
+    (void)mt__cu_resolve_syms(lib, optional, (int)(sizeof optional / sizeof optional[0])); /* those it lacks stay NULL */
     snprintf(a.lib, sizeof a.lib, "%s", which);
     g_cb = a;
-    g_cb_ok = 1;
+    g_cb_lib.ok = 1;
 }
 
 static const cb_api *cb_get(char *why, size_t whylen) {
-    if (pthread_once(&g_cb_once, cb_load_once) != 0) {
-        mt__cu_fail(why, whylen, MT_UNAVAILABLE, "pthread_once failed");
-        return NULL;
-    }
-    if (!g_cb_ok) {
-        mt__cu_fail(why, whylen, MT_UNAVAILABLE, "cuBLAS unavailable: %s", g_cb_why[0] ? g_cb_why : "not found");
-        return NULL;
-    }
-    return &g_cb;
+    return mt__cu_lib_ready(&g_cb_lib, cb_load_once, "cuBLAS unavailable: ", "not found", why, whylen) ? &g_cb : NULL;
 }
 
 int mt__gnn_cuda_available(char *why, size_t whylen) {
@@ -106,20 +79,14 @@ int mt__gnn_cuda_available(char *why, size_t whylen) {
     return a != NULL;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 5, 6)))
-#endif
-static mt_status cb_fail(char *err, size_t errlen, mt_status s, cublasStatus_t r, const char *fmt, ...) {
-    if (!err || errlen == 0) return s;
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const char *text = g_cb_ok && g_cb.cublasGetStatusString ? g_cb.cublasGetStatusString(r) : NULL;
-    snprintf(err, errlen, "%s: cublasStatus %d%s%s", what, (int)r, text ? ": " : "", text ? text : "");
-    return s;
+/* cuBLAS's words for status r: "cublasStatus n[: its description]". */
+static void cb_status_text(int r, char *buf, size_t len) {
+    const char *text = g_cb_lib.ok && g_cb.cublasGetStatusString ? g_cb.cublasGetStatusString((cublasStatus_t)r) : NULL;
+    snprintf(buf, len, "cublasStatus %d%s%s", r, text ? ": " : "", text ? text : "");
 }
+
+/* "<what>: cublasStatus n[: ...]" into err; returns s. */
+#define cb_fail(err, errlen, s, r, ...) mt__cu_fail_code(err, errlen, s, cb_status_text, (int)(r), __VA_ARGS__)
 
 /* ---- the kernels: compiled once per sm and process ---- */
 

@@ -1,8 +1,5 @@
-/* Private to the CUDA module (the files of cuda/): what they share.
- *
- * The module's internal symbols are hidden: the module is dlopen'ed into
- * programs that link libmtgpu statically, and a default-visibility mt__
- * symbol here would be interposed by (or interpose) one of libmtgpu's. */
+/* Private to the CUDA module (the files of cuda/module/): what they share.
+ * Its internal symbols are hidden (MT__CUDA_HIDDEN, module-hidden.h). */
 #ifndef MTGPU_CUDA_MODULE_IMPL_H
 #define MTGPU_CUDA_MODULE_IMPL_H
 
@@ -12,14 +9,7 @@
 #include <stddef.h>
 
 #include "cuda_module.h"
-
-#ifndef MT__CUDA_HIDDEN
-#if defined(__GNUC__)
-#define MT__CUDA_HIDDEN __attribute__((visibility("hidden")))
-#else
-#define MT__CUDA_HIDDEN
-#endif
-#endif
+#include "module-hidden.h"
 
 /* ---- messages (msg.c) ---- */
 
@@ -30,6 +20,19 @@ MT__CUDA_HIDDEN mt_status mt__cu_fail(char *msg, size_t len, mt_status s, const 
 #endif
     ;
 
+/* The text for status `code` of a library's call, written into buf (len
+ * bytes, NUL-terminated). */
+typedef void (*mt__cu_code_text)(int code, char *buf, size_t len);
+
+/* Formats "<what>: <text(code)>" into msg (when len > 0; always
+ * NUL-terminated) and returns s: a failed library call, in the library's
+ * words for its status code. `what` is printf-style. */
+MT__CUDA_HIDDEN mt_status mt__cu_fail_code(char *msg, size_t len, mt_status s, mt__cu_code_text text, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
 /* Appends text to a NUL-terminated log, truncating at loglen. */
 MT__CUDA_HIDDEN void mt__cu_log_append(char *log, size_t loglen, const char *text);
 
@@ -37,6 +40,40 @@ MT__CUDA_HIDDEN void mt__cu_log_append(char *log, size_t loglen, const char *tex
  * slot (slot_size bytes: the member's own type); 0, or -1 when lib lacks it.
  * Shared by the driver, cuDNN and cuBLAS loaders. */
 MT__CUDA_HIDDEN int mt__cu_resolve(void *lib, const char *name, void *slot, size_t slot_size);
+
+/* An entry point to resolve: its symbol name and its table member, as
+ * MT__CU_SYM(table, f) writes them for member f of table. */
+typedef struct mt__cu_sym {
+    const char *name;
+    void *slot;
+    size_t size;
+} mt__cu_sym;
+#define MT__CU_SYM(table, f) {#f, (void *)&(table).f, sizeof(table).f},
+/* mt__cu_resolve for each of syms[0..n): the index of the first that lib
+ * lacks, or -1 when it has them all (the slots of those it lacks are left
+ * as they are). */
+MT__CUDA_HIDDEN int mt__cu_resolve_syms(void *lib, const mt__cu_sym *syms, int n);
+
+/* A library the module dlopens on first use and keeps for the life of the
+ * process (the driver's contexts and threads live inside it; dlclose of a
+ * half-used library is not safe): its loader runs once (pthread_once) and
+ * leaves either ok = 1 or the reason in why. */
+typedef struct mt__cu_lib {
+    pthread_once_t once;
+    int ok;         /* written once, inside `once`: the loader's table is usable */
+    char why[1024]; /* likewise: why it is not */
+} mt__cu_lib;
+#define MT__CU_LIB_INIT {PTHREAD_ONCE_INIT, 0, ""}
+
+/* For a loader: dlopen (RTLD_NOW | RTLD_LOCAL) of the first of names[0..n)
+ * that loads, its name in *which (which may be NULL); NULL when none does,
+ * with dlerror's words for each ("; "-separated) in lib->why. */
+MT__CUDA_HIDDEN void *mt__cu_lib_open(mt__cu_lib *lib, const char *const *names, int n, const char **which);
+
+/* Runs load for lib once in the process; 1 when it left lib usable, else 0
+ * with "<prefix><lib->why>" (fallback where the loader gave no reason) in
+ * why (when whylen > 0). Thread-safe. */
+MT__CUDA_HIDDEN int mt__cu_lib_ready(mt__cu_lib *lib, void (*load)(void), const char *prefix, const char *fallback, char *why, size_t whylen);
 
 /* ---- the driver API, resolved from libcuda.so.1 (driver_api.c) ---- */
 
@@ -72,13 +109,12 @@ typedef struct mt__cu_api {
  * mismatch, ...). Thread-safe. */
 MT__CUDA_HIDDEN const mt__cu_api *mt__cu_api_get(char *why, size_t whylen);
 
-/* Formats "<what>: CUDA_ERROR_X (n): <cuGetErrorString text>" into err and
- * returns s; `what` is printf-style. */
-MT__CUDA_HIDDEN mt_status mt__cu_fail_r(char *err, size_t errlen, mt_status s, CUresult r, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
-#endif
-    ;
+/* The driver's words for CUresult r: "CUDA_ERROR_X (n): <cuGetErrorString
+ * text>", and a note when the error leaves the context unusable. */
+MT__CUDA_HIDDEN void mt__cu_result_text(int r, char *buf, size_t len);
+/* mt__cu_fail_code for a CUresult r: "<what>: CUDA_ERROR_X (n): ..." into
+ * err, returning s; `what` is printf-style. */
+#define mt__cu_fail_r(err, errlen, s, r, ...) mt__cu_fail_code(err, errlen, s, mt__cu_result_text, (int)(r), __VA_ARGS__)
 
 /* Non-zero for the errors after which the context is unusable (an illegal
  * address, a trap, a launch timeout): every later call in it fails too. */

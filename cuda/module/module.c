@@ -141,6 +141,30 @@ static mt_status missing_kernel(const char *name, char *log, size_t loglen) {
                 "kernel '%s' is not in the program (a __global__ function must be declared extern \"C\" to keep its name)", name);
 }
 
+/* NVRTC's PTX of src (*ptx malloc'd, *ptx_len bytes with the NUL) for
+ * --gpu-architecture=<target>_<p->sm_arch>, checked to declare kernel
+ * `name` (NULL or "": any). With keep, *keep is the live program on MT_OK
+ * (nvrtcDestroyProgram); without, the program is gone. */
+static mt_status build_ptx(const char *src, const char *name, const mt_cuda_check_params *p, const char *target, nvrtcProgram *keep,
+                           char **ptx, size_t *ptx_len, char *log, size_t loglen) {
+    mt_status s = check_arch(p->sm_arch, log, loglen);
+    if (s != MT_OK) return s;
+    char arch[48];
+    snprintf(arch, sizeof arch, "--gpu-architecture=%s_%d", target, p->sm_arch);
+    nvrtcProgram prog;
+    s = nvrtc_build(src, name, arch, p->timeout_s, &prog, log, loglen);
+    if (s != MT_OK) return s;
+    s = get_ptx(prog, ptx, ptx_len, log, loglen);
+    if (s == MT_OK && name && *name && !ptx_has_entry(*ptx, name)) {
+        free(*ptx);
+        *ptx = NULL;
+        s = missing_kernel(name, log, loglen);
+    }
+    if (s == MT_OK && keep) *keep = prog;
+    else nvrtcDestroyProgram(&prog);
+    return s;
+}
+
 static mt_status cuda_compile(const char *src, const char *name, const mt_cuda_check_params *p, mt_cuda_output kind, char **out,
                               size_t *len, char *log, size_t loglen) {
     if (log && loglen > 0) log[0] = '\0';
@@ -148,25 +172,16 @@ static mt_status cuda_compile(const char *src, const char *name, const mt_cuda_c
     if (len) *len = 0;
     if (!src || !p || !out || !len || (kind != MT_CUDA_OUTPUT_PTX && kind != MT_CUDA_OUTPUT_CUBIN))
         return mt__cu_fail(log, loglen, MT_INVALID_ARG, "compile: NULL source, params or output, or unknown output kind");
-    int sm = p->sm_arch;
-    mt_status s = check_arch(sm, log, loglen);
-    if (s != MT_OK) return s;
-
-    char arch[48];
-    snprintf(arch, sizeof arch, "--gpu-architecture=%s_%d", kind == MT_CUDA_OUTPUT_PTX ? "compute" : "sm", sm);
     nvrtcProgram prog;
-    s = nvrtc_build(src, name, arch, p->timeout_s, &prog, log, loglen);
-    if (s != MT_OK) return s;
-
     char *ptx = NULL;
     size_t ptx_len = 0;
-    s = get_ptx(prog, &ptx, &ptx_len, log, loglen);
-    if (s == MT_OK && name && *name && !ptx_has_entry(ptx, name)) s = missing_kernel(name, log, loglen);
-    if (s == MT_OK && kind == MT_CUDA_OUTPUT_PTX) {
+    mt_status s = build_ptx(src, name, p, kind == MT_CUDA_OUTPUT_PTX ? "compute" : "sm", &prog, &ptx, &ptx_len, log, loglen);
+    if (s != MT_OK) return s;
+    if (kind == MT_CUDA_OUTPUT_PTX) {
         *out = ptx;
         *len = ptx_len;
         ptx = NULL;
-    } else if (s == MT_OK) {
+    } else {
         size_t n = 0;
         nvrtcResult r = nvrtcGetCUBINSize(prog, &n);
         char *bin = r == NVRTC_SUCCESS && n > 0 ? malloc(n) : NULL;
@@ -229,26 +244,13 @@ static mt_status cuda_resources(const char *src, const char *name, const mt_cuda
     if (res) memset(res, 0, sizeof *res);
     if (!src || !p || !res || (cubin && !cubin_len))
         return mt__cu_fail(log, loglen, MT_INVALID_ARG, "resources: NULL source, params or output");
-    int sm = p->sm_arch;
-    mt_status s = check_arch(sm, log, loglen);
-    if (s != MT_OK) return s;
-
+    const int sm = p->sm_arch;
     /* PTX only from NVRTC (compute_XX skips its own ptxas run); nvJitLink
      * runs ptxas once and reports. */
-    char arch[48];
-    snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", sm);
-    nvrtcProgram prog;
-    s = nvrtc_build(src, name, arch, p->timeout_s, &prog, log, loglen);
-    if (s != MT_OK) return s;
     char *ptx = NULL;
     size_t ptx_len = 0;
-    s = get_ptx(prog, &ptx, &ptx_len, log, loglen);
-    nvrtcDestroyProgram(&prog);
+    mt_status s = build_ptx(src, name, p, "compute", NULL, &ptx, &ptx_len, log, loglen);
     if (s != MT_OK) return s;
-    if (name && *name && !ptx_has_entry(ptx, name)) {
-        free(ptx);
-        return missing_kernel(name, log, loglen);
-    }
     /* Static shared memory over the limit fails in nvJitLink's finalizer,
      * after a full ptxas run, and nvJitLink 13.0 leaks ~120 KiB on that
      * path: a tuner trying many such configs would grow without bound. The

@@ -3,14 +3,7 @@
 #define MTGPU_PTXAS_LOG_H
 
 #include "cuda_backend.h"
-
-#ifndef MT__CUDA_HIDDEN
-#if defined(__GNUC__)
-#define MT__CUDA_HIDDEN __attribute__((visibility("hidden")))
-#else
-#define MT__CUDA_HIDDEN
-#endif
-#endif
+#include "module-hidden.h"
 
 /* Reads the report that nvJitLink -verbose (ptxas and the finalizer) writes
  * to its info log, for kernel `name` (NULL or "": the first kernel reported),
