@@ -4,6 +4,8 @@
 #ifndef MTGPU_CLI_H
 #define MTGPU_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "mtgpu/status.h"
@@ -58,5 +60,13 @@ int mt_opt_parse(const char *cmd, int argc, char **argv, mt_opt *opts, int nopts
 long long mt_opt_int(const char *cmd, const mt_opt *opt, long long min, long long max);
 /* Parses a number option value in [min, max] into *out; prints an error and returns -1 when malformed. */
 int mt_opt_double(const char *cmd, const mt_opt *opt, double min, double max, double *out);
+
+/* manifest.c: FNV-1a 64 and length of a file's bytes; the current UTC time
+ * as ISO 8601; writing a file through a temporary file, fsync and rename
+ * (path holds the old file or all of the new one). The ints return 0, or
+ * -1 with the reason in err. */
+int mt_cli_hash_file(const char *path, uint64_t *hash, long long *bytes, char *err, size_t errlen);
+void mt_cli_utc_now(char *buf, size_t len);
+int mt_cli_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
 
 #endif

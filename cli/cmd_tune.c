@@ -31,9 +31,9 @@ static void on_sigint(int sig) {
 }
 
 static void help(void) {
-    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--device D] [--db PATH]\n"
-           "                  [--seed S] [--time-limit SEC] [--batch N] [--early-stop N] [--timeout SEC]\n"
-           "                  [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
+    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--adapt-steps N] [--adapt-lr R]\n"
+           "                  [--device D] [--db PATH] [--seed S] [--time-limit SEC] [--batch N] [--early-stop N]\n"
+           "                  [--timeout SEC] [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
            "\n"
            "Tunes every convolution of a network (TARGET = resnet18, resnet34, resnet50, vgg16,\n"
            "mobilenet_v2, squeezenet1_1) or one workload (TARGET = n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1)\n"
@@ -42,10 +42,14 @@ static void help(void) {
            "\n"
            "  --trials N        total measurements over all tasks (default %d per task)\n"
            "  --cost-model M    the model guiding simulated annealing: xgb (XGBoost on loop features,\n"
-           "                    the default), gnn (graph network on the kernel's loop nest), gnn-shared,\n"
-           "                    mlp; or random (random search)\n"
-           "  --model FILE      start the gnn models from this meta-trained file (mtgpu train) and\n"
-           "                    adapt it to each task's records\n"
+           "                    the default), gnn (graph network on the kernel's loop nest, learnt from\n"
+           "                    the task's records), gnn-shared, mlp; gnn-meta (a meta-trained --model,\n"
+           "                    adapted to each task's records as it was meta-trained to be), gnn-transfer\n"
+           "                    (a pooled-trained --model, fine-tuned on the records); or random\n"
+           "  --model FILE      the model file of gnn-meta or gnn-transfer ('mtgpu train [--meta]');\n"
+           "                    with gnn, gnn-shared or mlp: fine-tuned as gnn-transfer\n"
+           "  --adapt-steps N   gnn-transfer: Adam steps per update (default %d)\n"
+           "  --adapt-lr R      gnn-transfer: their step size (default %g)\n"
            "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
            "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db)\n"
            "  --seed S          search seed (default 1)\n"
@@ -63,7 +67,8 @@ static void help(void) {
            "  --json            one JSON object per measurement, then a summary object (and a refine object)\n"
            "\n"
            "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once.\n",
-           DEFAULT_TRIALS_PER_TASK, DEFAULT_TIME_LIMIT_S, mt_refine_default_params().candidates);
+           DEFAULT_TRIALS_PER_TASK, mt_costmodel_default_params().gnn_adapt_steps, mt_costmodel_default_params().gnn_adapt_lr,
+           DEFAULT_TIME_LIMIT_S, mt_refine_default_params().candidates);
 }
 
 typedef struct {
@@ -167,11 +172,16 @@ static void print_summary(const mt_tune_summary *s, const char *target, int json
 }
 
 int mt_cmd_tune(int argc, char **argv) {
-    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE, O_JSON, O_COUNT };
+    enum {
+        O_TRIALS, O_MODEL, O_MODEL_FILE, O_ASTEPS, O_ALR, O_DEVICE, O_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE,
+        O_JSON, O_COUNT
+    };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
         [O_MODEL] = {.name = "cost-model", .takes_value = 1},
         [O_MODEL_FILE] = {.name = "model", .takes_value = 1},
+        [O_ASTEPS] = {.name = "adapt-steps", .takes_value = 1},
+        [O_ALR] = {.name = "adapt-lr", .takes_value = 1},
         [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
         [O_DB] = {.name = "db", .takes_value = 1},
         [O_SEED] = {.name = "seed", .takes_value = 1},
@@ -227,17 +237,36 @@ int mt_cmd_tune(int argc, char **argv) {
         for (int i = 0; i < mt_costmodel_kind_count(); i++)
             if (strcmp(m, mt_costmodel_kind_at(i)) == 0 && strcmp(m, "random") != 0) known = 1;
         if (!known) {
-            fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, gnn, gnn-shared, mlp, random)\n", m);
+            fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, gnn, gnn-shared, mlp, gnn-meta, gnn-transfer, random)\n", m);
             return MT_EXIT_USAGE;
         }
         tp.cost_model = m;
     }
+    int file_kind = strcmp(tp.cost_model, "gnn-meta") == 0 || strcmp(tp.cost_model, "gnn-transfer") == 0;
     if (opts[O_MODEL_FILE].given) {
         if (strncmp(tp.cost_model, "gnn", 3) != 0 && strcmp(tp.cost_model, "mlp") != 0) {
-            fprintf(stderr, "mtgpu tune: --model needs --cost-model gnn, gnn-shared or mlp\n");
+            fprintf(stderr, "mtgpu tune: --model needs --cost-model gnn-meta, gnn-transfer, gnn, gnn-shared or mlp\n");
             return MT_EXIT_USAGE;
         }
         tp.cost_model_file = opts[O_MODEL_FILE].value;
+    } else if (file_kind) {
+        fprintf(stderr, "mtgpu tune: --cost-model %s needs --model FILE (from 'mtgpu train%s')\n", tp.cost_model,
+                strcmp(tp.cost_model, "gnn-meta") == 0 ? " --meta" : "");
+        return MT_EXIT_USAGE;
+    }
+    if ((opts[O_ASTEPS].given || opts[O_ALR].given) && (!opts[O_MODEL_FILE].given || strcmp(tp.cost_model, "gnn-meta") == 0)) {
+        fprintf(stderr, "mtgpu tune: --adapt-steps and --adapt-lr are for fine-tuning a --model file (gnn-transfer); gnn-meta adapts with "
+                        "the inner procedure stored in its model file\n");
+        return MT_EXIT_USAGE;
+    }
+    if (opts[O_ASTEPS].given) {
+        if ((v = mt_opt_int("tune", &opts[O_ASTEPS], 1, 100000)) < 0) return MT_EXIT_USAGE;
+        tp.gnn_adapt_steps = (int)v;
+    }
+    if (opts[O_ALR].given) {
+        double d;
+        if (mt_opt_double("tune", &opts[O_ALR], 1e-9, 1, &d) < 0) return MT_EXIT_USAGE;
+        tp.gnn_adapt_lr = d;
     }
     mt_refine_params rp = mt_refine_default_params();
     if (opts[O_REFINE].given) {

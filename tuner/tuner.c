@@ -245,6 +245,8 @@ mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params
     cmp.seed = p.seed;
     cmp.plan_size = p.batch;
     cmp.gnn_model = p.cost_model_file;
+    if (p.gnn_adapt_steps > 0) cmp.gnn_adapt_steps = p.gnn_adapt_steps;
+    if (p.gnn_adapt_lr > 0) cmp.gnn_adapt_lr = p.gnn_adapt_lr;
     for (int i = 0; i < ntasks; i++) {
         for (int ti = 0; ti < mt_template_count() && ti < MT__MAX_TEMPLATES; ti++) {
             const mt_template *t = mt_template_at(ti);
