@@ -119,7 +119,8 @@ static void train_help(void) {
     printf("usage: mtgpu train --db PATH --out MODEL [--cost-model gnn|gnn-shared|mlp] [--device FP]\n"
            "                   [--epochs N] [--hidden N] [--layers N] [--seed S] [--holdout LIST | --holdout-frac F]\n"
            "                   [--meta [--algorithm A] [--support K] [--query Q] [--inner-steps N] [--inner-lr R]\n"
-           "                           [--meta-batch T] [--outer-lr R] [--rate-lr R] [--iterations N] [--init I]]\n"
+           "                           [--meta-batch T] [--outer-lr R] [--rate-lr R] [--iterations N]\n"
+           "                           [--init scratch|pooled | --init-model FILE]]\n"
            "                   [--manifest FILE] [--json]\n"
            "\n"
            "Trains a GNN cost model on the measured records of a tuning database (every\n"
@@ -159,6 +160,8 @@ static void train_help(void) {
            "  --iterations N       meta-iterations (default %d)\n"
            "  --init I             scratch (default: weights drawn from the seed) or pooled\n"
            "                       (pooled training for --epochs first, then meta-training)\n"
+           "  --init-model FILE    start from this model file's weights (and architecture),\n"
+           "                       e.g. a pooled model trained without the held-out workloads\n"
            "  --manifest FILE    also write a JSON manifest: the data set (path, FNV-1a 64\n"
            "                     of the file, records, tasks, held-out workloads, devices),\n"
            "                     the hyper-parameters and the date\n"
@@ -187,7 +190,7 @@ static void on_meta_progress(int it, double qloss, void *user) {
 }
 
 /* The manifest of a training run (--manifest): what it was trained on and how. */
-static int write_manifest(const char *path, const char *db_path, const char *device, const char *out, const char *kind, int meta, int init_pooled,
+static int write_manifest(const char *path, const char *db_path, const char *device, const char *out, const char *kind, int meta, const char *init,
                           const mt_costmodel_params *cp, const mt_gnn_meta_params *mp, const mt_dataset *ds, const int *holdout,
                           const mt_cm_sample *train, int ntrain, int64_t params, double train_s) {
     char err[512], date[64], hex[32];
@@ -258,9 +261,9 @@ static int write_manifest(const char *path, const char *db_path, const char *dev
                   cp->gnn_layers, (unsigned long long)cp->seed, cp->gnn_epochs);
     if (meta)
         mt__sb_printf(&sb,
-                      ", \"algorithm\": \"%s\", \"init\": \"%s\", \"support\": %d, \"query\": %d, \"inner_steps\": %d, \"inner_lr\": %g, "
+                      ", \"algorithm\": \"%s\", \"init\": %s, \"support\": %d, \"query\": %d, \"inner_steps\": %d, \"inner_lr\": %g, "
                       "\"meta_batch\": %d, \"outer_lr\": %g, \"rate_lr\": %g, \"iterations\": %d",
-                      mp->algorithm == MT_GNN_META_SGD ? "meta-sgd" : "fomaml", init_pooled ? "pooled" : "scratch", mp->support, mp->query,
+                      mp->algorithm == MT_GNN_META_SGD ? "meta-sgd" : "fomaml", init, mp->support, mp->query,
                       mp->inner_steps, mp->inner_lr, mp->tasks_per_batch, mp->outer_lr, mp->rate_lr, mp->iterations);
     mt__sb_append(&sb, "}\n}\n");
     int rc = 0;
@@ -278,7 +281,7 @@ static int write_manifest(const char *path, const char *db_path, const char *dev
 int mt_cmd_train(int argc, char **argv) {
     enum {
         O_DB, O_OUT, O_KIND, O_DEVICE, O_EPOCHS, O_HIDDEN, O_LAYERS, O_SEED, O_HOLD, O_HOLDF, O_META, O_ALGO, O_SUPPORT, O_QUERY, O_ISTEPS,
-        O_ILR, O_MBATCH, O_OLR, O_RLR, O_ITERS, O_INIT, O_MANIFEST, O_JSON, O_COUNT
+        O_ILR, O_MBATCH, O_OLR, O_RLR, O_ITERS, O_INIT, O_INIT_MODEL, O_MANIFEST, O_JSON, O_COUNT
     };
     mt_opt opts[O_COUNT] = {
         [O_DB] = {.name = "db", .takes_value = 1},         [O_OUT] = {.name = "out", .short_name = 'o', .takes_value = 1},
@@ -291,7 +294,8 @@ int mt_cmd_train(int argc, char **argv) {
         [O_ISTEPS] = {.name = "inner-steps", .takes_value = 1}, [O_ILR] = {.name = "inner-lr", .takes_value = 1},
         [O_MBATCH] = {.name = "meta-batch", .takes_value = 1}, [O_OLR] = {.name = "outer-lr", .takes_value = 1},
         [O_RLR] = {.name = "rate-lr", .takes_value = 1},   [O_ITERS] = {.name = "iterations", .takes_value = 1},
-        [O_INIT] = {.name = "init", .takes_value = 1},     [O_MANIFEST] = {.name = "manifest", .takes_value = 1},
+        [O_INIT] = {.name = "init", .takes_value = 1},     [O_INIT_MODEL] = {.name = "init-model", .takes_value = 1},
+        [O_MANIFEST] = {.name = "manifest", .takes_value = 1},
         [O_JSON] = {.name = "json"},
     };
     int npos, want_help;
@@ -315,7 +319,7 @@ int mt_cmd_train(int argc, char **argv) {
         return MT_EXIT_USAGE;
     }
     int meta = opts[O_META].given;
-    for (int o = O_ALGO; o <= O_INIT; o++)
+    for (int o = O_ALGO; o <= O_INIT_MODEL; o++)
         if (opts[o].given && !meta) {
             fprintf(stderr, "mtgpu train: --%s is an option of meta-training: add --meta\n", opts[o].name);
             return MT_EXIT_USAGE;
@@ -348,6 +352,23 @@ int mt_cmd_train(int argc, char **argv) {
             return MT_EXIT_USAGE;
         }
     }
+    if (opts[O_INIT].given && opts[O_INIT_MODEL].given) {
+        fprintf(stderr, "mtgpu train: give --init or --init-model, not both\n");
+        return MT_EXIT_USAGE;
+    }
+    if (opts[O_INIT_MODEL].given) {
+        /* the file's architecture wins: read it for the manifest */
+        mt_gnn *g = NULL;
+        char gerr[512];
+        if (mt_gnn_load(opts[O_INIT_MODEL].value, &g, gerr, sizeof gerr) != MT_OK) {
+            fprintf(stderr, "mtgpu train: --init-model: %s\n", gerr);
+            return MT_EXIT_FAIL;
+        }
+        cp.gnn_hidden = mt_gnn_get_params(g).hidden;
+        cp.gnn_layers = mt_gnn_get_params(g).layers;
+        mt_gnn_free(g);
+        cp.gnn_model = opts[O_INIT_MODEL].value;
+    }
     if (opts[O_SUPPORT].given && (v = mt_opt_int("train", &opts[O_SUPPORT], 1, 4096)) < 0) return MT_EXIT_USAGE;
     if (opts[O_SUPPORT].given) mp.support = (int)v;
     if (opts[O_QUERY].given && (v = mt_opt_int("train", &opts[O_QUERY], 1, 4096)) < 0) return MT_EXIT_USAGE;
@@ -364,7 +385,7 @@ int mt_cmd_train(int argc, char **argv) {
     if (opts[O_OLR].given) mp.outer_lr = d;
     if (opts[O_RLR].given && mt_opt_double("train", &opts[O_RLR], 1e-9, 1, &d) < 0) return MT_EXIT_USAGE;
     if (opts[O_RLR].given) mp.rate_lr = d;
-    mp.from_current = init_pooled;
+    mp.from_current = init_pooled || opts[O_INIT_MODEL].given;
     double hold = 0;
     if (opts[O_HOLDF].given && (hold = parse_frac("train", &opts[O_HOLDF], 0, 0.95)) < 0) return MT_EXIT_USAGE;
 
@@ -415,9 +436,18 @@ int mt_cmd_train(int argc, char **argv) {
         fprintf(stderr, "mtgpu train: %s\n", err);
         goto out;
     }
-    if (opts[O_MANIFEST].given && write_manifest(opts[O_MANIFEST].value, opts[O_DB].value, opts[O_DEVICE].value, opts[O_OUT].value, kind, meta,
-                                                 init_pooled, &cp, &mp, ds, holdout, train, ntrain, mt_costmodel_param_count(cm), train_s) != 0)
-        goto out;
+    if (opts[O_MANIFEST].given) {
+        mt_strbuf init = {0};
+        if (opts[O_INIT_MODEL].given) {
+            mt__sb_append(&init, "{\"model\": ");
+            mt__sb_json_str(&init, opts[O_INIT_MODEL].value);
+            mt__sb_append(&init, "}");
+        } else mt__sb_append(&init, init_pooled ? "\"pooled\"" : "\"scratch\"");
+        int bad = init.failed || write_manifest(opts[O_MANIFEST].value, opts[O_DB].value, opts[O_DEVICE].value, opts[O_OUT].value, kind, meta,
+                                                init.data, &cp, &mp, ds, holdout, train, ntrain, mt_costmodel_param_count(cm), train_s) != 0;
+        mt__sb_free(&init);
+        if (bad) goto out;
+    }
     int nheld = 0;
     for (int w = 0; w < mt_dataset_nworkloads(ds); w++) nheld += holdout[w];
     const char *how = meta ? "meta-trained" : "pooled-trained";
