@@ -56,6 +56,9 @@ static void build_bases(void) {
     }
     ready = 1;
 }
+/* A chain of 4 nodes of 3 types plus a context node. */
+static int nt[5] = {0, 0, 1, 2, 11}, src[8] = {0, 1, 2, 1, 4, 4, 4, 4}, dst[8] = {1, 2, 3, 0, 0, 1, 2, 3}, et[8] = {0, 0, 0, 1, 2, 2, 2, 11};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ready) build_bases();
     size_t len = size;
