@@ -7,8 +7,8 @@
 
 #include "costmodel-impl.h"
 
-static const struct mt_costmodel_i *const kinds[] = {&mt__costmodel_random,     &mt__costmodel_xgb,          &mt__costmodel_gnn,
-                                                     &mt__costmodel_gnn_shared, &mt__costmodel_mlp,          &mt__costmodel_gnn_transfer,
+static const struct mt_costmodel_i *const kinds[] = {&mt__costmodel_random, &mt__costmodel_xgb, &mt__costmodel_gnn,
+                                                     &mt__costmodel_gnn_shared, &mt__costmodel_mlp, &mt__costmodel_gnn_transfer,
                                                      &mt__costmodel_gnn_meta};
 
 #define NKINDS ((int)(sizeof kinds / sizeof kinds[0]))
