@@ -29,8 +29,8 @@ mt_costmodel_params mt_costmodel_default_params(void) {
         .plan_size = 64,
         .gnn_model = NULL,
         .gnn_epochs = 30,
-        .gnn_adapt_steps = 60,
-        .gnn_adapt_lr = 3e-3,
+        .gnn_adapt_steps = 5,
+        .gnn_adapt_lr = 3e-4,
         .gnn_hidden = 32,
         .gnn_layers = 3,
     };
