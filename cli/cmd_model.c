@@ -139,7 +139,8 @@ static void train_help(void) {
            "  --out MODEL        model file to write\n"
            "  --cost-model M     gnn (default), gnn-shared or mlp: the architecture\n"
            "  --device FP        only records of the device with this fingerprint\n"
-           "  --epochs N         pooled training: passes over the records (default 30)\n"
+           "  --epochs N         pooled training (also before --meta): passes over the records\n"
+           "                     (default 30)\n"
            "  --hidden N         width (default 32)\n"
            "  --layers N         message-passing rounds (default 3)\n"
            "  --seed S           initial weights, minibatch order and task draws (default 1)\n"
@@ -158,8 +159,9 @@ static void train_help(void) {
            "  --outer-lr R         Adam's step size on the initial weights (default %g)\n"
            "  --rate-lr R          meta-sgd: Adam's step size on the log rates (default %g)\n"
            "  --iterations N       meta-iterations (default %d)\n"
-           "  --init I             scratch (default: weights drawn from the seed) or pooled\n"
-           "                       (pooled training for --epochs first, then meta-training)\n"
+           "  --init I             pooled (default: pooled training for --epochs first, then\n"
+           "                       meta-training from its weights) or scratch (weights drawn\n"
+           "                       from the seed)\n"
            "  --init-model FILE    start from this model file's weights (and architecture),\n"
            "                       e.g. a pooled model trained without the held-out workloads\n"
            "  --manifest FILE    also write a JSON manifest: the data set (path, FNV-1a 64\n"
@@ -344,10 +346,12 @@ int mt_cmd_train(int argc, char **argv) {
             return MT_EXIT_USAGE;
         }
     }
-    int init_pooled = 0;
+    /* pooled training first: meta-training from it ranked held-out workloads
+     * better than meta-training from drawn weights (include/mtgpu/gnn.h) */
+    int init_pooled = !opts[O_INIT_MODEL].given;
     if (opts[O_INIT].given) {
-        if (strcmp(opts[O_INIT].value, "pooled") == 0) init_pooled = 1;
-        else if (strcmp(opts[O_INIT].value, "scratch") != 0) {
+        if (strcmp(opts[O_INIT].value, "scratch") == 0) init_pooled = 0;
+        else if (strcmp(opts[O_INIT].value, "pooled") != 0) {
             fprintf(stderr, "mtgpu train: --init must be scratch or pooled, got '%s'\n", opts[O_INIT].value);
             return MT_EXIT_USAGE;
         }

@@ -264,17 +264,18 @@ mt_status mt_gnn_adapt(mt_gnn *m, const mt_gnn_sample *samples, int n, char *err
 
 /* ---- meta-training ---- */
 
+/* Measured (include/mtgpu/gnn.h) for a start from pooled training. */
 mt_gnn_meta_params mt_gnn_meta_default_params(void) {
     return (mt_gnn_meta_params){
-        .algorithm = MT_GNN_META_FOMAML,
+        .algorithm = MT_GNN_META_SGD,
         .support = 16,
         .query = 32,
         .inner_steps = 1,
-        .inner_lr = 2e-3,
+        .inner_lr = 1e-3,
         .tasks_per_batch = 16,
-        .outer_lr = 1e-3,
-        .rate_lr = 1e-3,
-        .iterations = 1000,
+        .outer_lr = 3e-4,
+        .rate_lr = 1e-2,
+        .iterations = 300,
         .seed = 1,
         .from_current = 0,
     };

@@ -109,14 +109,15 @@ if [ -f "$data" ]; then
   cp "$data" "$tmp/data.db"
   # trained on a twentieth of the workloads, evaluated on one of the others
   w="n=1,c=64,h=55,w=55,k=16,r=1,s=1,stride=1,pad=0"
-  expect 0 "meta-train" -- train --db "$tmp/data.db" --out "$tmp/meta.gnn" --holdout-frac 0.95 --hidden 8 --layers 1 --meta --iterations 3 \
-    --support 4 --query 4 --meta-batch 2 --manifest "$tmp/manifest.json" --json
+  expect 0 "meta-train" -- train --db "$tmp/data.db" --out "$tmp/meta.gnn" --holdout-frac 0.95 --hidden 8 --layers 1 --epochs 1 --meta \
+    --iterations 3 --support 4 --query 4 --meta-batch 2 --manifest "$tmp/manifest.json" --json
   contains out '"training": "meta-trained"' "train JSON says meta-trained"
   contains manifest.json '"training": "meta-trained"' "manifest: how"
   contains manifest.json '"fnv1a64"' "manifest: the data set's hash"
   contains manifest.json '"task_list"' "manifest: the tasks"
   contains manifest.json '"held_out_workloads"' "manifest: the held-out workloads"
   contains manifest.json '"inner_steps": 1' "manifest: the hyper-parameters"
+  contains manifest.json '"init": "pooled"' "manifest: meta-training started from pooled training"
   expect 0 "pooled train" -- train --db "$tmp/data.db" --out "$tmp/pooled.gnn" --holdout-frac 0.95 --hidden 8 --layers 1 --epochs 1
   contains out "pooled-trained" "train says pooled-trained"
   expect 0 "few-shot gnn-meta" -- eval-model --db "$tmp/data.db" --model "$tmp/meta.gnn" --holdout "$w" --adapt-k 4 --adapt-repeats 1 --json

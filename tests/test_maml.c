@@ -442,6 +442,9 @@ static void synthetic_family(mt_gnn_arch arch) {
     assert_int_equal(mt_gnn_create(&gp, &pooled, err, sizeof err), MT_OK);
     assert_int_equal(mt_gnn_fit(pooled, tr.s, tr.ntasks * tr.per, err, sizeof err), MT_OK);
     mt_gnn_meta_params p = mt_gnn_meta_default_params();
+    /* first-order MAML: its inner procedure (one rate) is what every start
+     * adapts with below */
+    p.algorithm = MT_GNN_META_FOMAML;
     p.support = 10, p.query = 20, p.inner_steps = 1, p.inner_lr = 0.5, p.tasks_per_batch = 8, p.outer_lr = 3e-3, p.iterations = 300, p.seed = 9;
     assert_int_equal(mt_gnn_meta_train(meta, &p, tr.t, tr.ntasks, err, sizeof err), MT_OK);
     assert_int_equal(mt_gnn_get_origin(meta), MT_GNN_ORIGIN_META);
