@@ -264,11 +264,13 @@ typedef struct mt_gnn_inner {
  * --adapt-k) on ResNet-18's and SqueezeNet 1.1's convolutions held out of
  * data/opencl_dataset.db (37 groups), meta-training on the rest: starting
  * from a pooled model (from_current), Meta-SGD with one inner step at 1e-3
- * ranked pairwise 0.813 / 0.814 / 0.823 at k = 0 / 8 / 32 (the pooled model
- * fine-tuned as gnn-transfer: 0.805 / 0.807 / 0.815); first-order MAML at
- * 2e-3 ranked 0.812 / 0.812 / 0.822; inner rates of 1e-2, three inner
- * steps or support sets of 32 ranked lower; from drawn weights, 600
- * iterations reached only 0.74-0.77 / 0.79 / 0.80. */
+ * ranked pairwise 0.813 / 0.814 / 0.825 at k = 0 / 8 / 32 (the pooled model
+ * fine-tuned as gnn-transfer: 0.805 / 0.807 / 0.816), though its top-1 at
+ * k = 8 / 32 was lower (0.720 / 0.785 against 0.737 / 0.799); first-order
+ * MAML at 2e-3 ranked about the same (0.812 / 0.812 / 0.822); inner rates
+ * of 1e-2, three inner steps, support sets of 32 or 600 iterations ranked
+ * lower; from drawn weights, 600 iterations reached only 0.74-0.77 / 0.79
+ * / 0.80. */
 typedef struct mt_gnn_meta_params {
     mt_gnn_meta_algo algorithm; /* default MT_GNN_META_SGD */
     int support;         /* K: samples a task adapts on (default 16; >= 1) */
