@@ -5,6 +5,7 @@
 #define MTGPU_CLI_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -125,5 +126,12 @@ typedef struct mt_cli_signals {
  * second one ends the process at once. */
 const volatile sig_atomic_t *mt_cli_catch_stop(mt_cli_signals *saved);
 void mt_cli_release_stop(const mt_cli_signals *saved);
+/* manifest.c: FNV-1a 64 and length of a file's bytes; the current UTC time
+ * as ISO 8601; writing a file through a temporary file, fsync and rename
+ * (path holds the old file or all of the new one). The ints return 0, or
+ * -1 with the reason in err. */
+int mt_cli_hash_file(const char *path, uint64_t *hash, long long *bytes, char *err, size_t errlen);
+void mt_cli_utc_now(char *buf, size_t len);
+int mt_cli_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
 
 #endif

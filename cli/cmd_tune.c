@@ -18,9 +18,9 @@
 #define DEFAULT_TIME_LIMIT_S 1680
 
 static void help(void) {
-    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--device D] [--db PATH | --no-db]\n"
-           "                  [--seed S] [--time-limit SEC] [--batch N] [--early-stop N] [--timeout SEC]\n"
-           "                  [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
+    printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--adapt-steps N] [--adapt-lr R]\n"
+           "                  [--device D] [--db PATH | --no-db] [--seed S] [--time-limit SEC] [--batch N]\n"
+           "                  [--early-stop N] [--timeout SEC] [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
            "                  [--simulate DB [--simulate-device FP]]\n"
            "\n"
            "Tunes every convolution of a network (TARGET = resnet18, resnet34, resnet50, vgg16,\n"
@@ -30,10 +30,14 @@ static void help(void) {
            "\n"
            "  --trials N        total measurements over all tasks (default %d per task)\n"
            "  --cost-model M    the model guiding simulated annealing: xgb (XGBoost on loop features,\n"
-           "                    the default), gnn (graph network on the kernel's loop nest), gnn-shared,\n"
-           "                    mlp; or random (random search)\n"
-           "  --model FILE      start the gnn models from this meta-trained file (mtgpu train) and\n"
-           "                    adapt it to each task's records\n"
+           "                    the default), gnn (graph network on the kernel's loop nest, learnt from\n"
+           "                    the task's records), gnn-shared, mlp; gnn-meta (a meta-trained --model,\n"
+           "                    adapted to each task's records as it was meta-trained to be), gnn-transfer\n"
+           "                    (a pooled-trained --model, fine-tuned on the records); or random\n"
+           "  --model FILE      the model file of gnn-meta or gnn-transfer ('mtgpu train [--meta]');\n"
+           "                    with gnn, gnn-shared or mlp: fine-tuned as gnn-transfer\n"
+           "  --adapt-steps N   gnn-transfer: Adam steps per update (default %d)\n"
+           "  --adapt-lr R      gnn-transfer: their step size (default %g)\n"
            "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
            "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db)\n"
            "  --no-db           store no records and resume from none (no refinement either)\n"
@@ -61,7 +65,8 @@ static void help(void) {
            "                    records of these tasks; when two tie, the error lists them)\n"
            "\n"
            "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once.\n",
-           DEFAULT_TRIALS_PER_TASK, DEFAULT_TIME_LIMIT_S, mt_refine_default_params().candidates);
+           DEFAULT_TRIALS_PER_TASK, mt_costmodel_default_params().gnn_adapt_steps, mt_costmodel_default_params().gnn_adapt_lr,
+           DEFAULT_TIME_LIMIT_S, mt_refine_default_params().candidates);
 }
 
 typedef struct {
@@ -187,7 +192,7 @@ static int known_cost_model(const char *m) {
     int known = strcmp(m, "random") == 0;
     for (int i = 0; i < mt_costmodel_kind_count(); i++)
         if (strcmp(m, mt_costmodel_kind_at(i)) == 0 && strcmp(m, "random") != 0) known = 1;
-    if (!known) fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, gnn, gnn-shared, mlp, random)\n", m);
+    if (!known) fprintf(stderr, "mtgpu tune: unknown cost model '%s' (cost models: xgb, gnn, gnn-shared, mlp, gnn-meta, gnn-transfer, random)\n", m);
     return known;
 }
 
@@ -207,12 +212,14 @@ static int check_combinations(const mt_opt *simulate, const mt_opt *sim_device, 
 
 /* Parses the options into *rq. Returns -1 to go on, else the exit status. */
 static int parse_tune_options(int argc, char **argv, tune_request *rq) {
-    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_DEVICE, O_DB, O_NO_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE,
+    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_ASTEPS, O_ALR, O_DEVICE, O_DB, O_NO_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE,
            O_JSON, O_SIMULATE, O_SIM_DEVICE, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
         [O_MODEL] = {.name = "cost-model", .takes_value = 1},
         [O_MODEL_FILE] = {.name = "model", .takes_value = 1},
+        [O_ASTEPS] = {.name = "adapt-steps", .takes_value = 1},
+        [O_ALR] = {.name = "adapt-lr", .takes_value = 1},
         [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
         [O_DB] = {.name = "db", .takes_value = 1},
         [O_NO_DB] = {.name = "no-db"},
@@ -249,13 +256,26 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
         if (!known_cost_model(opts[O_MODEL].value)) return MT_EXIT_USAGE;
         tp->cost_model = opts[O_MODEL].value;
     }
+    int file_kind = strcmp(tp->cost_model, "gnn-meta") == 0 || strcmp(tp->cost_model, "gnn-transfer") == 0;
     if (opts[O_MODEL_FILE].given) {
         if (strncmp(tp->cost_model, "gnn", 3) != 0 && strcmp(tp->cost_model, "mlp") != 0) {
-            fprintf(stderr, "mtgpu tune: --model needs --cost-model gnn, gnn-shared or mlp\n");
+            fprintf(stderr, "mtgpu tune: --model needs --cost-model gnn-meta, gnn-transfer, gnn, gnn-shared or mlp\n");
             return MT_EXIT_USAGE;
         }
         tp->cost_model_file = opts[O_MODEL_FILE].value;
+    } else if (file_kind) {
+        fprintf(stderr, "mtgpu tune: --cost-model %s needs --model FILE (from 'mtgpu train%s')\n", tp->cost_model,
+                strcmp(tp->cost_model, "gnn-meta") == 0 ? " --meta" : "");
+        return MT_EXIT_USAGE;
     }
+    if ((opts[O_ASTEPS].given || opts[O_ALR].given) && (!opts[O_MODEL_FILE].given || strcmp(tp->cost_model, "gnn-meta") == 0)) {
+        fprintf(stderr, "mtgpu tune: --adapt-steps and --adapt-lr are for fine-tuning a --model file (gnn-transfer); gnn-meta adapts with "
+                        "the inner procedure stored in its model file\n");
+        return MT_EXIT_USAGE;
+    }
+    if (mt_opt_set_int("tune", &opts[O_ASTEPS], 1, 100000, &tp->gnn_adapt_steps) ||
+        mt_opt_set_double("tune", &opts[O_ALR], 1e-9, 1, &tp->gnn_adapt_lr))
+        return MT_EXIT_USAGE;
     if (!check_combinations(&opts[O_SIMULATE], &opts[O_SIM_DEVICE], &opts[O_DEVICE], &opts[O_TIMEOUT], &opts[O_DB], &opts[O_NO_DB], &opts[O_REFINE]))
         return MT_EXIT_USAGE;
     tp->db_path = opts[O_DB].value;

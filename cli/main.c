@@ -15,7 +15,7 @@ static const mt_cli_cmd commands[] = {
     {"import-autotvm", "import AutoTVM tuning logs into the tuning database", mt_cmd_import_autotvm},
     {"export-autotvm", "write tuning records as an AutoTVM log", mt_cmd_export_autotvm},
     {"merge-db", "copy the devices and records of tuning databases into another", mt_cmd_merge_db},
-    {"train", "train a GNN cost model on the records of a database", mt_cmd_train},
+    {"train", "train a GNN cost model (pooled, or meta-trained with --meta) on the records of a database", mt_cmd_train},
     {"eval-model", "rank held-out records with a cost model: pairwise accuracy, top-k", mt_cmd_eval_model},
     {"refine", "choose each convolution's config among its fastest records inside the network", mt_cmd_refine},
     {"run", "run a whole network forward with its tuned kernels and time it", mt_cmd_run},

@@ -21,6 +21,10 @@
  * development machine 16 scored 5-10% faster than 32 and 15% faster than
  * 64; 8 was no faster. */
 #define MT__GNN_CHUNK 16
+/* Gradients larger than this (global L2 norm) are scaled down to it, in
+ * training and in the inner and outer steps of meta-training: one
+ * minibatch of extreme targets must not throw the weights off. */
+#define MT__GNN_CLIP 10.0
 
 /* Where each weight lives in the flat parameter array (offsets in floats).
  * The order of the fields is the order in the array and in model files. */
@@ -125,6 +129,12 @@ struct mt_gnn {
     float *mean, *std;    /* [F] feature normalisation */
     float *istd;          /* [F] 1 / std */
     int64_t trained;
+    /* where the weights came from and, for meta-trained (and adapted)
+     * models, the inner procedure that mt_gnn_adapt runs (in files from
+     * version 2; inner.steps == 0: none) */
+    mt_gnn_origin origin;
+    mt_gnn_inner inner;
+    float *rates;         /* [lay.total] Meta-SGD's per-weight inner rates; NULL otherwise */
     /* training state (not in files) */
     float *grad, *adam_m, *adam_v;
     int64_t adam_t;
@@ -200,6 +210,66 @@ void mt__gnn_head_backward(const mt_gnn *m, mt__gnn_ws *w, int b, const float *d
  * keep. The same computation as mt__gnn_input + mt__gnn_forward (for the
  * MLP, without storing the normalised input). */
 void mt__gnn_infer(const mt_gnn *m, const mt__gnn_plan *p, mt__gnn_ws *ws, int b, const float *feats);
+
+/* train.c */
+/* The feature normalisation over every node of samples[0..n) (finite
+ * values only; a constant feature gets standard deviation 1), as
+ * mt_gnn_fit computes it: sums kept in double by mt__gnn_norm_add, set by
+ * mt__gnn_norm_set. */
+typedef struct mt__gnn_norm {
+    double sum[MT_GRAPH_FEATS], sq[MT_GRAPH_FEATS], cnt;
+} mt__gnn_norm;
+void mt__gnn_norm_add(mt__gnn_norm *a, int F, const mt_gnn_sample *samples, int n);
+void mt__gnn_norm_set(mt_gnn *m, const mt__gnn_norm *a);
+/* Forgets a meta-trained model's inner procedure: the weights are then
+ * an ordinary (pooled) model's. */
+void mt__gnn_clear_inner(mt_gnn *m);
+
+/* maml.c */
+/* A loss context: plans and training workspaces per shape, and scratch,
+ * for the whole-set losses of one model (its layout fixes the
+ * workspaces' sizes). Grows as needed; freed with mt__gnn_lctx_free. */
+typedef struct mt__gnn_lctx mt__gnn_lctx;
+mt_status mt__gnn_lctx_make(const mt_gnn *m, mt__gnn_lctx **out, char *err, size_t errlen);
+void mt__gnn_lctx_free(mt__gnn_lctx *c);
+/* The loss of a whole set at weights w (NULL: the model's): ranking over
+ * every pair of a group, regression over every sample (as loss says), each
+ * group's targets shifted so that the best working one of the group in
+ * ref[0..nref) is 0 (ref NULL, or no working sample of the group there:
+ * the set's own best), as a tuner knows only the best it measured; and,
+ * if grad is not NULL, its gradient (overwritten). Forward and backward
+ * run in chunks of at most one workspace's graphs, the gradient exact for
+ * the whole set. MT_INVALID_ARG for n < 1 or a malformed sample;
+ * MT_NOMEM. */
+mt_status mt__gnn_set_loss(mt__gnn_lctx *c, mt_gnn *m, const float *w, mt_gnn_loss loss, const mt_gnn_sample *const *set, int n,
+                           const mt_gnn_sample *const *ref, int nref, double *out, float *grad, char *err, size_t errlen);
+
+/* One meta-iteration on explicitly given support and query sets
+ * (mt_gnn_meta_train draws them; tests give their own). */
+typedef struct mt__gnn_meta mt__gnn_meta;
+typedef struct mt__gnn_split {
+    const mt_gnn_sample *const *support;
+    int ns;
+    const mt_gnn_sample *const *query;
+    int nq;
+} mt__gnn_split;
+/* The state of a meta-training run of m with params p (checked): Adam's
+ * moments of the weights (and of Meta-SGD's log rates), a loss context.
+ * Sets m's inner procedure from p (Meta-SGD: every rate p->inner_lr) and
+ * its origin to meta-trained. */
+mt_status mt__gnn_meta_make(mt_gnn *m, const mt_gnn_meta_params *p, mt__gnn_meta **out, char *err, size_t errlen);
+void mt__gnn_meta_free(mt__gnn_meta *st);
+/* One meta-iteration over tasks[0..T): adapts a copy of the weights on each
+ * support set with the inner procedure (the code of mt_gnn_adapt), takes
+ * the query loss's gradient at the adapted weights, averages over the
+ * tasks, and takes one Adam step of the weights (and of Meta-SGD's log
+ * rates). *qloss (if not NULL) gets the mean query loss at the adapted
+ * weights. Every set must hold at least one sample (MT_INVALID_ARG). */
+mt_status mt__gnn_meta_step(mt__gnn_meta *st, const mt__gnn_split *tasks, int T, double *qloss, char *err, size_t errlen);
+/* The meta-gradients of the last step, as Adam took them (after clipping):
+ * of the weights (rates 0), or of Meta-SGD's log rates (rates 1; NULL for
+ * first-order MAML). For tests. */
+const float *mt__gnn_meta_grad(const mt__gnn_meta *st, int rates);
 
 /* file.c */
 uint64_t mt__gnn_fnv64(const unsigned char *p, size_t n);

@@ -209,6 +209,7 @@ void mt_gnn_free(mt_gnn *m) {
     free(m->mean);
     free(m->std);
     free(m->istd);
+    free(m->rates);
     free(m->grad);
     free(m->adam_m);
     free(m->adam_v);
@@ -229,4 +230,59 @@ mt_status mt_gnn_set_params(mt_gnn *m, const mt_gnn_params *p, char *err, size_t
 }
 
 int64_t mt_gnn_param_count(const mt_gnn *m) { return (int64_t)m->lay.total; }
+
+mt_gnn_origin mt_gnn_get_origin(const mt_gnn *m) { return m->origin; }
+mt_gnn_inner mt_gnn_get_inner(const mt_gnn *m) { return m->inner; }
+
+void mt__gnn_clear_inner(mt_gnn *m) {
+    m->origin = MT_GNN_ORIGIN_POOLED;
+    memset(&m->inner, 0, sizeof m->inner);
+    free(m->rates);
+    m->rates = NULL;
+}
+
+mt_status mt_gnn_copy(mt_gnn *dst, const mt_gnn *src, char *err, size_t errlen) {
+    if (!dst || !src) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: copy: NULL argument");
+    if (dst == src) return MT_OK;
+    if (dst->p.arch != src->p.arch || dst->p.hidden != src->p.hidden || dst->p.layers != src->p.layers)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: copy: architectures differ");
+    size_t P = src->lay.total;
+    /* the only allocation first, so that a failure changes nothing */
+    if (src->rates && !dst->rates && !(dst->rates = malloc(sizeof(float) * P)))
+        return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory for %zu rates", P);
+    if (src->rates) memcpy(dst->rates, src->rates, sizeof(float) * P);
+    else {
+        free(dst->rates);
+        dst->rates = NULL;
+    }
+    memcpy(dst->w, src->w, sizeof(float) * P);
+    memcpy(dst->mean, src->mean, sizeof(float) * MT_GRAPH_FEATS);
+    memcpy(dst->std, src->std, sizeof(float) * MT_GRAPH_FEATS);
+    memcpy(dst->istd, src->istd, sizeof(float) * MT_GRAPH_FEATS);
+    dst->trained = src->trained;
+    dst->origin = src->origin;
+    dst->inner = src->inner;
+    /* Adam afresh: moments of other weights mean nothing for these */
+    free(dst->adam_m);
+    free(dst->adam_v);
+    dst->adam_m = dst->adam_v = NULL;
+    dst->adam_t = 0;
+    dst->rng = dst->p.seed;
+    return MT_OK;
+}
+
+mt_status mt_gnn_clone(const mt_gnn *m, mt_gnn **out, char *err, size_t errlen) {
+    if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: clone: out is NULL");
+    *out = NULL;
+    if (!m) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: clone: model is NULL");
+    mt_gnn *c;
+    mt_status st = mt__gnn_alloc(&m->p, &c, err, errlen);
+    if (st != MT_OK) return st;
+    if ((st = mt_gnn_copy(c, m, err, errlen)) != MT_OK) {
+        mt_gnn_free(c);
+        return st;
+    }
+    *out = c;
+    return MT_OK;
+}
 int64_t mt_gnn_trained(const mt_gnn *m) { return m->trained; }

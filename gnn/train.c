@@ -8,10 +8,6 @@
 #include "gnn-impl.h"
 #include "fail.h"
 
-/* Gradients larger than this (global L2 norm) are scaled down to it: one
- * minibatch of extreme targets must not throw the weights off. */
-#define MT__GNN_CLIP 10.0
-
 typedef struct tshape {
     const mt_graph_shape *s;
     mt__gnn_plan *plan;
@@ -264,6 +260,31 @@ static void train(mt_gnn *m, tctx *c, long steps, uint64_t *rng) {
     }
 }
 
+void mt__gnn_norm_add(mt__gnn_norm *a, int F, const mt_gnn_sample *samples, int n) {
+    for (int i = 0; i < n; i++) {
+        const float *x = samples[i].feats;
+        int nn = samples[i].shape->n_nodes;
+        for (int v = 0; v < nn; v++)
+            for (int f = 0; f < F; f++) {
+                double x1 = x[(size_t)v * F + f];
+                if (isfinite(x1)) a->sum[f] += x1, a->sq[f] += x1 * x1;
+            }
+        a->cnt += nn;
+    }
+}
+
+void mt__gnn_norm_set(mt_gnn *m, const mt__gnn_norm *a) {
+    for (int f = 0; f < m->lay.F; f++) {
+        double mu = a->cnt > 0 ? a->sum[f] / a->cnt : 0, var = a->cnt > 0 ? a->sq[f] / a->cnt - mu * mu : 0;
+        double sd = var > 1e-12 ? sqrt(var) : 1.0;
+        m->mean[f] = (float)mu;
+        m->std[f] = (float)sd;
+        /* as a loader computes it from the stored deviation: a loaded model
+         * must score with the same bits */
+        m->istd[f] = 1.0f / m->std[f];
+    }
+}
+
 mt_status mt_gnn_fit(mt_gnn *m, const mt_gnn_sample *samples, int n, char *err, size_t errlen) {
     if (!m) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: model is NULL");
     tctx c;
@@ -275,31 +296,16 @@ mt_status mt_gnn_fit(mt_gnn *m, const mt_gnn_sample *samples, int n, char *err, 
         return st;
     }
     /* feature normalisation over every node of every sample */
-    int F = m->lay.F;
-    double sum[MT_GRAPH_FEATS] = {0}, sq[MT_GRAPH_FEATS] = {0};
-    double cnt = 0;
-    for (int i = 0; i < n; i++) {
-        const float *x = samples[i].feats;
-        int nn = samples[i].shape->n_nodes;
-        for (int v = 0; v < nn; v++)
-            for (int f = 0; f < F; f++) {
-                double a = x[(size_t)v * F + f];
-                if (isfinite(a)) sum[f] += a, sq[f] += a * a;
-            }
-        cnt += nn;
-    }
-    for (int f = 0; f < F; f++) {
-        double mu = sum[f] / cnt, var = sq[f] / cnt - mu * mu;
-        double sd = var > 1e-12 ? sqrt(var) : 1.0;
-        m->mean[f] = (float)mu;
-        m->std[f] = (float)sd;
-        m->istd[f] = (float)(1.0 / sd);
-    }
+    mt__gnn_norm a;
+    memset(&a, 0, sizeof a);
+    mt__gnn_norm_add(&a, m->lay.F, samples, n);
+    mt__gnn_norm_set(m, &a);
     mt__gnn_init_weights(m, m->p.seed);
     memset(m->adam_m, 0, sizeof(float) * m->lay.total);
     memset(m->adam_v, 0, sizeof(float) * m->lay.total);
     m->adam_t = 0;
     m->trained = 0;
+    mt__gnn_clear_inner(m);
     m->rng = m->p.seed ^ 0xA5A5A5A55A5A5A5Aull;
     ctx_epoch(&c, NULL);
     train(m, &c, (long)m->p.epochs * c.nb, &m->rng);
@@ -314,7 +320,10 @@ mt_status mt_gnn_train_steps(mt_gnn *m, const mt_gnn_sample *samples, int n, int
     mt_status st = ctx_make(m, samples, n, &c, err, errlen);
     if (st != MT_OK) return st;
     st = ensure_adam(m, err, errlen);
-    if (st == MT_OK) train(m, &c, steps, &m->rng);
+    if (st == MT_OK) {
+        train(m, &c, steps, &m->rng);
+        mt__gnn_clear_inner(m);
+    }
     ctx_free(&c);
     return st;
 }

@@ -110,6 +110,74 @@ grep '"type": "record"' "$tmp/out" > "$tmp/seq1"
 expect 0 "replay with the seed again" -- tune "$rwl" --simulate "$data" --no-db --trials 24 --seed 3 --json
 grep '"type": "record"' "$tmp/out" > "$tmp/seq2"
 if [ "$(wc -l < "$tmp/seq1")" -eq 24 ] && cmp -s "$tmp/seq1" "$tmp/seq2"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: a replay's sequence depends on more than its seed"; fi
+# Meta-training and few-shot evaluation: options, then a small run on the shipped data set.
+expect 0 "train --help" -- train --help
+contains out "--meta" "train help has --meta"
+contains out "meta-sgd" "train help names the algorithms"
+contains out "--manifest" "train help has --manifest"
+expect 0 "eval-model --help" -- eval-model --help
+contains out "--adapt-k" "eval-model help has --adapt-k"
+expect 0 "tune --help" -- tune --help
+contains out "gnn-meta" "tune help has gnn-meta"
+contains out "--adapt-steps" "tune help has --adapt-steps"
+db="$tmp/tuning.db"
+expect 2 "meta option without --meta" -- train --db "$db" --out "$tmp/m.gnn" --support 8
+contains err "add --meta" "says to add --meta"
+expect 2 "unknown algorithm" -- train --db "$db" --out "$tmp/m.gnn" --meta --algorithm reptile
+expect 2 "zero inner steps" -- train --db "$db" --out "$tmp/m.gnn" --meta --inner-steps 0
+expect 2 "too many inner steps" -- train --db "$db" --out "$tmp/m.gnn" --meta --inner-steps 101
+expect 2 "zero support" -- train --db "$db" --out "$tmp/m.gnn" --meta --support 0
+expect 2 "negative inner rate" -- train --db "$db" --out "$tmp/m.gnn" --meta --inner-lr -0.1
+expect 2 "malformed outer rate" -- train --db "$db" --out "$tmp/m.gnn" --meta --outer-lr fast
+expect 2 "zero iterations" -- train --db "$db" --out "$tmp/m.gnn" --meta --iterations 0
+expect 2 "zero meta-batch" -- train --db "$db" --out "$tmp/m.gnn" --meta --meta-batch 0
+expect 2 "unknown init" -- train --db "$db" --out "$tmp/m.gnn" --meta --init random
+expect 2 "train with both holdouts" -- train --db "$db" --out "$tmp/m.gnn" --holdout resnet18 --holdout-frac 0.5
+expect 2 "negative --adapt-k" -- eval-model --db "$db" --cost-model xgb --adapt-k -1
+expect 2 "too large --adapt-k" -- eval-model --db "$db" --cost-model xgb --adapt-k 5000
+expect 2 "zero --adapt-repeats" -- eval-model --db "$db" --cost-model xgb --adapt-k 4 --adapt-repeats 0
+expect 2 "--adapt-steps without --adapt-k" -- eval-model --db "$db" --cost-model xgb --adapt-steps 5
+expect 2 "gnn-meta without a model" -- eval-model --db "$db" --cost-model gnn-meta --adapt-k 4
+contains err "needs --model" "says gnn-meta needs a model"
+expect 2 "tune gnn-meta without a model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-meta
+expect 2 "tune gnn-transfer without a model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-transfer
+expect 2 "--adapt-steps for gnn-meta" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-meta --model "$tmp/m.gnn" --adapt-steps 5
+expect 2 "bad --adapt-lr" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-transfer --model "$tmp/m.gnn" --adapt-lr 0
+data="$(cd "$(dirname "$0")/.." && pwd)/data/opencl_dataset.db"
+if [ -f "$data" ]; then
+  cp "$data" "$tmp/data.db"
+  # trained on a twentieth of the workloads, evaluated on one of the others
+  w="n=1,c=64,h=55,w=55,k=16,r=1,s=1,stride=1,pad=0"
+  expect 0 "meta-train" -- train --db "$tmp/data.db" --out "$tmp/meta.gnn" --holdout-frac 0.95 --hidden 8 --layers 1 --epochs 1 --meta \
+    --iterations 3 --support 4 --query 4 --meta-batch 2 --manifest "$tmp/manifest.json" --json
+  contains out '"training": "meta-trained"' "train JSON says meta-trained"
+  contains manifest.json '"training": "meta-trained"' "manifest: how"
+  contains manifest.json '"fnv1a64"' "manifest: the data set's hash"
+  contains manifest.json '"task_list"' "manifest: the tasks"
+  contains manifest.json '"held_out_workloads"' "manifest: the held-out workloads"
+  contains manifest.json '"inner_steps": 1' "manifest: the hyper-parameters"
+  contains manifest.json '"init": "pooled"' "manifest: meta-training started from pooled training"
+  expect 0 "pooled train" -- train --db "$tmp/data.db" --out "$tmp/pooled.gnn" --holdout-frac 0.95 --hidden 8 --layers 1 --epochs 1
+  contains out "pooled-trained" "train says pooled-trained"
+  expect 0 "few-shot gnn-meta" -- eval-model --db "$tmp/data.db" --model "$tmp/meta.gnn" --holdout "$w" --adapt-k 4 --adapt-repeats 1 --json
+  contains out '"kind": "gnn-meta"' "a meta-trained file adapts as gnn-meta"
+  contains out '"pairwise_acc"' "few-shot JSON"
+  expect 0 "few-shot gnn-transfer" -- eval-model --db "$tmp/data.db" --model "$tmp/pooled.gnn" --holdout "$w" --adapt-k 4 --adapt-repeats 1 \
+    --adapt-steps 2 --json
+  contains out '"kind": "gnn-transfer"' "a pooled file adapts as gnn-transfer"
+  contains out '"adapt_steps": 2' "with the steps given"
+  expect 0 "zero-shot xgb" -- eval-model --db "$tmp/data.db" --cost-model xgb --holdout "$w" --adapt-k 0 --adapt-repeats 1
+  contains out "0-shot" "says zero-shot"
+  expect 1 "gnn-meta given a pooled file" -- eval-model --db "$tmp/data.db" --cost-model gnn-meta --model "$tmp/pooled.gnn" --holdout "$w" --adapt-k 2
+  contains err "not meta-trained" "refuses a pooled file for gnn-meta"
+  expect 1 "gnn-meta given a missing file" -- eval-model --db "$tmp/data.db" --cost-model gnn-meta --model "$tmp/none.gnn" --holdout "$w" --adapt-k 2
+  head -c 100 "$tmp/meta.gnn" > "$tmp/short.gnn"
+  expect 1 "a truncated model file" -- eval-model --db "$tmp/data.db" --model "$tmp/short.gnn" --holdout "$w" --adapt-k 2
+  contains err "gnn model" "names the model file problem"
+  expect 2 "holdout of a network without records" -- eval-model --db "$tmp/data.db" --cost-model xgb --holdout "resnet1000" --adapt-k 2
+else
+  echo "skipped the data-set checks: no $data"
+fi
 
 if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "devices --json" -- devices --json
@@ -149,6 +217,15 @@ if "$mtgpu" devices >/dev/null 2>&1; then
   contains err "not a usable SQLite database" "merge-db names the problem"
   expect 0 "merged records are found" -- best "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --db "$tmp/merged.db" --json
   contains out '"from_db": true' "best reads the merged database"
+  if [ -f "$tmp/meta.gnn" ]; then
+    # tuning with a meta-trained model: zero-shot first, then adapted on the records
+    expect 0 "tune with gnn-meta" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 4 --batch 2 --templates direct \
+      --cost-model gnn-meta --model "$tmp/meta.gnn" --db "$tmp/meta.db" --json
+    contains out '"type": "summary"' "tune with gnn-meta finishes"
+    expect 1 "tune with gnn-meta given a pooled file" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 2 --batch 2 \
+      --cost-model gnn-meta --model "$tmp/pooled.gnn" --db "$tmp/meta.db"
+    contains err "not meta-trained" "tune refuses a pooled file for gnn-meta"
+  fi
 else
   echo "skipped device checks: no device (mtgpu devices failed)"
 fi

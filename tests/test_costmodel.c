@@ -14,8 +14,9 @@
 #include <cmocka.h>
 
 #include "costmodel.h"
-#include "loop_features.h"
+#include "gnn.h"
 #include "ir.h"
+#include "loop_features.h"
 #include "space.h"
 #include "template.h"
 #include "mtgpu/workload.h"
@@ -330,6 +331,15 @@ static void test_create_errors(void **state) {
     assert_null(mt_costmodel_kind_at(-1));
 
     for (int k = 0; k < mt_costmodel_kind_count(); k++) {
+        const char *kind = mt_costmodel_kind_at(k);
+        if (strcmp(kind, "gnn-meta") == 0 || strcmp(kind, "gnn-transfer") == 0) {
+            /* these start from a model file: refused without one */
+            m = (mt_costmodel *)1;
+            assert_int_equal(mt_costmodel_create(kind, NULL, &m, err, sizeof err), MT_INVALID_ARG);
+            assert_null(m);
+            assert_non_null(strstr(err, "model file"));
+            continue;
+        }
         assert_int_equal(mt_costmodel_create(mt_costmodel_kind_at(k), NULL, &m, err, sizeof err), MT_OK);
         assert_string_equal(mt_costmodel_kind(m), mt_costmodel_kind_at(k));
         assert_int_equal(mt_costmodel_fit(m, NULL, 0), MT_INVALID_ARG);
@@ -625,6 +635,137 @@ static void test_gnn_model_file(void **state) {
     mt_space_free(&tk.sp);
 }
 
+
+/* gnn-meta and gnn-transfer on model files made here: a file of the wrong
+ * kind or none is refused; gnn-meta scores a group without records from the
+ * initial weights (non-constant scores), re-adapts from them on all of a
+ * group's records at every update (two updates give what one update with
+ * the same records gives, and a fit too), and leaves other groups at the
+ * initial weights; gnn-transfer starts each fit from the file again. */
+static void test_gnn_meta_and_transfer(void **state) {
+    (void)state;
+    static const char *wls[4] = {"n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1", "n=1,c=64,h=14,w=14,k=64,r=3,s=3,pad=1", "n=1,c=48,h=20,w=20,k=32,r=3,s=3,pad=1",
+                                 "n=1,c=16,h=30,w=30,k=48,r=3,s=3,pad=1"};
+    enum { N = 40 };
+    task tk[4];
+    mt_config cfg[4][N];
+    double cost[4][N];
+    mt_cm_sample smp[4][N];
+    uint64_t rng = 99;
+    for (int w = 0; w < 4; w++) {
+        task_init(&tk[w], "direct", wls[w]);
+        draw(&tk[w], &rng, N, 1, cfg[w], cost[w]);
+        to_samples(&tk[w], cfg[w], cost[w], N, smp[w]);
+    }
+    mt_cm_sample trainset[2 * N];
+    memcpy(trainset, smp[0], sizeof smp[0]);
+    memcpy(trainset + N, smp[1], sizeof smp[1]);
+    mt_costmodel_params p = mt_costmodel_default_params();
+    p.gnn_hidden = 8, p.gnn_layers = 2, p.gnn_epochs = 5, p.threads = 1;
+    char err[512], meta_path[] = "/tmp/mtgpu-test-meta-XXXXXX", pooled_path[] = "/tmp/mtgpu-test-pooled-XXXXXX";
+    int fd = mkstemp(meta_path);
+    assert_true(fd >= 0);
+    close(fd);
+    fd = mkstemp(pooled_path);
+    assert_true(fd >= 0);
+    close(fd);
+    /* a pooled file and a meta-trained one */
+    mt_costmodel *a = NULL;
+    assert_int_equal(mt_costmodel_create("gnn", &p, &a, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_fit(a, trainset, 2 * N), MT_OK);
+    assert_int_equal(mt_costmodel_save(a, pooled_path, err, sizeof err), MT_OK);
+    mt_costmodel_free(a);
+    assert_int_equal(mt_costmodel_create("gnn", &p, &a, err, sizeof err), MT_OK);
+    mt_gnn_meta_params mp = mt_gnn_meta_default_params();
+    mp.support = 8, mp.query = 16, mp.tasks_per_batch = 2, mp.iterations = 20, mp.inner_lr = 0.01, mp.inner_steps = 2;
+    assert_int_equal(mt_costmodel_meta_train(a, trainset, 2 * N, &mp, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_save(a, meta_path, err, sizeof err), MT_OK);
+    mt_costmodel_free(a);
+    mt_gnn *g = NULL;
+    assert_int_equal(mt_gnn_load(meta_path, &g, err, sizeof err), MT_OK);
+    assert_int_equal(mt_gnn_get_origin(g), MT_GNN_ORIGIN_META);
+    assert_int_equal(mt_gnn_get_inner(g).steps, 2);
+    mt_gnn_free(g);
+
+    /* refusals: a pooled file, no file, a missing file */
+    mt_costmodel *m = (mt_costmodel *)1;
+    p.gnn_model = pooled_path;
+    assert_int_equal(mt_costmodel_create("gnn-meta", &p, &m, err, sizeof err), MT_INVALID_ARG);
+    assert_null(m);
+    assert_non_null(strstr(err, "not meta-trained"));
+    p.gnn_model = NULL;
+    assert_int_equal(mt_costmodel_create("gnn-transfer", &p, &m, err, sizeof err), MT_INVALID_ARG);
+    p.gnn_model = "/tmp/mtgpu-test-no-such-model";
+    assert_int_equal(mt_costmodel_create("gnn-meta", &p, &m, err, sizeof err), MT_NOT_FOUND);
+    p.gnn_model = meta_path;
+    p.gnn_adapt_lr = 0;
+    assert_int_equal(mt_costmodel_create("gnn-transfer", &p, &m, err, sizeof err), MT_INVALID_ARG);
+    p.gnn_adapt_lr = mt_costmodel_default_params().gnn_adapt_lr;
+
+    /* gnn-meta: zero-shot, then adapted per group */
+    mt_costmodel *x, *y, *z;
+    assert_int_equal(mt_costmodel_create("gnn-meta", &p, &x, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create("gnn-meta", &p, &y, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create("gnn-meta", &p, &z, err, sizeof err), MT_OK);
+    mt_cm_query q2 = {&tk[2].wl, tk[2].t, &tk[2].sp, NULL}, q3 = {&tk[3].wl, tk[3].t, &tk[3].sp, NULL};
+    double s0[N], s3[N], sx[N], sy[N], sz[N], sx3[N];
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, s0), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q3, cfg[3], N, s3), MT_OK);
+    int distinct = 0;
+    for (int i = 1; i < N; i++) distinct += s0[i] != s0[0];
+    assert_true(distinct > N / 2);
+    printf("# gnn-meta zero-shot accuracy on an unseen workload %.3f\n", pairwise_accuracy(cost[2], s0, N));
+    assert_int_equal(mt_costmodel_update(x, smp[2], 10), MT_OK);
+    assert_int_equal(mt_costmodel_update(x, smp[2] + 10, 10), MT_OK);
+    assert_int_equal(mt_costmodel_update(y, smp[2], 20), MT_OK);
+    assert_int_equal(mt_costmodel_fit(z, smp[2], 20), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx), MT_OK);
+    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy), MT_OK);
+    assert_int_equal(mt_costmodel_predict(z, &q2, cfg[2], N, sz), MT_OK);
+    assert_memory_equal(sx, sy, sizeof sx);
+    assert_memory_equal(sx, sz, sizeof sx);
+    assert_true(memcmp(sx, s0, sizeof sx) != 0);
+    printf("# gnn-meta after adapting on 20 records %.3f\n", pairwise_accuracy(cost[2], sx, N));
+    /* another group is still scored by the initial weights, and back */
+    assert_int_equal(mt_costmodel_predict(x, &q3, cfg[3], N, sx3), MT_OK);
+    assert_memory_equal(sx3, s3, sizeof s3);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sy), MT_OK);
+    assert_memory_equal(sx, sy, sizeof sx);
+    /* saving writes the initial weights: a model from that file scores zero-shot alike */
+    char again[] = "/tmp/mtgpu-test-meta2-XXXXXX";
+    fd = mkstemp(again);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(mt_costmodel_save(x, again, err, sizeof err), MT_OK);
+    mt_costmodel_free(y);
+    p.gnn_model = again;
+    assert_int_equal(mt_costmodel_create("gnn-meta", &p, &y, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy), MT_OK);
+    assert_memory_equal(sy, s0, sizeof s0);
+    unlink(again);
+    mt_costmodel_free(x), mt_costmodel_free(y), mt_costmodel_free(z);
+
+    /* gnn-transfer: the file's scores, then each fit from the file again */
+    p.gnn_model = pooled_path;
+    p.gnn_adapt_steps = 5;
+    assert_int_equal(mt_costmodel_create("gnn-transfer", &p, &x, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_create("gnn", &p, &y, err, sizeof err), MT_OK); /* gnn with a file: the same */
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx), MT_OK);
+    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy), MT_OK);
+    assert_memory_equal(sx, sy, sizeof sx);
+    assert_int_equal(mt_costmodel_fit(x, smp[2], 20), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx), MT_OK);
+    assert_true(memcmp(sx, sy, sizeof sx) != 0);
+    assert_int_equal(mt_costmodel_update(x, smp[2] + 20, 10), MT_OK);
+    assert_int_equal(mt_costmodel_fit(x, smp[2], 20), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sz), MT_OK);
+    assert_memory_equal(sx, sz, sizeof sx);
+    mt_costmodel_free(x), mt_costmodel_free(y);
+    unlink(meta_path);
+    unlink(pooled_path);
+    for (int w = 0; w < 4; w++) mt_space_free(&tk[w].sp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_features_shape),
@@ -637,6 +778,7 @@ int main(void) {
         cmocka_unit_test(test_xgb_mixed),
         cmocka_unit_test(test_gnn_ranking),
         cmocka_unit_test(test_gnn_model_file),
+        cmocka_unit_test(test_gnn_meta_and_transfer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1075,9 +1075,9 @@ static void test_file_corruption(void **state) {
     reseal(c, len);
     expect_load(c, len, MT_CORRUPT, "magic");
     memcpy(c, buf, len);
-    put32le(c + 8, 2);
+    put32le(c + 8, 9);
     reseal(c, len);
-    expect_load(c, len, MT_CORRUPT, "version 2");
+    expect_load(c, len, MT_CORRUPT, "version 9");
     memcpy(c, buf, len);
     put32le(c + 12, 9);
     reseal(c, len);
@@ -1103,7 +1103,7 @@ static void test_file_corruption(void **state) {
     reseal(c, len);
     expect_load(c, len, MT_CORRUPT, "parameters");
     memcpy(c, buf, len);
-    put32le(c + 48 + 4 * F + 8, 0); /* a standard deviation of 0 */
+    put32le(c + 72 + 4 * F + 8, 0); /* a standard deviation of 0 (format version 2) */
     reseal(c, len);
     expect_load(c, len, MT_CORRUPT, "standard deviation");
     memcpy(c, buf, len);

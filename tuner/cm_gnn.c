@@ -1,5 +1,5 @@
-/* The "gnn", "gnn-shared" and "mlp" cost models: kernel graphs
- * (graph_enc/) scored by the GNN (gnn/), behind the cost-model interface.
+/* The GNN cost models: kernel graphs (graph_enc/) scored by the GNN
+ * (gnn/), behind the cost-model interface.
  *
  * The model keeps every sample it was given as encoded graph features (the
  * template's shape is fixed, so a sample is n_nodes x MT_GRAPH_FEATS floats),
@@ -8,10 +8,21 @@
  * cost), so 0 is the group's best and a config twice as slow is -0.69; the
  * GNN's ranking loss only compares configs within a group.
  *
- * With params.gnn_model the weights start from a meta-trained file and every
- * fit or update runs gnn_adapt_steps Adam steps from the current weights
- * (adaptation, the second paper's few-shot setting); without it, every fit
- * and update trains from freshly drawn weights for gnn_epochs epochs. */
+ * Three ways to learn (mode):
+ *   scratch   "gnn", "gnn-shared", "mlp" without params.gnn_model: every fit
+ *             and update trains from freshly drawn weights for gnn_epochs
+ *             epochs;
+ *   transfer  "gnn-transfer" (and the three above with params.gnn_model):
+ *             the weights start from the file; a fit goes back to them and
+ *             an update continues from the current weights, each with
+ *             gnn_adapt_steps Adam steps at gnn_adapt_lr on every sample;
+ *   meta      "gnn-meta": the file's meta-learned initial weights score a
+ *             group with no samples (zero-shot); a group with samples is
+ *             scored by weights adapted from the initial ones, on all of the
+ *             group's samples, with the file's inner procedure
+ *             (mt_gnn_adapt), again from the initial weights on every
+ *             update, so nothing drifts. One set of adapted weights per
+ *             group, as each group is one meta-training task. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -53,11 +64,19 @@ typedef struct group_key {
     double best_ms; /* over working samples; 0 when none */
 } group_key;
 
+enum { MODE_SCRATCH, MODE_TRANSFER, MODE_META };
+
 typedef struct gnn_cm {
     mt_gnn_arch arch;
-    mt_gnn *net;
-    int pretrained; /* net came from params.gnn_model */
+    int mode;
+    mt_gnn *net;    /* the weights that score (meta: a copy of init or of one group's) */
+    mt_gnn *init;   /* transfer and meta: the weights of params.gnn_model */
     int fitted;     /* net has been trained (or loaded) */
+    /* meta: each group's adapted weights (NULL: no samples yet, init scores
+     * it), and whose weights net holds (-1: init's) */
+    mt_gnn **gnet;
+    int gnet_cap;
+    int net_holds;
     struct {
         const mt_template *t;
         mt_graph_encoder *enc;
@@ -104,12 +123,26 @@ static mt_status find_encoder(gnn_cm *c, const mt_template *t, const mt_graph_en
     return MT_OK;
 }
 
-static int group_of(gnn_cm *c, const mt_workload *wl, const mt_template *t, const mt_device_info *dev) {
-    char key[320], wtext[200];
+static void group_key_of(char *key, size_t len, const mt_workload *wl, const mt_template *t, const mt_device_info *dev) {
+    char wtext[200];
     mt_workload_format(wl, wtext, sizeof wtext);
-    snprintf(key, sizeof key, "%s|%s|%s", wtext, mt_template_name(t), dev ? dev->fingerprint : "");
+    snprintf(key, len, "%s|%s|%s", wtext, mt_template_name(t), dev ? dev->fingerprint : "");
+}
+
+/* The group of (wl, t, dev), or -1 when there is none yet. */
+static int group_find(const gnn_cm *c, const mt_workload *wl, const mt_template *t, const mt_device_info *dev) {
+    char key[320];
+    group_key_of(key, sizeof key, wl, t, dev);
     for (int i = 0; i < c->ngroups; i++)
         if (strcmp(c->groups[i].key, key) == 0) return i;
+    return -1;
+}
+
+static int group_of(gnn_cm *c, const mt_workload *wl, const mt_template *t, const mt_device_info *dev) {
+    char key[320];
+    int found = group_find(c, wl, t, dev);
+    if (found >= 0) return found;
+    group_key_of(key, sizeof key, wl, t, dev);
     if (c->ngroups == c->gcap) {
         int cap = c->gcap ? 2 * c->gcap : 16;
         group_key *g = realloc(c->groups, sizeof *g * (size_t)cap);
@@ -173,37 +206,118 @@ static void drop_samples_from(gnn_cm *c, int from) {
     c->ns = from;
 }
 
-/* Trains on every stored sample: from scratch, or (pretrained) a few
- * adaptation steps from the current weights. */
-static mt_status train(mt_costmodel *m, gnn_cm *c, char *err, size_t errlen) {
+/* The stored samples as GNN samples, with their targets: log(best / cost)
+ * per group, best over the group's working samples. NULL: out of memory. */
+static mt_gnn_sample *gnn_samples(gnn_cm *c) {
     for (int g = 0; g < c->ngroups; g++) c->groups[g].best_ms = 0;
     for (int i = 0; i < c->ns; i++) {
         group_key *g = &c->groups[c->s[i].group];
         if (!c->s[i].failed && (g->best_ms == 0 || c->s[i].cost_ms < g->best_ms)) g->best_ms = c->s[i].cost_ms;
     }
-    mt_gnn_sample *gs = malloc(sizeof *gs * (size_t)c->ns);
-    if (!gs) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    mt_gnn_sample *gs = malloc(sizeof *gs * (size_t)(c->ns > 0 ? c->ns : 1));
+    if (!gs) return NULL;
     for (int i = 0; i < c->ns; i++) {
         const stored_sample *x = &c->s[i];
         double best = c->groups[x->group].best_ms;
         gs[i] = (mt_gnn_sample){.shape = x->shape, .feats = x->feats, .group = x->group, .failed = x->failed,
                                 .target = x->failed ? 0.0f : (float)log(best / x->cost_ms)};
     }
-    mt_status st;
-    if (c->pretrained) st = mt_gnn_train_steps(c->net, gs, c->ns, m->params.gnn_adapt_steps, err, errlen);
-    else st = mt_gnn_fit(c->net, gs, c->ns, err, errlen);
+    return gs;
+}
+
+static mt_status ensure_gnet(gnn_cm *c, char *err, size_t errlen) {
+    if (c->ngroups <= c->gnet_cap) return MT_OK;
+    mt_gnn **g = realloc(c->gnet, sizeof *g * (size_t)c->ngroups);
+    if (!g) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    for (int i = c->gnet_cap; i < c->ngroups; i++) g[i] = NULL;
+    c->gnet = g;
+    c->gnet_cap = c->ngroups;
+    return MT_OK;
+}
+
+/* meta: adapts, from the initial weights, every group that has a sample
+ * in [from, ns) on all of its samples; with reset, the other groups'
+ * adapted weights are forgotten. All or nothing: the new weights replace
+ * the old only when every group adapted. */
+static mt_status meta_adapt(gnn_cm *c, const mt_gnn_sample *gs, int from, int reset, char *err, size_t errlen) {
+    mt_status st = ensure_gnet(c, err, errlen);
+    if (st != MT_OK) return st;
+    int ng = c->ngroups;
+    mt_gnn **fresh = calloc((size_t)(ng > 0 ? ng : 1), sizeof *fresh);
+    mt_gnn_sample *sub = malloc(sizeof *sub * (size_t)(c->ns > 0 ? c->ns : 1));
+    char *touched = calloc((size_t)(ng > 0 ? ng : 1), 1);
+    if (!fresh || !sub || !touched) st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    for (int i = from; st == MT_OK && i < c->ns; i++) touched[c->s[i].group] = 1;
+    for (int g = 0; st == MT_OK && g < ng; g++) {
+        if (!touched[g]) continue;
+        int k = 0;
+        for (int i = 0; i < c->ns; i++)
+            if (gs[i].group == g) sub[k++] = gs[i];
+        if ((st = mt_gnn_clone(c->init, &fresh[g], err, errlen)) == MT_OK) st = mt_gnn_adapt(fresh[g], sub, k, err, errlen);
+    }
+    if (st == MT_OK) {
+        for (int g = 0; g < ng; g++) {
+            if (!touched[g] && !reset) continue;
+            mt_gnn_free(c->gnet[g]);
+            c->gnet[g] = fresh[g];
+            fresh[g] = NULL;
+        }
+        c->net_holds = -2; /* whatever net holds may be stale */
+    }
+    for (int g = 0; fresh && g < ng; g++) mt_gnn_free(fresh[g]);
+    free(fresh);
+    free(sub);
+    free(touched);
+    return st;
+}
+
+/* Learns from every stored sample, as the mode says (the comment at the
+ * top); `from` is the first new sample, reset says it is a fit. */
+static mt_status train(mt_costmodel *m, gnn_cm *c, int from, int reset, char *err, size_t errlen) {
+    mt_gnn_sample *gs = gnn_samples(c);
+    if (!gs) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    mt_status st = MT_OK;
+    if (c->mode == MODE_SCRATCH) {
+        st = mt_gnn_fit(c->net, gs, c->ns, err, errlen);
+    } else if (c->mode == MODE_TRANSFER && !reset) {
+        st = mt_gnn_train_steps(c->net, gs, c->ns, m->params.gnn_adapt_steps, err, errlen);
+    } else if (c->mode == MODE_TRANSFER) {
+        /* back to the file's weights, fine-tuned in a copy so that a
+         * failure leaves net as it was */
+        mt_gnn *tmp = NULL;
+        mt_gnn_params gp = mt_gnn_get_params(c->net);
+        st = mt_gnn_clone(c->init, &tmp, err, errlen);
+        if (st == MT_OK) st = mt_gnn_set_params(tmp, &gp, err, errlen);
+        if (st == MT_OK) st = mt_gnn_train_steps(tmp, gs, c->ns, m->params.gnn_adapt_steps, err, errlen);
+        if (st == MT_OK) st = mt_gnn_copy(c->net, tmp, err, errlen);
+        mt_gnn_free(tmp);
+    } else {
+        st = meta_adapt(c, gs, from, reset, err, errlen);
+    }
     free(gs);
     if (st == MT_OK) c->fitted = 1;
     return st;
 }
 
-static mt_status gnn_init_arch(mt_costmodel *m, mt_gnn_arch arch, char *err, size_t errlen) {
+/* The kinds: the architecture of a model trained from scratch, and the
+ * mode (gnn-transfer and gnn-meta take theirs from the file). */
+static mt_status gnn_init_mode(mt_costmodel *m, mt_gnn_arch arch, int mode, char *err, size_t errlen) {
+    const char *kind = m->iface->kind, *file = m->params.gnn_model;
+    if (mode != MODE_SCRATCH && !file)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "%s: needs a model file (params.gnn_model; mtgpu: --model FILE)", kind);
+    if (mode == MODE_SCRATCH && file) mode = MODE_TRANSFER; /* gnn, gnn-shared, mlp with a file: fine-tuned */
     gnn_cm *c = calloc(1, sizeof *c);
     if (!c) return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    c->mode = mode;
+    c->net_holds = -1;
     mt_status st;
-    if (m->params.gnn_model) {
-        st = mt_gnn_load(m->params.gnn_model, &c->net, err, errlen);
-        c->pretrained = c->fitted = st == MT_OK;
+    if (file) {
+        st = mt_gnn_load(file, &c->init, err, errlen);
+        if (st == MT_OK && mode == MODE_META && mt_gnn_get_origin(c->init) != MT_GNN_ORIGIN_META)
+            st = mt__fail(err, errlen, MT_INVALID_ARG, "%s: %s is %s, not meta-trained (train one with 'mtgpu train --meta', or use gnn-transfer)", kind,
+                          file, mt_gnn_get_origin(c->init) == MT_GNN_ORIGIN_ADAPTED ? "an adapted model" : "a pooled-trained model");
+        if (st == MT_OK) st = mt_gnn_clone(c->init, &c->net, err, errlen);
+        c->fitted = st == MT_OK;
     } else {
         mt_gnn_params gp = mt_gnn_default_params();
         gp.arch = arch;
@@ -216,10 +330,12 @@ static mt_status gnn_init_arch(mt_costmodel *m, mt_gnn_arch arch, char *err, siz
         gp.seed = m->params.seed;
         gp.epochs = m->params.gnn_epochs;
         gp.threads = m->params.threads;
+        if (mode == MODE_TRANSFER) gp.lr = m->params.gnn_adapt_lr;
         st = mt_gnn_set_params(c->net, &gp, err, errlen);
     }
     if (st != MT_OK) {
         mt_gnn_free(c->net);
+        mt_gnn_free(c->init);
         free(c);
         return st;
     }
@@ -229,16 +345,18 @@ static mt_status gnn_init_arch(mt_costmodel *m, mt_gnn_arch arch, char *err, siz
     return MT_OK;
 }
 
-static mt_status gnn_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_arch(m, MT_GNN_MODULAR, err, errlen); }
-static mt_status gnn_shared_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_arch(m, MT_GNN_SHARED, err, errlen); }
-static mt_status mlp_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_arch(m, MT_GNN_MLP, err, errlen); }
+static mt_status gnn_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_mode(m, MT_GNN_MODULAR, MODE_SCRATCH, err, errlen); }
+static mt_status gnn_shared_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_mode(m, MT_GNN_SHARED, MODE_SCRATCH, err, errlen); }
+static mt_status mlp_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_mode(m, MT_GNN_MLP, MODE_SCRATCH, err, errlen); }
+static mt_status transfer_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_mode(m, MT_GNN_MODULAR, MODE_TRANSFER, err, errlen); }
+static mt_status meta_init(mt_costmodel *m, char *err, size_t errlen) { return gnn_init_mode(m, MT_GNN_MODULAR, MODE_META, err, errlen); }
 
 static mt_status gnn_update(mt_costmodel *m, const mt_cm_sample *s, int n, char *err, size_t errlen) {
     gnn_cm *c = m->context;
     int ns0 = c->ns;
     mt_status st = add_samples(m, c, s, n, err, errlen);
     if (st != MT_OK) return st;
-    if ((st = train(m, c, err, errlen)) != MT_OK) drop_samples_from(c, ns0);
+    if ((st = train(m, c, ns0, 0, err, errlen)) != MT_OK) drop_samples_from(c, ns0);
     return st;
 }
 
@@ -252,7 +370,7 @@ static mt_status gnn_fit(mt_costmodel *m, const mt_cm_sample *s, int n, char *er
     c->s = NULL;
     c->ns = c->cap = 0;
     mt_status st = add_samples(m, c, s, n, err, errlen);
-    if (st == MT_OK) st = train(m, c, err, errlen);
+    if (st == MT_OK) st = train(m, c, 0, 1, err, errlen);
     if (st != MT_OK) {
         drop_samples_from(c, 0);
         free(c->s);
@@ -440,6 +558,15 @@ static mt_status gnn_predict(mt_costmodel *m, const mt_cm_query *q, const mt_con
     const mt_graph_encoder *enc = NULL;
     mt_status st = find_encoder(c, q->tmpl, &enc, err, errlen);
     if (st != MT_OK || n == 0) return st;
+    if (c->mode == MODE_META) {
+        /* the query's group's adapted weights, or the initial ones */
+        int g = group_find(c, q->wl, q->tmpl, q->dev);
+        if (g >= c->gnet_cap || (g >= 0 && !c->gnet[g])) g = -1;
+        if (c->net_holds != g) {
+            if ((st = mt_gnn_copy(c->net, g >= 0 ? c->gnet[g] : c->init, err, errlen)) != MT_OK) return st;
+            c->net_holds = g;
+        }
+    }
     if (c->gpu && c->fitted) {
         char gerr[1024];
         if ((st = gpu_predict(m, c, enc, q, cfgs, n, scores, gerr, sizeof gerr)) == MT_OK) return MT_OK;
@@ -495,6 +622,9 @@ static void gnn_free(mt_costmodel *m) {
         free(c->th[t].scores);
     }
     mt_gnn_free(c->net);
+    mt_gnn_free(c->init);
+    for (int g = 0; g < c->gnet_cap; g++) mt_gnn_free(c->gnet[g]);
+    free(c->gnet);
     free(c);
     m->context = NULL;
 }
@@ -526,17 +656,101 @@ const struct mt_costmodel_i mt__costmodel_mlp = {
     /* .free    = */ gnn_free,
 };
 
+const struct mt_costmodel_i mt__costmodel_gnn_transfer = {
+    /* .kind    = */ "gnn-transfer",
+    /* .init    = */ transfer_init,
+    /* .fit     = */ gnn_fit,
+    /* .update  = */ gnn_update,
+    /* .predict = */ gnn_predict,
+    /* .free    = */ gnn_free,
+};
+
+const struct mt_costmodel_i mt__costmodel_gnn_meta = {
+    /* .kind    = */ "gnn-meta",
+    /* .init    = */ meta_init,
+    /* .fit     = */ gnn_fit,
+    /* .update  = */ gnn_update,
+    /* .predict = */ gnn_predict,
+    /* .free    = */ gnn_free,
+};
+
+static int is_gnn(const mt_costmodel *m) {
+    return m && (m->iface == &mt__costmodel_gnn || m->iface == &mt__costmodel_gnn_shared || m->iface == &mt__costmodel_mlp ||
+                 m->iface == &mt__costmodel_gnn_transfer || m->iface == &mt__costmodel_gnn_meta);
+}
+
 int64_t mt_costmodel_param_count(const mt_costmodel *m) {
-    if (!m || (m->iface != &mt__costmodel_gnn && m->iface != &mt__costmodel_gnn_shared && m->iface != &mt__costmodel_mlp)) return -1;
+    if (!is_gnn(m)) return -1;
     const gnn_cm *c = m->context;
     return mt_gnn_param_count(c->net);
 }
 
 mt_status mt_costmodel_save(const mt_costmodel *m, const char *path, char *err, size_t errlen) {
     if (!m || !path) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL argument");
-    if (m->iface != &mt__costmodel_gnn && m->iface != &mt__costmodel_gnn_shared && m->iface != &mt__costmodel_mlp)
-        return mt__fail(err, errlen, MT_UNSUPPORTED, "costmodel: a '%s' model cannot be saved (only gnn, gnn-shared and mlp)", m->iface->kind);
+    if (!is_gnn(m)) return mt__fail(err, errlen, MT_UNSUPPORTED, "costmodel: a '%s' model cannot be saved (only the gnn kinds and mlp)", m->iface->kind);
     const gnn_cm *c = m->context;
     if (!c->fitted) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: the model has not been trained");
-    return mt_gnn_save(c->net, path, err, errlen);
+    /* meta: the initial weights, which adapt to any task */
+    return mt_gnn_save(c->mode == MODE_META ? c->init : c->net, path, err, errlen);
+}
+
+mt_status mt_costmodel_meta_train(mt_costmodel *m, const mt_cm_sample *samples, int n, const mt_gnn_meta_params *mp, char *err, size_t errlen) {
+    if (!m || !mp) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL argument");
+    if (!is_gnn(m)) return mt__fail(err, errlen, MT_UNSUPPORTED, "costmodel: a '%s' model cannot be meta-trained", m->iface->kind);
+    gnn_cm *c = m->context;
+    mt_gnn_meta_params p = *mp;
+    if (c->mode == MODE_META) {
+        /* start from the initial weights, not from a group's */
+        mt_status st = mt_gnn_copy(c->net, c->init, err, errlen);
+        if (st != MT_OK) return st;
+        c->net_holds = -1;
+    }
+    /* the stored samples become these (as a fit's do) */
+    stored_sample *old = c->s;
+    int old_n = c->ns, old_cap = c->cap;
+    c->s = NULL;
+    c->ns = c->cap = 0;
+    mt_status st = n < 1 ? mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: meta-training needs samples") : add_samples(m, c, samples, n, err, errlen);
+    mt_gnn_sample *gs = NULL, *sorted = NULL;
+    mt_gnn_task *tasks = NULL;
+    int ntasks = 0;
+    if (st == MT_OK && (!(gs = gnn_samples(c)) || !(sorted = malloc(sizeof *sorted * (size_t)c->ns)) ||
+                        !(tasks = malloc(sizeof *tasks * (size_t)(c->ngroups > 0 ? c->ngroups : 1)))))
+        st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
+    if (st == MT_OK) {
+        /* one task per group, its samples in stored order */
+        int k = 0;
+        for (int g = 0; g < c->ngroups; g++) {
+            int k0 = k;
+            for (int i = 0; i < c->ns; i++)
+                if (gs[i].group == g) sorted[k++] = gs[i];
+            if (k > k0) tasks[ntasks++] = (mt_gnn_task){sorted + k0, k - k0};
+        }
+        st = mt_gnn_meta_train(c->net, &p, tasks, ntasks, err, errlen);
+    }
+    mt_gnn *init = NULL;
+    if (st == MT_OK) st = mt_gnn_clone(c->net, &init, err, errlen);
+    free(gs);
+    free(sorted);
+    free(tasks);
+    if (st != MT_OK) {
+        drop_samples_from(c, 0);
+        free(c->s);
+        c->s = old, c->ns = old_n, c->cap = old_cap;
+        return st;
+    }
+    for (int i = 0; i < old_n; i++) free(old[i].feats);
+    free(old);
+    /* from now on the model is a gnn-meta model of these initial weights */
+    mt_gnn_free(c->init);
+    c->init = init;
+    for (int g = 0; g < c->gnet_cap; g++) {
+        mt_gnn_free(c->gnet[g]);
+        c->gnet[g] = NULL;
+    }
+    c->mode = MODE_META;
+    c->net_holds = -1;
+    c->fitted = 1;
+    m->trained = n;
+    return MT_OK;
 }

@@ -33,5 +33,7 @@ extern const struct mt_costmodel_i mt__costmodel_xgb;
 extern const struct mt_costmodel_i mt__costmodel_gnn;
 extern const struct mt_costmodel_i mt__costmodel_gnn_shared;
 extern const struct mt_costmodel_i mt__costmodel_mlp;
+extern const struct mt_costmodel_i mt__costmodel_gnn_transfer;
+extern const struct mt_costmodel_i mt__costmodel_gnn_meta;
 
 #endif

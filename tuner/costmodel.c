@@ -9,7 +9,8 @@
 #include "fail.h"
 
 static const struct mt_costmodel_i *const kinds[] = {&mt__costmodel_random, &mt__costmodel_xgb, &mt__costmodel_gnn,
-                                                     &mt__costmodel_gnn_shared, &mt__costmodel_mlp};
+                                                     &mt__costmodel_gnn_shared, &mt__costmodel_mlp, &mt__costmodel_gnn_transfer,
+                                                     &mt__costmodel_gnn_meta};
 
 #define NKINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
@@ -29,7 +30,8 @@ mt_costmodel_params mt_costmodel_default_params(void) {
         .plan_size = 64,
         .gnn_model = NULL,
         .gnn_epochs = 30,
-        .gnn_adapt_steps = 60,
+        .gnn_adapt_steps = 5,
+        .gnn_adapt_lr = 3e-4,
         .gnn_hidden = 32,
         .gnn_layers = 3,
     };
@@ -56,6 +58,8 @@ mt_status mt_costmodel_create(const char *kind, const mt_costmodel_params *p, mt
         return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: rounds, depth, eta and plan_size must be positive");
     if (params.gnn_epochs < 1 || params.gnn_adapt_steps < 1 || params.gnn_hidden < 1 || params.gnn_layers < 1)
         return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: gnn epochs, adapt steps, hidden and layers must be positive");
+    if (!(params.gnn_adapt_lr > 0) || !isfinite(params.gnn_adapt_lr))
+        return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: gnn_adapt_lr must be a positive number");
     mt_costmodel *m = calloc(1, sizeof *m);
     if (!m) return mt__fail(err, errlen, MT_NOMEM, "costmodel: out of memory");
     m->iface = iface;

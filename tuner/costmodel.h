@@ -16,18 +16,31 @@
  *             be mixed: it trains one model on all of them; throughputs are
  *             normalised per (workload, template), which is also the ranking
  *             group.
- *   "gnn"     the structured model of ../shared/DESIGN.md: each config's
+ *   "gnn"     the structured model of docs/design.md: each config's
  *             kernel IR becomes a typed graph (graph_enc/graph_enc.h) scored by a
  *             relational GNN with one module per node and edge type
  *             (gnn/gnn.h), trained with pairwise ranking plus regression on
- *             per-(workload, template) normalised log throughput. Without
- *             gnn_model it learns from the task's own records (refitted from
- *             scratch on every update, like "xgb"); with gnn_model it starts
- *             from that meta-trained file (`mtgpu train`) and adapts to the
- *             task's records with gnn_adapt_steps Adam steps per update.
+ *             per-(workload, template) normalised log throughput. It learns
+ *             from the task's own records, refitted from scratch on every
+ *             update, like "xgb". (Given gnn_model it behaves as
+ *             "gnn-transfer", as it did before that kind existed.)
  *   "gnn-shared"  the same GNN with one module for all node and edge types.
  *   "mlp"     an MLP over the mean and max of the same node features: the
  *             "flat features" baseline for the GNN.
+ *   "gnn-transfer"  transfer learning: starts from the model file gnn_model
+ *             (pooled-trained by `mtgpu train`, any architecture) and
+ *             fine-tunes it on the records: a fit starts again from the
+ *             file's weights, an update continues from the current ones, each
+ *             with gnn_adapt_steps Adam steps at gnn_adapt_lr.
+ *   "gnn-meta"  MetaTune: starts from a meta-trained model file gnn_model
+ *             (`mtgpu train --meta`; any other file is refused). A (workload,
+ *             template, device) group with no records is scored by the
+ *             file's initial weights (zero-shot); once it has records, by
+ *             weights adapted from the initial ones on all of them with the
+ *             file's inner procedure (mt_gnn_adapt), redone from the initial
+ *             weights on every fit and update, so that tuning adapts exactly
+ *             as meta-training did. gnn_adapt_steps and gnn_adapt_lr do not
+ *             apply.
  *
  * Samples are copied (as features) when given: the model keeps no pointer to
  * a caller's workload, template, space or config. A model is not thread-safe;
@@ -39,6 +52,7 @@
 #include <stdint.h>
 
 #include "mtgpu/device.h"
+#include "gnn.h"
 #include "space.h"
 #include "mtgpu/status.h"
 #include "template.h"
@@ -72,12 +86,20 @@ typedef struct mt_costmodel_params {
     double xgb_eta;     /* learning rate (default 0.3) */
     int plan_size;      /* the recall@k that early stopping watches, like AutoTVM's
                            plan size: the tuner's batch (default 64) */
-    /* gnn, gnn-shared, mlp */
-    const char *gnn_model; /* meta-trained model file to start from (NULL: learn from
-                           the task's records only); borrowed: must outlive the model.
-                           Its architecture wins over the kind's. */
+    /* the gnn kinds and mlp */
+    const char *gnn_model; /* model file to start from (`mtgpu train`; needed by gnn-transfer
+                           and gnn-meta; NULL: learn from the task's records only);
+                           borrowed: must outlive the model. Its architecture wins over
+                           the kind's. */
     int gnn_epochs;     /* passes over the samples per fit from scratch (default 30) */
-    int gnn_adapt_steps; /* Adam steps per update when starting from gnn_model (default 60) */
+    int gnn_adapt_steps; /* gnn-transfer: Adam steps per fit or update (default 5) */
+    double gnn_adapt_lr; /* gnn-transfer: their step size (default 3e-4). Measured by
+                           few-shot evaluation (mtgpu eval-model --adapt-k) of a pooled
+                           model on ResNet-18's and SqueezeNet 1.1's convolutions held
+                           out of data/opencl_dataset.db: 5 steps at 3e-4 ranked best
+                           at k = 8 and 32 (pairwise 0.807 and 0.815); 20 or 60 steps,
+                           or rates of 1e-3 and 3e-3, ranked worse at k = 8 (0.753 at
+                           60 steps and 3e-3, the former default) */
     int gnn_hidden;     /* width (default 32) */
     int gnn_layers;     /* message-passing rounds, or the MLP's hidden layers (default 3) */
 } mt_costmodel_params;
@@ -138,12 +160,23 @@ int64_t mt_costmodel_trained(const mt_costmodel *m);
  * until the next call on m. */
 const char *mt_costmodel_last_error(const mt_costmodel *m);
 
-/* Writes a trained gnn, gnn-shared or mlp model to a model file (gnn/gnn.h)
- * that params.gnn_model can load; MT_UNSUPPORTED for other kinds,
- * MT_INVALID_ARG when it was never trained, MT_IO. */
+/* Writes a trained model of the gnn kinds or mlp to a model file
+ * (gnn/gnn.h) that params.gnn_model can load (gnn-meta: its initial
+ * weights); MT_UNSUPPORTED for other kinds, MT_INVALID_ARG when it was
+ * never trained, MT_IO. */
 mt_status mt_costmodel_save(const mt_costmodel *m, const char *path, char *err, size_t errlen);
 
-/* Trainable parameters of a gnn, gnn-shared or mlp model; -1 for other kinds. */
+/* Meta-trains a model of the gnn kinds or mlp on samples[0..n) (MAML,
+ * gnn/gnn.h: one task per (workload, template, device) group, targets as
+ * for a fit), forgetting earlier samples. With mp->from_current the
+ * model's current weights are the start (a file's, or a fit's). Afterwards
+ * the model is a gnn-meta model of the meta-learned weights: it scores
+ * new groups zero-shot, adapts per group, and mt_costmodel_save writes a
+ * meta-trained file. MT_UNSUPPORTED for other kinds; mt_gnn_meta_train's
+ * errors; on failure the model is left as it was. */
+mt_status mt_costmodel_meta_train(mt_costmodel *m, const mt_cm_sample *samples, int n, const mt_gnn_meta_params *mp, char *err, size_t errlen);
+
+/* Trainable parameters of a model of the gnn kinds or mlp; -1 for other kinds. */
 int64_t mt_costmodel_param_count(const mt_costmodel *m);
 
 /* The score given to configs that cannot be built. */

@@ -74,6 +74,36 @@ typedef struct mt_cm_eval {
  * *out. MT_INVALID_ARG when n < 1; the model's errors otherwise. */
 mt_status mt_cm_evaluate(mt_costmodel *model, const mt_cm_sample *samples, int n, mt_cm_eval *out, char *err, size_t errlen);
 
+/* Few-shot evaluation: for each group of samples[0..n) with at least k + 2
+ * samples, `repeats` times: a fresh model of the kind (params cp, NULL:
+ * defaults; seed cp->seed + repeat) fitted on k of the group's samples
+ * drawn at random (k 0: not fitted, zero-shot), then scored on the rest as
+ * mt_cm_evaluate scores a group. What a fit is depends on the kind: a
+ * gnn-meta model adapts its initial weights with its inner procedure, a
+ * gnn-transfer model fine-tunes its file's weights, the others learn from
+ * the k alone (unfitted, they score every config alike). */
+typedef struct mt_cm_fewshot_params {
+    int k;          /* measured configs per group to fit on (default 8; >= 0) */
+    int repeats;    /* draws of them per group (default 3; >= 1) */
+    uint64_t seed;  /* the draws (default 1) */
+} mt_cm_fewshot_params;
+
+mt_cm_fewshot_params mt_cm_fewshot_default_params(void);
+
+typedef struct mt_cm_fewshot {
+    int groups;          /* groups evaluated */
+    int runs;            /* groups x repeats */
+    double pairwise_acc; /* mean over runs of each run's pairwise accuracy */
+    double spearman;     /* mean over runs with >= 3 working configs left */
+    double top1, top5;   /* mean over runs with a working config left */
+    double adapt_s, predict_s; /* wall time of the fits and of the predict calls */
+} mt_cm_fewshot;
+
+/* MT_INVALID_ARG for bad arguments, MT_NOT_FOUND when no group has k + 2
+ * samples; the kind's errors (creating, fitting, predicting) otherwise. */
+mt_status mt_cm_evaluate_fewshot(const char *kind, const mt_costmodel_params *cp, const mt_cm_sample *samples, int n,
+                                 const mt_cm_fewshot_params *fp, mt_cm_fewshot *out, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

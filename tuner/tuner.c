@@ -288,6 +288,8 @@ static mt_status run_make_units(tune_run *s, char *err, size_t errlen) {
     cmp.seed = s->p.seed;
     cmp.plan_size = s->p.batch;
     cmp.gnn_model = s->p.cost_model_file;
+    if (s->p.gnn_adapt_steps > 0) cmp.gnn_adapt_steps = s->p.gnn_adapt_steps;
+    if (s->p.gnn_adapt_lr > 0) cmp.gnn_adapt_lr = s->p.gnn_adapt_lr;
     mt_status st;
     for (int i = 0; i < s->ntasks; i++) {
         const mt_workload *wl = &s->tasks[i].wl;

@@ -73,8 +73,12 @@ typedef struct mt_tune_progress {
 typedef struct mt_tune_params {
     int trials;                /* total measurements across all tasks, records already in the database included */
     const char *cost_model;    /* a kind of tuner/costmodel.h guiding simulated annealing ("xgb", the default;
-                                  "gnn", "gnn-shared", "mlp"), or "random" (random search) */
-    const char *cost_model_file; /* a meta-trained GNN model (`mtgpu train`) for the gnn kinds to adapt; NULL: none */
+                                  "gnn", "gnn-shared", "mlp", "gnn-transfer", "gnn-meta"), or "random"
+                                  (random search) */
+    const char *cost_model_file; /* a model file (`mtgpu train`): meta-trained for "gnn-meta", pooled for
+                                    "gnn-transfer" (or the other gnn kinds) to fine-tune; NULL: none */
+    int gnn_adapt_steps;       /* gnn-transfer: Adam steps per update (<= 0: the cost model's default) */
+    double gnn_adapt_lr;       /* gnn-transfer: their step size (<= 0: the cost model's default) */
     int batch;                 /* configs per round (default 8) */
     int early_stop;            /* a unit stops after this many trials without improving its best (default 64; <= 0: never) */
     const char *templates;     /* comma-separated template names to tune (e.g. "direct,gemm"); NULL or "": every
