@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "autotvm.h"
+#include "file.h"
 #include "mtgpu/records.h"
 #include "select.h"
 #include "mtgpu/device.h"
@@ -230,7 +231,8 @@ static void import_help(void) {
            "Other lines are counted by reason and skipped; records already stored are\n"
            "counted as duplicates.\n"
            "\n"
-           "  --db PATH   tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db)\n"
+           "  --db PATH   tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db); a\n"
+           "              missing file is created, its directory must exist\n"
            "  --json      one JSON object per file: file, lines, and a count per outcome\n"
            "\n"
            "Exit status: 0 when every file was read, 1 otherwise, 2 on bad usage.\n");
@@ -266,7 +268,6 @@ static void print_import(const char *file, const mt_autotvm_stats *s, mt_status 
     printf("\n");
     for (int i = 0; i < s->ntasks; i++) printf("    unsupported task %s: %lld\n", s->task_name[i], (long long)s->task_count[i]);
     if (s->first_skip_line) printf("    first skipped line %lld: %s\n", (long long)s->first_skip_line, s->first_skip);
-    if (st != MT_OK) printf("    stopped: %s\n", err);
 }
 
 int mt_cmd_import_autotvm(int argc, char **argv) {
@@ -304,7 +305,11 @@ int mt_cmd_import_autotvm(int argc, char **argv) {
         err[0] = '\0';
         st = mt_autotvm_import(db, pos[i], s, err, sizeof err);
         print_import(pos[i], s, st, err, json);
-        if (st != MT_OK) ret = MT_EXIT_FAIL;
+        if (st != MT_OK) {
+            fflush(stdout);
+            fprintf(stderr, "mtgpu import-autotvm: %s\n", err);
+            ret = MT_EXIT_FAIL;
+        }
         total.lines += s->lines;
         for (int o = 0; o < MT_AUTOTVM_OUTCOME_COUNT; o++) total.count[o] += s->count[o];
     }
@@ -332,7 +337,8 @@ static void export_help(void) {
            "  --db PATH      tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db)\n"
            "  --device FP    only this device (16-hex-digit fingerprint)\n"
            "  --workload W   only this workload\n"
-           "  --out FILE     write to FILE (default: stdout)\n"
+           "  --out FILE     write to FILE (default: stdout), through a temporary file in the\n"
+           "                 same directory renamed into place: a failed export leaves FILE as it was\n"
            "\n"
            "Exit status: 0 success, 1 failure, 2 bad usage.\n");
 }
@@ -374,24 +380,32 @@ int mt_cmd_export_autotvm(int argc, char **argv) {
         fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
         return MT_EXIT_FAIL;
     }
+    /* A file is written whole or not at all: a failed export (a full disk)
+     * leaves the previous file as it was. */
     FILE *out = stdout;
+    mt__atomic_file af;
+    memset(&af, 0, sizeof af);
     if (opts[3].given && strcmp(opts[3].value, "-") != 0) {
-        out = fopen(opts[3].value, "w");
-        if (!out) {
-            fprintf(stderr, "mtgpu export-autotvm: cannot write %s: %s\n", opts[3].value, strerror(errno));
+        if ((st = mt__atomic_open(&af, opts[3].value, err, sizeof err)) != MT_OK) {
+            fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
             mt_db_close(db);
             return MT_EXIT_FAIL;
         }
+        out = af.f;
     }
     mt_autotvm_export_stats es;
     st = mt_autotvm_export(db, out, &f, &es, err, sizeof err);
-    int ret = st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
-    if (out != stdout && fclose(out) != 0 && st == MT_OK) {
-        snprintf(err, sizeof err, "closing %s: %s", opts[3].value, strerror(errno));
-        st = MT_IO;
-        ret = MT_EXIT_FAIL;
+    const char *kept = "";
+    if (af.f) {
+        if (st == MT_OK) {
+            st = mt__atomic_commit(&af, err, sizeof err); /* its message says the file was kept */
+        } else {
+            mt__atomic_abort(&af);
+            kept = " (the output file is left as it was)";
+        }
     }
-    if (st != MT_OK) fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
+    int ret = st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
+    if (st != MT_OK) fprintf(stderr, "mtgpu export-autotvm: %s%s\n", err, kept);
     fprintf(stderr, "exported %lld records; left out: %lld of other templates, %lld not expressible in AutoTVM, %lld unreadable\n",
             (long long)es.written, (long long)es.other_template, (long long)es.not_expressible, (long long)es.bad);
     mt_db_close(db);
@@ -411,7 +425,8 @@ static void merge_help(void) {
            "interrupted merge can simply be run again. Sources are opened read-only.\n"
            "\n"
            "  --db PATH   the database to merge into (default: $MTGPU_DB, else\n"
-           "              ~/.cache/mtgpu/tuning.db)\n"
+           "              ~/.cache/mtgpu/tuning.db); a missing file is created, its\n"
+           "              directory must exist\n"
            "  --json      one JSON object per source: path, records, inserted, present,\n"
            "              devices\n"
            "\n"

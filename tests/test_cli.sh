@@ -4,7 +4,7 @@
 set -u
 mtgpu="$1"
 tmp=$(mktemp -d /tmp/mtgpu-test-cli-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap 'umount "$tmp/ro" 2>/dev/null; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 export MTGPU_DB="$tmp/tuning.db"
 pass=0 fail=0
 
@@ -69,6 +69,10 @@ expect 2 "eval-model with both" -- eval-model --db "$tmp/tuning.db" --model "$tm
 expect 2 "eval-model bad fraction" -- eval-model --db "$tmp/tuning.db" --cost-model xgb --holdout-frac 2
 expect 1 "eval-model on a missing database" -- eval-model --db "$tmp/none/x.db" --cost-model xgb
 expect 2 "merge-db without a source" -- merge-db --db "$tmp/m2.db"
+# --db in a directory that does not exist: refused, nothing created.
+expect 1 "import into a missing directory" -- import-autotvm /dev/null --db "$tmp/none/x.db"
+contains err "directory does not exist" "names the missing directory"
+if [ ! -e "$tmp/none" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --db made a directory"; fi
 expect 1 "merge-db of a missing source" -- merge-db "$tmp/none/x.db" --db "$tmp/m2.db"
 
 # Replay (tune --simulate): measurements answered from the records in data/, no device needed.
@@ -110,6 +114,35 @@ grep '"type": "record"' "$tmp/out" > "$tmp/seq1"
 expect 0 "replay with the seed again" -- tune "$rwl" --simulate "$data" --no-db --trials 24 --seed 3 --json
 grep '"type": "record"' "$tmp/out" > "$tmp/seq2"
 if [ "$(wc -l < "$tmp/seq1")" -eq 24 ] && cmp -s "$tmp/seq1" "$tmp/seq2"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: a replay's sequence depends on more than its seed"; fi
+
+# A database on read-only media, as an inference server's image ships it: the WAL-mode file alone
+# (no -wal, no -shm) where nothing can be written. Root is stopped only by a read-only mount.
+ro="$tmp/ro"
+mkdir "$ro"
+romode=""
+if [ "$(id -u)" -eq 0 ]; then
+  if mount -t tmpfs -o size=16m tmpfs "$ro" 2>/dev/null; then
+    cp "$data" "$ro/x.db" && mount -o remount,ro "$ro" && romode="a read-only tmpfs"
+  fi
+else
+  cp "$data" "$ro/x.db" && chmod 0555 "$ro" && romode="a directory of mode 0555"
+fi
+if [ -n "$romode" ]; then
+  echo "read-only media: $romode"
+  expect 0 "best from read-only media" -- best "$rwl" --db "$ro/x.db" --device "$rfp" --json
+  contains out '"from_db": true' "best reads a database on read-only media"
+  expect 0 "export-autotvm from read-only media" -- export-autotvm --db "$ro/x.db" --device "$rfp" --out "$tmp/ro-export.log"
+  if [ -s "$tmp/ro-export.log" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: export from read-only media wrote nothing"; fi
+  expect 0 "train from read-only media" -- train --db "$ro/x.db" --out "$tmp/ro.gnn" --epochs 1 --hidden 8 --layers 1
+  expect 0 "merge-db from read-only media" -- merge-db "$ro/x.db" --db "$tmp/ro-merged.db"
+  contains out "records, " "merge-db counts what it copied"
+  expect 1 "tune into read-only media" -- tune "$rwl" --simulate "$data" --db "$ro/x.db" --trials 2
+  contains err "cannot be written" "a writer on read-only media is told why"
+  if [ ! -e "$ro/x.db-shm" ] && [ ! -e "$ro/x.db-wal" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: files made on read-only media"; fi
+  if [ "$(id -u)" -eq 0 ]; then umount "$ro"; else chmod 0755 "$ro"; fi
+else
+  echo "skipped read-only media checks: as root they need a read-only mount, and a tmpfs cannot be mounted here"
+fi
 
 if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "devices --json" -- devices --json

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mtgpu/records.h"
@@ -399,7 +402,7 @@ static void test_weights_file(void **state) {
     write_file(bad, copy, len);
     expect_refused(bad, net, MT_CORRUPT, "version 99");
     free(copy);
-    free(good);
+    unsigned char *good_copy = good; /* kept for the checks below */
     /* wrong shape: the same names with 16 channels */
     mt_network *wide = tiny_net(16, 0);
     expect_refused(path, wide, MT_CORRUPT, "has shape 8x3x3x3, the network needs 16x3x3x3");
@@ -409,6 +412,34 @@ static void test_weights_file(void **state) {
     /* missing file */
     snprintf(bad, sizeof bad, "%s/none.mtw", g_dir);
     expect_refused(bad, net, MT_IO, "cannot open");
+    /* files that never end or are far too long: refused before any read */
+    expect_refused("/dev/zero", net, MT_IO, "character device");
+    snprintf(bad, sizeof bad, "%s/fifo.mtw", g_dir);
+    assert_int_equal(mkfifo(bad, 0600), 0);
+    expect_refused(bad, net, MT_IO, "FIFO");
+    unlink(bad);
+    snprintf(bad, sizeof bad, "%s/sparse.mtw", g_dir);
+    write_file(bad, good_copy, 16);
+    assert_int_equal(truncate(bad, (off_t)30 << 30), 0);
+    expect_refused(bad, net, MT_CORRUPT, "32212254720 bytes");
+    /* one byte too many: longer than this network's weights file can be */
+    unsigned char *longer = malloc(len + 1);
+    memcpy(longer, good_copy, len);
+    longer[len] = 0;
+    write_file(bad, longer, len + 1);
+    expect_refused(bad, net, MT_CORRUPT, "tiny");
+    /* a dimension of 2^31 that makes too many elements: the message says so,
+     * naming no innocent dimension (conv1.weight's dims start at byte 36) */
+    memcpy(longer, good_copy, len);
+    for (int i = 0; i < 8; i++) longer[36 + i] = (unsigned char)((UINT64_C(1) << 31) >> (8 * i));
+    write_file(bad, longer, len);
+    expect_refused(bad, net, MT_CORRUPT, "more than 2^34 elements (dimensions 0..2 multiply to 19327352832)");
+    for (int i = 0; i < 8; i++) longer[36 + i] = (unsigned char)(((UINT64_C(1) << 31) + 1) >> (8 * i));
+    write_file(bad, longer, len);
+    expect_refused(bad, net, MT_CORRUPT, "dimension 0 of size 2147483649 (1..2^31 allowed)");
+    free(longer);
+    free(good_copy);
+    unlink(bad);
     /* the executor refuses weights of another network */
     if (g_dev) {
         mt_executor *ex = NULL;
@@ -535,6 +566,75 @@ static void test_embed_threads(void **state) {
     e = NULL;
     assert_int_equal(mt_embed_open(&p, &e, err, sizeof err), MT_IO);
     assert_null(e);
+}
+
+/* An inference server's database baked into a read-only image: a WAL-mode
+ * file with no -wal or -shm beside it, in a place no one can write (a
+ * tmpfs remounted read-only, which stops root too; or, for a user who is
+ * not root, a directory of mode 0555). mt_embed_open reads it and serves
+ * its record. */
+static void test_embed_readonly_media(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[1024], dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/ro-embed", g_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    int mounted = 0;
+    if (geteuid() == 0) {
+        if (mount("tmpfs", dir, "tmpfs", 0, "size=4m") != 0) {
+            print_message("skipped: root is stopped only by a read-only mount, and a tmpfs cannot be mounted here: %s\n", strerror(errno));
+            rmdir(dir);
+            skip();
+        }
+        mounted = 1;
+    }
+    snprintf(path, sizeof path, "%s/x.db", dir);
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse(g_embed_wl[1], &wl, NULL, 0), MT_OK);
+    mt_select_query q = mt_select_query_default(NULL, &wl, mt_device_get_info(g_dev));
+    q.layouts = 1u << MT_WEIGHTS_OIHW;
+    mt_select_result sel;
+    assert_int_equal(mt_select_config(&q, &sel, err, sizeof err), MT_OK);
+    mt_record rec = sel.rec;
+    mt_select_result_free(&sel);
+    rec.ncosts = 1;
+    rec.costs_ms[0] = rec.median_ms = 0.125;
+    snprintf(rec.source, sizeof rec.source, "measured");
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    assert_int_equal(mt_db_put_device(db, mt_device_get_info(g_dev), NULL, 0), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &rec, NULL, err, sizeof err), MT_OK);
+    mt_db_close(db);
+    if (mounted) assert_int_equal(mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
+    else assert_int_equal(chmod(dir, 0555), 0);
+    mt_embed_params p = mt_embed_default_params();
+    p.db_path = path;
+    p.device = g_dev;
+    mt_embed *e = NULL;
+    mt_status st = mt_embed_open(&p, &e, err, sizeof err);
+    print_message("read-only media (%s): mt_embed_open: %s %s\n", mounted ? "read-only tmpfs" : "mode 0555 directory", mt_status_name(st),
+                  st == MT_OK ? "" : err);
+    mt_conv_kernel_info info;
+    memset(&info, 0, sizeof info);
+    const mt_conv_kernel *k = NULL;
+    mt_status gst = st == MT_OK ? mt_embed_get_conv(e, &wl, &k, err, sizeof err) : st;
+    char config[MT_RECORD_CONFIG_LEN] = "";
+    if (gst == MT_OK) {
+        mt_conv_kernel_get_info(k, &info);
+        snprintf(config, sizeof config, "%s", info.config); /* the kernel owns it */
+    }
+    mt_embed_close(e);
+    char shm[620];
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    int shm_made = access(shm, F_OK) == 0;
+    if (mounted) assert_int_equal(umount(dir), 0);
+    else assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(st, MT_OK);
+    assert_int_equal(gst, MT_OK);
+    assert_int_equal(info.from_db, 1);
+    assert_true(info.tuned_ms == 0.125);
+    assert_string_equal(config, rec.config);
+    assert_false(shm_made);
 }
 
 /* A valid kvec config of wl on the test device (the first of a seeded draw). */
@@ -806,7 +906,7 @@ int main(void) {
     if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
-        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

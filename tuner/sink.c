@@ -58,14 +58,14 @@ static const mt__sink_i db_iface = {
 
 mt_status mt__sink_db(const char *path, mt__sink *out, char *err, size_t errlen) {
     mt__sink_none(out);
-    char dbpath[1024];
+    char dbpath[4096];
     mt_status st;
-    if (path) snprintf(dbpath, sizeof dbpath, "%s", path);
-    else if ((st = mt_db_default_path(dbpath, sizeof dbpath, NULL, 0)) != MT_OK)
+    if (!path && (st = mt_db_default_path(dbpath, sizeof dbpath, NULL, 0)) != MT_OK)
         return mt__fail(err, errlen, st, "tune: no default database path (set --db or $MTGPU_DB)");
     mt_db_params dbp = mt_db_default_params();
     mt_db *db = NULL;
-    if ((st = mt_db_open(dbpath, &dbp, &db, err, errlen)) != MT_OK) return st;
+    /* NULL for the default location, whose directories mt_db_open creates. */
+    if ((st = mt_db_open(path, &dbp, &db, err, errlen)) != MT_OK) return st;
     *out = (mt__sink){&db_iface, db};
     return MT_OK;
 }

@@ -28,7 +28,16 @@
  *     reader and the writer do not wait for each other;
  *   - SQLite keeps the reader's view in the -wal and -shm files beside the
  *     database: they must exist (a writer has the file open) or the
- *     directory must let the reader create them, else the open fails MT_IO;
+ *     directory must let the reader create them;
+ *   - on read-only media (a database baked into a read-only container image
+ *     or mount, or a directory the reader cannot write) where no -shm file
+ *     exists, the file is opened as immutable (SQLite's immutable=1): no
+ *     locks, no -wal or -shm. This is right only while nothing changes the
+ *     file: a writer that can write there (another user with the directory's
+ *     permission) must not run while such a handle is open, or the reader
+ *     may see a torn or stale file. A -wal or -journal file with contents
+ *     but no -shm file in such a directory holds transactions an immutable
+ *     reader would miss: the open fails MT_IO, asking for a checkpoint;
  *   - a version 1 file is read as it is, without preferences;
  *   - every write (records, devices, preferences) fails MT_IO.
  *
@@ -65,7 +74,9 @@ typedef struct mt_db mt_db;
 
 typedef struct mt_db_params {
     int readonly;        /* open for reading only (inference servers); the file must exist (default 0) */
-    int create;          /* create the file and its parent directories when missing (default 1; ignored when readonly) */
+    int create;          /* create the file when missing (default 1; ignored when readonly); its directory must exist,
+                            except for the default location (path NULL), whose directories are created */
+    int create_dirs;     /* also create the missing directories of an explicit path (default 0) */
     int busy_timeout_ms; /* how long a call waits for another process's lock before MT_IO (default 10000) */
     int durable;         /* 1: fsync every commit (synchronous=FULL), surviving power loss; 0 (default):
                             synchronous=NORMAL, which survives a killed process but may lose the last
@@ -78,17 +89,20 @@ mt_db_params mt_db_default_params(void);
  * $XDG_CACHE_HOME/mtgpu/tuning.db, else $HOME/.cache/mtgpu/tuning.db.
  * MT_INVALID_ARG without a buffer, MT_UNAVAILABLE when none of those
  * variables is set, MT_RANGE when buf is too small; on an error buf is "".
- * Creates nothing (mt_db_open creates the directories). */
+ * Creates nothing (mt_db_open(NULL, ...) creates the directories). */
 mt_status mt_db_default_path(char *buf, size_t len, char *err, size_t errlen);
 
 /* Opens (or creates) the database at path (NULL: mt_db_default_path).
  * params may be NULL (defaults). A new file gets the current schema; an
  * existing one must be an mtgpu database of a schema version this library
  * reads (opened for writing, a version 1 file is upgraded to version 2).
- * Errors: MT_CORRUPT (not a SQLite file, truncated or damaged, another
- * application's database, or a newer/unknown schema version: the file is
- * never modified), MT_IO (cannot open or create: permissions, missing file
- * when readonly, locked past the busy timeout), MT_INVALID_ARG (out NULL, an
+ * A path that exists must be a regular file (a FIFO or a device is refused
+ * unread). Errors: MT_CORRUPT (not a SQLite file, truncated or damaged,
+ * another application's database, or a newer/unknown schema version: the
+ * file is never modified), MT_IO (cannot open or create: permissions, a
+ * missing file when readonly, a missing directory of an explicit path
+ * without create_dirs, not a regular file, locked past the busy timeout,
+ * a disk error with the system's reason), MT_INVALID_ARG (out NULL, an
  * empty path), the errors of mt_db_default_path, MT_NOMEM. On success *out
  * is a handle to free with mt_db_close; on an error *out is NULL. */
 mt_status mt_db_open(const char *path, const mt_db_params *params, mt_db **out, char *err, size_t errlen);
