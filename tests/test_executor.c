@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mtgpu/records.h"
@@ -26,6 +27,8 @@
 #include "refine.h"
 
 #include "executor-impl.h"
+#include "measure.h"
+#include "memory.h"
 
 /* fp32 on the device against double sums: a whole network stays well under this. */
 #define NET_TOL 1e-4
@@ -304,6 +307,97 @@ static void test_empty_database(void **state) {
     assert_int_equal(s.nconvs, 3);
     mt_network_free(net);
     mt_db_close(db);
+}
+
+/* ---- enormous but valid work: refused with the figures before any allocation ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The rule on given figures (no device needed). */
+static void test_memory_fits(void **state) {
+    (void)state;
+    mt_device_info gpu;
+    memset(&gpu, 0, sizeof gpu);
+    snprintf(gpu.name, sizeof gpu.name, "test GPU");
+    gpu.global_mem_bytes = (uint64_t)8 << 30;
+    gpu.max_alloc_bytes = (uint64_t)2 << 30;
+    const uint64_t GiB = (uint64_t)1 << 30;
+    char err[512];
+    mt_mem_need n = {.host_bytes = GiB, .device_bytes = 4 * GiB, .largest_buffer = GiB};
+    assert_int_equal(mt__memory_fits(&gpu, 16 * GiB, "w", &n, err, sizeof err), MT_OK);
+    n.largest_buffer = 3 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 16 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    print_message("  %s\n", err);
+    assert_non_null(strstr(err, "device buffer of 3.0 GiB, more than the largest the device allocates (2.0 GiB"));
+    n.largest_buffer = GiB;
+    n.device_bytes = 9 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 16 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    assert_non_null(strstr(err, "9.0 GiB of device memory, more than the device has (8.0 GiB"));
+    /* The host keeps a tenth of what is available. */
+    n.device_bytes = 4 * GiB;
+    n.host_bytes = 9 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 10 * GiB, "w", &n, err, sizeof err), MT_OK);
+    n.host_bytes = 9 * GiB + 1;
+    assert_int_equal(mt__memory_fits(&gpu, 10 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    print_message("  %s\n", err);
+    assert_non_null(strstr(err, "nine tenths of the 10.0 GiB available"));
+    /* A CPU device's buffers are the host's memory. */
+    mt_device_info cpu = gpu;
+    cpu.is_cpu = 1;
+    n.host_bytes = 6 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 10 * GiB, "w", &n, err, sizeof err), MT_OK);
+    assert_int_equal(mt__memory_fits(&cpu, 10 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    print_message("  %s\n", err);
+    assert_non_null(strstr(err, "which is this host's CPU"));
+    /* Unknown limits (0) are not checked. */
+    mt_device_info unknown;
+    memset(&unknown, 0, sizeof unknown);
+    n.host_bytes = n.device_bytes = n.largest_buffer = (uint64_t)1 << 60;
+    assert_int_equal(mt__memory_fits(&unknown, 0, "w", &n, err, sizeof err), MT_OK);
+}
+
+/* On this device and host: a workload of the largest valid tensors (8 GiB
+ * each) and ResNet-18 on 2048x2048 images at batch 16 are refused within a
+ * second. Where this machine could hold them after all, the check is
+ * skipped (it would then run for hours). */
+static void test_enormous_work(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[1024];
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=2047,h=1024,w=1024,k=2047,r=1,s=1", &wl, err, sizeof err), MT_OK);
+    const uint64_t f = sizeof(float);
+    uint64_t in = f * (uint64_t)mt_workload_input_elems(&wl), out = f * (uint64_t)mt_workload_output_elems(&wl);
+    mt_mem_need n = {.host_bytes = in + 3 * out, .device_bytes = in + out, .largest_buffer = in};
+    if (mt__check_memory(mt_device_get_info(g_dev), "w", &n, NULL, 0) == MT_OK) {
+        print_message("skipped: this device and host could hold 8 GiB tensors; the bench would compute for hours\n");
+        skip();
+    }
+    mt_conv_bench *b = NULL;
+    double t0 = now_s();
+    mt_status st = mt_conv_bench_new(g_dev, &wl, 1, &b, err, sizeof err);
+    double el = now_s() - t0;
+    print_message("  bench: %s in %.3f s: %s\n", mt_status_name(st), el, err);
+    assert_int_equal(st, MT_RANGE);
+    assert_null(b);
+    assert_non_null(strstr(err, "GiB"));
+    assert_true(el < 1.0);
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_create("resnet18", 16, 2048, &net, err, sizeof err), MT_OK);
+    mt_executor *ex = NULL;
+    t0 = now_s();
+    st = mt_executor_build(g_dev, net, NULL, &ex, err, sizeof err);
+    el = now_s() - t0;
+    print_message("  executor: %s in %.3f s: %s\n", mt_status_name(st), el, err);
+    assert_int_equal(st, MT_RANGE);
+    assert_null(ex);
+    assert_non_null(strstr(err, "resnet18 (input 16x3x2048x2048)"));
+    assert_true(el < 1.0);
+    mt_network_free(net);
 }
 
 /* ---- weights files (no device needed) ---- */
@@ -905,6 +999,7 @@ int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
