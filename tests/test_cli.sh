@@ -4,7 +4,7 @@
 set -u
 mtgpu="$1"
 tmp=$(mktemp -d /tmp/mtgpu-test-cli-XXXXXX)
-trap 'umount "$tmp/ro" 2>/dev/null; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'umount "$tmp/ro" 2>/dev/null; umount "$tmp/full" 2>/dev/null; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 export MTGPU_DB="$tmp/tuning.db"
 pass=0 fail=0
 
@@ -142,6 +142,19 @@ if [ -n "$romode" ]; then
   if [ "$(id -u)" -eq 0 ]; then umount "$ro"; else chmod 0755 "$ro"; fi
 else
   echo "skipped read-only media checks: as root they need a read-only mount, and a tmpfs cannot be mounted here"
+fi
+
+# A full disk: a failed export leaves the old file whole and no temporary file (a 64 KiB tmpfs, as root).
+mkdir "$tmp/full"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=64k tmpfs "$tmp/full" 2>/dev/null; then
+  echo "old export" > "$tmp/full/x.log"
+  expect 1 "export-autotvm onto a full disk" -- export-autotvm --db "$data" --device "$rfp" --out "$tmp/full/x.log"
+  contains err "No space left on device" "a full disk is named as the cause"
+  if [ "$(cat "$tmp/full/x.log")" = "old export" ] && [ "$(ls "$tmp/full" | wc -l)" -eq 1 ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: a failed export changed $tmp/full: $(ls "$tmp/full")"; fi
+  umount "$tmp/full"
+else
+  echo "skipped the full-disk check: it mounts a 64 KiB tmpfs, which needs root (tests/test_faults.sh injects the failures without)"
 fi
 
 if "$mtgpu" devices >/dev/null 2>&1; then
