@@ -95,9 +95,16 @@ static const char *const stmt_sql[MT__DB_NSTMT] = {
                   " driver = excluded.driver, info = excluded.info WHERE devices.backend = 'unknown'",
     [MT__DB_DEV_GET] = "SELECT fingerprint, backend, platform, name, driver, info, first_seen FROM devices WHERE fingerprint = ?1",
     [MT__DB_DEV_ALL] = "SELECT fingerprint, backend, platform, name, driver, info, first_seen FROM devices ORDER BY first_seen, rowid",
+    /* A key stored twice keeps its first record, unless that one failed
+     * because of the environment (mt_record_env_failure; the same test in SQL). */
     [MT__DB_REC_INSERT] = "INSERT INTO records (workload_id, template, config, config_index, device, costs, median_ms, status, message,"
                      " build_s, timestamp, version, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-                     " ON CONFLICT (workload_id, template, config, device) DO NOTHING",
+                     " ON CONFLICT (workload_id, template, config, device) DO UPDATE SET config_index = excluded.config_index,"
+                     " costs = excluded.costs, median_ms = excluded.median_ms, status = excluded.status, message = excluded.message,"
+                     " build_s = excluded.build_s, timestamp = excluded.timestamp, version = excluded.version, source = excluded.source"
+                     " WHERE records.status <> 'ok' AND (substr(records.message, 1, length('" MT_RECORD_ENV_FAILURE_PREFIX "')) = '"
+                     MT_RECORD_ENV_FAILURE_PREFIX "' OR records.message IN ('worker crashed (signal 9)',"
+                     " 'the compiler process died: worker crashed (signal 9)'))",
     [MT__DB_REC_HAS] = "SELECT 1 FROM records r JOIN workloads w ON w.id = r.workload_id"
                   " WHERE w.text = ?1 AND r.template = ?2 AND r.config = ?3 AND r.device = ?4",
     [MT__DB_PREF_PUT] = "INSERT OR REPLACE INTO preferences (workload_id, device, template, config, in_network_ms, fastest_ms, network,"
@@ -623,6 +630,12 @@ const char *mt_db_path(const mt_db *db) { return db ? db->path : ""; }
 
 /* ---- records ---- */
 
+int mt_record_env_failure(const mt_record *rec) {
+    if (!rec || rec->status == MT_OK || !memchr(rec->message, '\0', sizeof rec->message)) return 0;
+    return strncmp(rec->message, MT_RECORD_ENV_FAILURE_PREFIX, strlen(MT_RECORD_ENV_FAILURE_PREFIX)) == 0 ||
+           strcmp(rec->message, "worker crashed (signal 9)") == 0 || strcmp(rec->message, "the compiler process died: worker crashed (signal 9)") == 0;
+}
+
 void mt_record_init(mt_record *rec) {
     if (!rec) return;
     memset(rec, 0, sizeof *rec);
@@ -826,7 +839,7 @@ static int parse_costs(const char *text, double *out, int *n) {
     int ok = a && a->type == MT_JSON_ARRAY && a->count <= MT_RECORD_MAX_COSTS;
     int k = 0;
     for (const mt_json *c = ok ? a->child : NULL; c; c = c->next) {
-        if (c->type != MT_JSON_NUMBER || c->num < 0) {
+        if (c->type != MT_JSON_NUMBER || !isfinite(c->num) || c->num < 0) {
             ok = 0;
             break;
         }
@@ -849,11 +862,17 @@ static int decode_row(sqlite3_stmt *s, mt_record *r, const char **why) {
     if (!mt__db_copy_fits(r->device, sizeof r->device, mt__db_col_text(s, 5)) || !mt__db_is_fingerprint(r->device))
         return *why = "device", 0;
     if (!parse_costs(mt__db_col_text(s, 6), r->costs_ms, &r->ncosts)) return *why = "costs", 0;
-    r->median_ms = sqlite3_column_type(s, 7) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 7);
+    /* A time is a number: text ('abc', 'NaN') reads as 0 through
+     * sqlite3_column_double and would pass for the fastest record. */
+    int mtype = sqlite3_column_type(s, 7);
+    if (mtype != SQLITE_NULL && mtype != SQLITE_FLOAT && mtype != SQLITE_INTEGER) return *why = "median (not a number)", 0;
+    r->median_ms = mtype == SQLITE_NULL ? 0 : sqlite3_column_double(s, 7);
     if (!isfinite(r->median_ms) || r->median_ms < 0) return *why = "median", 0;
     int known;
     r->status = status_from_token(mt__db_col_text(s, 8), &known);
     if (!known) return *why = "status", 0;
+    /* A valid measurement has a finite, positive time; 0 or NULL would beat every real one. */
+    if (r->status == MT_OK && !(r->median_ms > 0)) return *why = "median (a valid record without a positive time)", 0;
     snprintf(r->message, sizeof r->message, "%s", mt__db_col_text(s, 9));
     r->build_s = sqlite3_column_double(s, 10);
     r->timestamp = sqlite3_column_double(s, 11);
@@ -864,6 +883,12 @@ static int decode_row(sqlite3_stmt *s, mt_record *r, const char **why) {
 
 mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user, char *err,
                          size_t errlen) {
+    return mt_db_for_each_counted(db, filter, cb, user, NULL, err, errlen);
+}
+
+mt_status mt_db_for_each_counted(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user,
+                                 int64_t *damaged, char *err, size_t errlen) {
+    if (damaged) *damaged = 0;
     if (!db || !cb) return mt__fail(err, errlen, MT_INVALID_ARG, "db: NULL callback");
     char wltext[256];
     sqlite3_stmt *s = NULL;
@@ -881,6 +906,7 @@ mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const 
         const char *why = NULL;
         if (!decode_row(s, r, &why)) {
             if (bad_id < 0) bad_id = sqlite3_column_int64(s, 0), bad_why = why;
+            if (damaged) (*damaged)++;
             continue;
         }
         if (cb(r, user)) {

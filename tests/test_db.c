@@ -949,6 +949,122 @@ static void test_damaged_rows(void **state) {
     mt_db_close(db);
 }
 
+/* A record's time counts only when it is a finite positive number: 0, NULL
+ * or text in a valid record would beat every real measurement. */
+static void test_damaged_times(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "times.db");
+    mt_db *db = open_db("times.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    for (int i = 0; i < 5; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i, 0.17 + i);
+        assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
+    }
+    mt_db_close(db);
+    exec_raw(path, "UPDATE records SET median_ms = 0 WHERE id = 2; UPDATE records SET median_ms = NULL WHERE id = 3;"
+                   " UPDATE records SET median_ms = 'abc' WHERE id = 4; UPDATE records SET median_ms = 'NaN' WHERE id = 5");
+    db = open_db("times.db");
+    mt_record best;
+    char err[512];
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, err, sizeof err), MT_OK);
+    assert_int_equal(best.id, 1);
+    assert_true(best.median_ms == 0.17);
+    mt_device_info dev = test_device(FP1, 256, 32768);
+    mt_select_result sel;
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.rec.id, 1);
+    print_message("    %s\n", sel.db_note);
+    assert_non_null(strstr(sel.db_note, "median"));
+    mt_select_result_free(&sel);
+    int64_t damaged = -1;
+    mt_record *got = calloc(17, sizeof *got);
+    assert_int_equal(mt_db_for_each_counted(db, NULL, collect, got, &damaged, err, sizeof err), MT_CORRUPT);
+    assert_int_equal(damaged, 4);
+    assert_int_equal(got[0].id, 1); /* one record passed to the callback */
+    free(got);
+    /* A failed record without a time is no damage. */
+    exec_raw(path, "UPDATE records SET status = 'launch_error', median_ms = NULL WHERE id = 3");
+    assert_int_equal(mt_db_for_each_counted(db, NULL, NULL, NULL, &damaged, NULL, 0), MT_INVALID_ARG);
+    assert_int_equal(damaged, 0);
+    got = calloc(17, sizeof *got);
+    assert_int_equal(mt_db_for_each_counted(db, NULL, collect, got, &damaged, err, sizeof err), MT_CORRUPT);
+    assert_int_equal(damaged, 3);
+    free(got);
+    mt_db_close(db);
+    /* A config the template would not generate (a value outside its knob's
+     * options) is never selected, however fast its record says it is. */
+    exec_raw(path, "UPDATE records SET config = replace(config, 'tile_f=', 'tile_f=999x') WHERE id = 1;"
+                   " UPDATE records SET status = 'ok', median_ms = 1.17 WHERE id = 3");
+    db = open_db("times.db");
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, err, sizeof err), MT_OK);
+    assert_int_equal(best.id, 1); /* the store returns rows as stored */
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+    assert_int_equal(sel.rec.id, 3); /* the selection re-validates the config against the space */
+    mt_select_result_free(&sel);
+    mt_db_close(db);
+}
+
+/* A record of a failure of the environment (a worker killed from outside)
+ * gives way to a new record of its key; any other record stays. */
+static void test_env_failure_replaced(void **state) {
+    (void)state;
+    mt_db *db = open_db("env.db");
+    mt_workload wl = wl_3x3();
+    mt_record env, good, crash;
+    make_record(&env, &wl, FP1, 7, 0);
+    env.status = MT_UNAVAILABLE;
+    env.ncosts = 0;
+    env.median_ms = 0;
+    snprintf(env.message, sizeof env.message, MT_RECORD_ENV_FAILURE_PREFIX "the measurement worker was killed");
+    assert_true(mt_record_env_failure(&env));
+    int ins = -1;
+    assert_int_equal(mt_db_put_record(db, &env, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 1);
+    make_record(&good, &wl, FP1, 7, 0.5);
+    assert_int_equal(mt_db_put_record(db, &good, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 1); /* replaced */
+    mt_record best;
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_OK);
+    assert_true(best.median_ms == 0.5);
+    int64_t n = 0;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
+    assert_int_equal(n, 1);
+    /* The good record is not replaced by a later failure of either kind. */
+    assert_int_equal(mt_db_put_record(db, &env, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 0);
+    /* What earlier versions stored for a SIGKILLed worker counts as one too; a real crash does not. */
+    make_record(&crash, &wl, FP1, 8, 0);
+    crash.status = MT_LAUNCH;
+    crash.ncosts = 0;
+    crash.median_ms = 0;
+    snprintf(crash.message, sizeof crash.message, "worker crashed (signal 9)");
+    assert_true(mt_record_env_failure(&crash));
+    assert_int_equal(mt_db_put_record(db, &crash, &ins, NULL, 0), MT_OK);
+    make_record(&good, &wl, FP1, 8, 0.25);
+    assert_int_equal(mt_db_put_record(db, &good, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 1);
+    make_record(&crash, &wl, FP1, 9, 0);
+    crash.status = MT_LAUNCH;
+    crash.ncosts = 0;
+    crash.median_ms = 0;
+    snprintf(crash.message, sizeof crash.message, "worker crashed (signal 11)");
+    assert_false(mt_record_env_failure(&crash));
+    assert_int_equal(mt_db_put_record(db, &crash, &ins, NULL, 0), MT_OK);
+    make_record(&good, &wl, FP1, 9, 0.1);
+    assert_int_equal(mt_db_put_record(db, &good, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 0); /* the crash stays the config's */
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_OK);
+    assert_true(best.median_ms == 0.25);
+    mt_record ok;
+    make_record(&ok, &wl, FP1, 1, 1.0);
+    assert_false(mt_record_env_failure(&ok));
+    assert_false(mt_record_env_failure(NULL));
+    mt_db_close(db);
+}
+
 static void test_readonly_reader(void **state) {
     (void)state;
     char path[512], err[512];
@@ -1248,6 +1364,8 @@ int main(void) {
         cmocka_unit_test(test_best),
         cmocka_unit_test(test_best_config),
         cmocka_unit_test(test_damaged_rows),
+        cmocka_unit_test(test_damaged_times),
+        cmocka_unit_test(test_env_failure_replaced),
         cmocka_unit_test(test_readonly_reader),
         cmocka_unit_test(test_readonly_media),
         cmocka_unit_test(test_kill_resume),

@@ -38,11 +38,12 @@ static mt_status db_put(void *ctx, const mt_record *rec, char *err, size_t errle
     return MT_OK;
 }
 
-static mt_status db_for_each(void *ctx, const mt_db_filter *f, int (*cb)(const mt_record *rec, void *user), void *user, char *err,
-                             size_t errlen) {
+static mt_status db_for_each(void *ctx, const mt_db_filter *f, int (*cb)(const mt_record *rec, void *user), void *user, int64_t *damaged,
+                             char *err, size_t errlen) {
     mt_db *db = ctx;
     char msg[1024];
-    mt_status st = mt_db_for_each(db, f, cb, user, msg, sizeof msg);
+    mt_status st = mt_db_for_each_counted(db, f, cb, user, damaged, msg, sizeof msg);
+    if (st == MT_CORRUPT && damaged && *damaged > 0) return mt__fail(err, errlen, st, "%s", msg); /* rows passed over: names the first */
     if (st != MT_OK) return mt__fail(err, errlen, st, "tune: reading the database failed: %s", msg);
     return MT_OK;
 }

@@ -7,7 +7,9 @@
  * open it read-only, also while a tuner writes, and ask for the best config.
  *
  * Records are keyed by (workload, template, config text, device fingerprint):
- * storing a key twice keeps the first record.
+ * storing a key twice keeps the first record, unless the first one failed
+ * because of the environment (mt_record_env_failure): then the new one
+ * replaces it.
  *
  * Default location: $MTGPU_DB, else $XDG_CACHE_HOME/mtgpu/tuning.db, else
  * ~/.cache/mtgpu/tuning.db.
@@ -167,10 +169,26 @@ typedef struct mt_record {
 /* A zeroed record with config_index -1 and status MT_OK. */
 void mt_record_init(mt_record *rec);
 
+/* A failed record whose message begins with this failed because of the
+ * environment, not its config: the measurement worker was killed from
+ * outside (the out-of-memory killer, an operator) while measuring it, and
+ * again in a fresh worker. Its status is MT_UNAVAILABLE. */
+#define MT_RECORD_ENV_FAILURE_PREFIX "environment: "
+
+/* 1 when rec failed because of the environment: its status is not MT_OK and
+ * its message begins with MT_RECORD_ENV_FAILURE_PREFIX, or is what earlier
+ * versions stored for a worker killed by SIGKILL ("worker crashed (signal
+ * 9)", "the compiler process died: worker crashed (signal 9)"). A resumed
+ * tune measures such a config again (it does not count as measured), and
+ * mt_db_put_record replaces such a record with a new one of the same key. */
+int mt_record_env_failure(const mt_record *rec);
+
 /* Inserts rec in one committed transaction, registering its workload and (if
  * unknown) a placeholder row for its device. *inserted (inserted may be
  * NULL) is 1 when the record was stored, and 0 when the key already exists:
- * then the stored record is kept, nothing changes and the call returns MT_OK.
+ * then the stored record is kept, nothing changes and the call returns MT_OK
+ * (except where the stored record failed because of the environment,
+ * mt_record_env_failure: rec replaces it and *inserted is 1).
  * A median_ms <= 0 with costs given is computed from the costs.
  * MT_INVALID_ARG for a NULL argument or a record that cannot be stored
  * (invalid workload, empty template or config, a device that is not 16 hex
@@ -208,13 +226,19 @@ mt_status mt_db_count_filter(mt_db *db, const mt_db_filter *f, int64_t *n, char 
  * order; cb returning non-zero stops the walk. The record passed to cb lives
  * until cb returns; cb may read through db but must not write through it
  * (use another handle). Rows that cannot be decoded (damaged by something
- * other than mtgpu) are not passed to cb; the walk goes on past them, and
- * the call then returns MT_CORRUPT naming the first such row it met (also
- * when cb stopped the walk later), else MT_OK. A read that fails stops the
- * walk with its error (MT_IO, MT_CORRUPT). MT_INVALID_ARG for a NULL db or
- * cb; MT_NOMEM. */
+ * other than mtgpu: a workload, config, device or status that does not
+ * parse, costs that are not a list of finite non-negative numbers, a median
+ * that is not a number, or status ok without a finite positive median) are
+ * not passed to cb; the walk goes on past them, and the call then returns
+ * MT_CORRUPT naming the first such row it met (also when cb stopped the walk
+ * later), else MT_OK. A read that fails stops the walk with its error
+ * (MT_IO, MT_CORRUPT). MT_INVALID_ARG for a NULL db or cb; MT_NOMEM. */
 mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user, char *err,
                          size_t errlen);
+/* mt_db_for_each that also counts the damaged rows it passed over into
+ * *damaged (may be NULL; set also on an error). */
+mt_status mt_db_for_each_counted(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user,
+                                 int64_t *damaged, char *err, size_t errlen);
 
 /* The fastest record with status MT_OK for (wl, device_fp) into *out, as
  * stored: no check that its template still builds it (the best-config
