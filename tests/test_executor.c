@@ -550,6 +550,77 @@ static void test_weights_file(void **state) {
     mt_network_free(net);
 }
 
+/* ---- seeds of fuzz/fuzz_weights.c, written by this test ---- */
+
+/* The network fuzz/fuzz_weights.c loads every input against (the same
+ * definition: keep the two in step). */
+static mt_network *fuzz_weights_net(void) {
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_new("fuzz", &net), MT_OK);
+    int x = mt_network_add_input(net, "input", 1, 2, 6, 6);
+    mt_conv_spec s = mt_conv_spec_default(4, 3, 1, 1);
+    s.batch_norm = 1;
+    s.bn_name = "bn1";
+    x = mt_network_add_conv(net, "conv1", x, &s);
+    x = mt_network_add_global_avgpool(net, "pool", x);
+    x = mt_network_add_flatten(net, "flatten", x);
+    mt_network_add_dense(net, "fc", x, 3, 1, MT_ACT_NONE);
+    assert_int_equal(mt_network_status(net, NULL, 0), MT_OK);
+    return net;
+}
+
+/* fuzz/corpus/weights/valid is a weights file of the harness's network
+ * (seeded random values): what this test writes, byte for byte, and what
+ * mt_weights_load accepts, so that the fuzzer starts inside the format.
+ * MTGPU_WRITE_FUZZ_SEEDS=DIR writes the seeds into DIR instead (to refresh
+ * the corpus after a format change). */
+static void test_fuzz_weights_seeds(void **state) {
+    (void)state;
+    mt_network *net = fuzz_weights_net();
+    mt_weights *w = NULL;
+    char err[1024], path[600], corpus[1024];
+    assert_int_equal(mt_weights_random(net, 7, &w, err, sizeof err), MT_OK);
+    const char *out = getenv("MTGPU_WRITE_FUZZ_SEEDS");
+    snprintf(path, sizeof path, "%s/%s", out && *out ? out : g_dir, out && *out ? "valid" : "fuzz-seed.mtw");
+    assert_int_equal(mt_weights_save(w, path, err, sizeof err), MT_OK);
+    mt_weights *back = NULL;
+    assert_int_equal(mt_weights_load(path, net, &back, err, sizeof err), MT_OK);
+    mt_weights_free(back);
+    size_t len = 0;
+    unsigned char *made = read_file(path, &len);
+    print_message("  seed: %zu bytes (the fuzzer's -max_len must be at least this)\n", len);
+    assert_true(len <= 8192); /* fuzz/run.sh's -max_len */
+    if (out && *out) {
+        snprintf(path, sizeof path, "%s/truncated", out);
+        write_file(path, made, len / 2);
+        print_message("  seeds written to %s\n", out);
+    } else {
+        /* CMake compiles with absolute source paths: the corpus sits beside this file's folder. */
+        snprintf(corpus, sizeof corpus, "%s", __FILE__);
+        char *slash = strrchr(corpus, '/');
+        if (slash) snprintf(slash, sizeof corpus - (size_t)(slash - corpus), "/../fuzz/corpus/weights/valid");
+        FILE *f = fopen(corpus, "rb");
+        if (!f) {
+            print_message("skipped: the corpus is not beside this source (%s)\n", corpus);
+            free(made);
+            mt_weights_free(w);
+            mt_network_free(net);
+            skip();
+        }
+        fclose(f);
+        size_t clen = 0;
+        unsigned char *committed = read_file(corpus, &clen);
+        assert_int_equal(clen, len);
+        assert_memory_equal(committed, made, len);
+        free(committed);
+        assert_int_equal(mt_weights_load(corpus, net, &back, err, sizeof err), MT_OK);
+        mt_weights_free(back);
+    }
+    free(made);
+    mt_weights_free(w);
+    mt_network_free(net);
+}
+
 /* ---- the embedding API from several threads ---- */
 
 #define EMBED_THREADS 4
@@ -1000,7 +1071,7 @@ int main(void) {
     if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
-        cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
+        cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
