@@ -391,13 +391,16 @@ static mt_status twice_lost(int first, int second, const char *what, const char 
         snprintf(msg, msglen, "%s", last);
         return crash_status;
     }
-    char how[96];
-    if (second >= 0) snprintf(how, sizeof how, "signal %d, then signal %d in a fresh one", first, second);
-    else snprintf(how, sizeof how, "signal %d; no fresh one could be started", first);
-    snprintf(msg, msglen,
-             MT_RECORD_ENV_FAILURE_PREFIX "the %s died while working on this config (%s): killed from outside, not a crash of the "
-             "config's own that repeated; a resumed tune measures it again",
-             what, how);
+    if (second >= 0)
+        snprintf(msg, msglen,
+                 MT_RECORD_ENV_FAILURE_PREFIX "the %s died while working on this config (signal %d, then signal %d in a fresh one): "
+                 "killed from outside, not a crash of the config's own; a resumed tune measures it again",
+                 what, first, second);
+    else
+        snprintf(msg, msglen,
+                 MT_RECORD_ENV_FAILURE_PREFIX "the %s died while working on this config (signal %d) and no fresh one could be "
+                 "started to try again: not shown to be the config's fault; a resumed tune measures it again",
+                 what, first);
     return MT_UNAVAILABLE;
 }
 
@@ -1159,6 +1162,7 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
             }
             int outcome = NOT_SENT;
             int first_lost = -1; /* the signal that ended the worker the first time it died on this config (0: it exited) */
+            int retried = 0;     /* the config went to a fresh worker after that */
             while (ret == MT_OK) {
                 char why[1024];
                 st = worker_ready(m, wltext, why, sizeof why);
@@ -1167,6 +1171,7 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
                     snprintf(abort_msg, sizeof abort_msg, "%s", why);
                     break;
                 }
+                retried = first_lost >= 0;
                 outcome = measure_one(m, t, cfgtext, &results[i]);
                 if (outcome == ANSWERED) {
                     failures = 0;
@@ -1191,6 +1196,13 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
                 }
                 if (outcome != NOT_SENT) break;
                 /* The worker died between requests: start another and resend. */
+            }
+            /* It died on the config and no fresh worker could try it again:
+             * not shown to be the config's fault. */
+            if (outcome == LOST && first_lost >= 0 && !retried) {
+                char last[sizeof r->message];
+                snprintf(last, sizeof last, "%s", r->message);
+                r->status = twice_lost(first_lost, -1, "measurement worker", last, r->message, sizeof r->message, MT_LAUNCH);
             }
             if (outcome != NOT_SENT) continue;
         }
