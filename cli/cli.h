@@ -1,6 +1,8 @@
 /* Shared pieces of the mtgpu command: subcommand entry points and a small
- * option parser. Subcommands return the process exit status: 0 success, 1 a
- * failure while working, 2 bad usage. */
+ * option parser. Subcommands return the process exit status, one rule for
+ * all: 0 success, 1 a failure while working, 2 bad usage (an unknown or
+ * malformed option, an empty option value, a malformed workload or device
+ * spec), 130 interrupted (Ctrl-C or SIGTERM; the work done is kept). */
 #ifndef MTGPU_CLI_H
 #define MTGPU_CLI_H
 
@@ -16,6 +18,7 @@
 #define MT_EXIT_OK 0
 #define MT_EXIT_FAIL 1
 #define MT_EXIT_USAGE 2
+#define MT_EXIT_INTERRUPTED 130 /* 128 + SIGINT, what a shell reports for a command Ctrl-C ended */
 
 typedef struct mt_cli_cmd {
     const char *name;
@@ -55,8 +58,8 @@ typedef struct mt_opt {
 } mt_opt;
 
 /* Returns 0 on success; on error prints a message naming the command and
- * returns MT_EXIT_USAGE. Accepts --name=value and --name value. `--help`/-h
- * sets *help. */
+ * returns MT_EXIT_USAGE. Accepts --name=value and --name value; an empty
+ * value is an error (never "the default" or "none"). `--help`/-h sets *help. */
 int mt_opt_parse(const char *cmd, int argc, char **argv, mt_opt *opts, int nopts, const char **positional, int max_positional,
                  int *npositional, int *help);
 /* Parses a non-negative integer option value; prints an error and returns -1 when malformed. */
@@ -97,6 +100,10 @@ void mt_cli_print_network_names(void);
  * "mtgpu CMD: ...". Returns MT_EXIT_OK, MT_EXIT_USAGE for a malformed spec,
  * else MT_EXIT_FAIL. */
 int mt_cli_device(const char *cmd, const char *spec, mt_device **out);
+/* MT_EXIT_OK when spec (NULL: the first device) is well formed, else prints
+ * why as "mtgpu CMD: ..." and returns MT_EXIT_USAGE; opens nothing (for the
+ * commands whose device is opened later, by the library). */
+int mt_cli_device_spec(const char *cmd, const char *spec);
 
 /* TARGET of tune and best: a workload when the text has an '=', else a
  * network whose convolution tasks are tuned or looked up. */

@@ -30,7 +30,8 @@ static void help(void) {
            "  --one-template    one template per workload, taking turns, instead of each that accepts it\n"
            "  --min-mflops X    smallest workload, in useful MFLOP (default %g)\n"
            "  --max-mflops Y    largest workload (default %g)\n"
-           "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db)\n"
+           "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db); a missing\n"
+           "                    file is created, its directory must exist\n"
            "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
            "  --batch N         configs per round (default %d)\n"
            "  --timeout SEC     per measurement, after which the kernel counts as hung (default 20)\n"
@@ -38,7 +39,8 @@ static void help(void) {
            "  --list            print the workloads and exit, measuring nothing\n"
            "  --json            one JSON object per task and phase, then a summary object\n"
            "\n"
-           "Ctrl-C stops after the measurement in flight; a second Ctrl-C exits at once.\n",
+           "Ctrl-C stops after the measurement in flight; a second Ctrl-C exits at once, ending the\n"
+           "workers too. Exit status: 0 success, 1 failure, 2 bad usage, 130 interrupted.\n",
            d.count, (unsigned long long)d.gen.seed, d.configs, d.random_frac, d.gen.min_flops / 1e6, d.gen.max_flops / 1e6, d.batch);
 }
 
@@ -110,6 +112,7 @@ int mt_cmd_collect(int argc, char **argv) {
     }
     cp.one_template = opts[O_ONE].given;
     cp.db_path = opts[O_DB].value;
+    if (mt_cli_device_spec("collect", opts[O_DEVICE].value) != MT_EXIT_OK) return MT_EXIT_USAGE;
     cp.measurer.device = opts[O_DEVICE].value;
     int json = opts[O_JSON].given;
 
@@ -148,6 +151,7 @@ int mt_cmd_collect(int argc, char **argv) {
                sum.timed_out ? "true" : "false");
     else
         printf("%d workloads, %d tasks, %d measurements this run in %.0f s on %s (%s)%s\n", sum.workloads, sum.units, sum.measured_this_run,
-               sum.wall_s, sum.device.name, sum.device.fingerprint, sum.interrupted ? " — interrupted" : sum.timed_out ? " — time limit reached" : "");
-    return st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
+               sum.wall_s, sum.device.name[0] ? sum.device.name : "an unopened device", sum.device.fingerprint[0] ? sum.device.fingerprint : "-",
+               sum.interrupted ? " — interrupted" : sum.timed_out ? " — time limit reached" : "");
+    return st != MT_OK ? MT_EXIT_FAIL : sum.interrupted ? MT_EXIT_INTERRUPTED : MT_EXIT_OK;
 }

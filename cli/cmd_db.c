@@ -9,8 +9,10 @@
 
 #include "cli.h"
 #include "autotvm.h"
+#include "file.h"
 #include "mtgpu/records.h"
 #include "select.h"
+#include "template.h"
 #include "mtgpu/device.h"
 #include "mtgpu/net.h"
 #include "strbuf.h"
@@ -166,6 +168,9 @@ int mt_cmd_best(int argc, char **argv) {
     const char *spec = opts[1].given ? opts[1].value : NULL;
     if (spec && is_hex16(spec) && db && mt_db_get_device(db, spec, NULL, &info, NULL, 0) == MT_OK) {
         /* info rebuilt from the database */
+    } else if (!(spec && is_hex16(spec)) && mt_cli_device_spec("best", spec) != MT_EXIT_OK) {
+        ret = MT_EXIT_USAGE; /* neither a fingerprint nor a device spec */
+        goto out;
     } else {
         mt_device_params dp = mt_device_default_params();
         mt_status st = mt_device_open(spec, &dp, &dev, err, sizeof err);
@@ -230,7 +235,8 @@ static void import_help(void) {
            "Other lines are counted by reason and skipped; records already stored are\n"
            "counted as duplicates.\n"
            "\n"
-           "  --db PATH   tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db)\n"
+           "  --db PATH   tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db); a\n"
+           "              missing file is created, its directory must exist\n"
            "  --json      one JSON object per file: file, lines, and a count per outcome\n"
            "\n"
            "Exit status: 0 when every file was read, 1 otherwise, 2 on bad usage.\n");
@@ -266,7 +272,6 @@ static void print_import(const char *file, const mt_autotvm_stats *s, mt_status 
     printf("\n");
     for (int i = 0; i < s->ntasks; i++) printf("    unsupported task %s: %lld\n", s->task_name[i], (long long)s->task_count[i]);
     if (s->first_skip_line) printf("    first skipped line %lld: %s\n", (long long)s->first_skip_line, s->first_skip);
-    if (st != MT_OK) printf("    stopped: %s\n", err);
 }
 
 int mt_cmd_import_autotvm(int argc, char **argv) {
@@ -304,7 +309,11 @@ int mt_cmd_import_autotvm(int argc, char **argv) {
         err[0] = '\0';
         st = mt_autotvm_import(db, pos[i], s, err, sizeof err);
         print_import(pos[i], s, st, err, json);
-        if (st != MT_OK) ret = MT_EXIT_FAIL;
+        if (st != MT_OK) {
+            fflush(stdout);
+            fprintf(stderr, "mtgpu import-autotvm: %s\n", err);
+            ret = MT_EXIT_FAIL;
+        }
         total.lines += s->lines;
         for (int o = 0; o < MT_AUTOTVM_OUTCOME_COUNT; o++) total.count[o] += s->count[o];
     }
@@ -332,7 +341,8 @@ static void export_help(void) {
            "  --db PATH      tuning database (default: $MTGPU_DB, else ~/.cache/mtgpu/tuning.db)\n"
            "  --device FP    only this device (16-hex-digit fingerprint)\n"
            "  --workload W   only this workload\n"
-           "  --out FILE     write to FILE (default: stdout)\n"
+           "  --out FILE     write to FILE (default: stdout), through a temporary file in the\n"
+           "                 same directory renamed into place: a failed export leaves FILE as it was\n"
            "\n"
            "Exit status: 0 success, 1 failure, 2 bad usage.\n");
 }
@@ -374,24 +384,32 @@ int mt_cmd_export_autotvm(int argc, char **argv) {
         fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
         return MT_EXIT_FAIL;
     }
+    /* A file is written whole or not at all: a failed export (a full disk)
+     * leaves the previous file as it was. */
     FILE *out = stdout;
+    mt__atomic_file af;
+    memset(&af, 0, sizeof af);
     if (opts[3].given && strcmp(opts[3].value, "-") != 0) {
-        out = fopen(opts[3].value, "w");
-        if (!out) {
-            fprintf(stderr, "mtgpu export-autotvm: cannot write %s: %s\n", opts[3].value, strerror(errno));
+        if ((st = mt__atomic_open(&af, opts[3].value, err, sizeof err)) != MT_OK) {
+            fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
             mt_db_close(db);
             return MT_EXIT_FAIL;
         }
+        out = af.f;
     }
     mt_autotvm_export_stats es;
     st = mt_autotvm_export(db, out, &f, &es, err, sizeof err);
-    int ret = st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
-    if (out != stdout && fclose(out) != 0 && st == MT_OK) {
-        snprintf(err, sizeof err, "closing %s: %s", opts[3].value, strerror(errno));
-        st = MT_IO;
-        ret = MT_EXIT_FAIL;
+    const char *kept = "";
+    if (af.f) {
+        if (st == MT_OK) {
+            st = mt__atomic_commit(&af, err, sizeof err); /* its message says the file was kept */
+        } else {
+            mt__atomic_abort(&af);
+            kept = " (the output file is left as it was)";
+        }
     }
-    if (st != MT_OK) fprintf(stderr, "mtgpu export-autotvm: %s\n", err);
+    int ret = st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
+    if (st != MT_OK) fprintf(stderr, "mtgpu export-autotvm: %s%s\n", err, kept);
     fprintf(stderr, "exported %lld records; left out: %lld of other templates, %lld not expressible in AutoTVM, %lld unreadable\n",
             (long long)es.written, (long long)es.other_template, (long long)es.not_expressible, (long long)es.bad);
     mt_db_close(db);
@@ -409,11 +427,15 @@ static void merge_help(void) {
            "Records whose key (workload, template, config, device) is already there are\n"
            "left as they are; each record is committed as it is copied, so an\n"
            "interrupted merge can simply be run again. Sources are opened read-only.\n"
+           "Damaged records (rows that do not decode, an unknown template, a config\n"
+           "outside its template's space: those 'mtgpu best' passes over) are skipped,\n"
+           "counted and named in a note on stderr.\n"
            "\n"
            "  --db PATH   the database to merge into (default: $MTGPU_DB, else\n"
-           "              ~/.cache/mtgpu/tuning.db)\n"
+           "              ~/.cache/mtgpu/tuning.db); a missing file is created, its\n"
+           "              directory must exist\n"
            "  --json      one JSON object per source: path, records, inserted, present,\n"
-           "              devices\n"
+           "              skipped, devices\n"
            "\n"
            "Exit status: 0 success, 1 failure (a source that cannot be opened or read,\n"
            "a record the destination refuses), 2 bad usage.\n");
@@ -422,10 +444,29 @@ static void merge_help(void) {
 typedef struct merge_ctx {
     mt_db *src, *dst;
     int64_t records, inserted, present;
+    int64_t skipped;     /* damaged records left out: rows that do not decode, and records best would not use */
+    char first_skip[512];
     int devices;
     mt_status st;
     char err[1024];
 } merge_ctx;
+
+/* Why rec is damaged (best would not read it: an unknown template, one that
+ * does not take the workload, a config outside the template's space), or
+ * NULL when it is sound. why holds the detail. */
+static const char *record_damage(const mt_record *rec, char *why, size_t whylen) {
+    const mt_template *t = mt_template_find(rec->template_name);
+    if (!t) return snprintf(why, whylen, "unknown template '%s'", rec->template_name), why;
+    if (!mt_template_accepts(t, &rec->wl)) return snprintf(why, whylen, "template '%s' does not take its workload", rec->template_name), why;
+    mt_space sp;
+    if (mt_template_space(t, &rec->wl, &sp) != MT_OK) return snprintf(why, whylen, "no space of '%s' for its workload", rec->template_name), why;
+    mt_config cfg;
+    char perr[256] = "";
+    mt_status st = mt_config_parse(&sp, rec->config, &cfg, perr, sizeof perr);
+    mt_space_free(&sp);
+    if (st != MT_OK) return snprintf(why, whylen, "its config is not in the space of '%s': %s", rec->template_name, perr), why;
+    return NULL;
+}
 
 static int merge_device(const mt_db_device *dev, void *user) {
     merge_ctx *c = user;
@@ -448,6 +489,11 @@ static int merge_record(const mt_record *rec, void *user) {
     merge_ctx *c = user;
     int inserted = 0;
     char why[512] = "";
+    if (record_damage(rec, why, sizeof why)) {
+        if (!c->skipped) snprintf(c->first_skip, sizeof c->first_skip, "record %lld: %s", (long long)rec->id, why);
+        c->skipped++;
+        return 0;
+    }
     mt_status st = mt_db_put_record(c->dst, rec, &inserted, why, sizeof why);
     if (st != MT_OK) {
         c->st = st;
@@ -503,7 +549,14 @@ int mt_cmd_merge_db(int argc, char **argv) {
             break;
         }
         st = mt_db_for_each_device(c.src, merge_device, &c, err, sizeof err);
-        if (st == MT_OK && c.st == MT_OK) st = mt_db_for_each(c.src, NULL, merge_record, &c, err, sizeof err);
+        int64_t undecodable = 0;
+        if (st == MT_OK && c.st == MT_OK) st = mt_db_for_each_counted(c.src, NULL, merge_record, &c, &undecodable, err, sizeof err);
+        /* Rows that do not decode were passed over, as best passes them: counted, not a failure. */
+        if (st == MT_CORRUPT && undecodable > 0) {
+            if (!c.skipped) snprintf(c.first_skip, sizeof c.first_skip, "%s", err);
+            c.skipped += undecodable;
+            st = MT_OK;
+        }
         if (c.st != MT_OK) {
             fprintf(stderr, "mtgpu merge-db: %s: %s\n", pos[i], c.err);
             ret = MT_EXIT_FAIL;
@@ -515,13 +568,19 @@ int mt_cmd_merge_db(int argc, char **argv) {
             mt_strbuf sb = {0};
             mt__sb_append(&sb, "{\"path\": ");
             mt__sb_json_str(&sb, pos[i]);
-            mt__sb_printf(&sb, ", \"records\": %lld, \"inserted\": %lld, \"present\": %lld, \"devices\": %d, \"ok\": %s}", (long long)c.records,
-                          (long long)c.inserted, (long long)c.present, c.devices, ret == MT_EXIT_OK ? "true" : "false");
+            mt__sb_printf(&sb, ", \"records\": %lld, \"inserted\": %lld, \"present\": %lld, \"skipped\": %lld, \"devices\": %d, \"ok\": %s}",
+                          (long long)c.records, (long long)c.inserted, (long long)c.present, (long long)c.skipped, c.devices,
+                          ret == MT_EXIT_OK ? "true" : "false");
             if (!sb.failed) puts(sb.data);
             mt__sb_free(&sb);
         } else {
             printf("%s: %lld records, %lld new, %lld already there; %d devices\n", pos[i], (long long)c.records, (long long)c.inserted,
                    (long long)c.present, c.devices);
+        }
+        if (c.skipped) {
+            fflush(stdout);
+            fprintf(stderr, "mtgpu merge-db: note: %s: %lld damaged record%s skipped (first: %s)\n", pos[i], (long long)c.skipped,
+                    c.skipped == 1 ? "" : "s", c.first_skip);
         }
         mt_db_close(c.src);
     }

@@ -39,7 +39,8 @@ static void help(void) {
            "  --adapt-steps N   gnn-transfer: Adam steps per update (default %d)\n"
            "  --adapt-lr R      gnn-transfer: their step size (default %g)\n"
            "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
-           "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db)\n"
+           "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db); a missing\n"
+           "                    file is created, its directory must exist\n"
            "  --no-db           store no records and resume from none (no refinement either)\n"
            "  --seed S          search seed (default 1)\n"
            "  --time-limit SEC  stop starting new rounds after SEC seconds (default %d; 0: none)\n"
@@ -64,7 +65,8 @@ static void help(void) {
            "  --simulate-device FP  the recorded device to replay (default: the one with the most\n"
            "                    records of these tasks; when two tie, the error lists them)\n"
            "\n"
-           "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once.\n",
+           "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once,\n"
+           "ending the workers too. Exit status: 0 success, 1 failure, 2 bad usage, 130 interrupted.\n",
            DEFAULT_TRIALS_PER_TASK, mt_costmodel_default_params().gnn_adapt_steps, mt_costmodel_default_params().gnn_adapt_lr,
            DEFAULT_TIME_LIMIT_S, mt_refine_default_params().candidates);
 }
@@ -81,6 +83,10 @@ static void short_workload(const mt_workload *wl, char *buf, size_t len) {
 
 static void print_progress(const mt_tune_progress *p, void *user) {
     progress_ctx *ctx = user;
+    if (p->note) {
+        fflush(stdout);
+        fprintf(stderr, "mtgpu tune: note: %s\n", p->note);
+    }
     if (ctx->json) {
         for (int i = 0; i < p->nrecords; i++) {
             const mt_record *r = &p->records[i];
@@ -172,7 +178,8 @@ static void print_summary(const mt_tune_summary *s, const char *target, const ch
         printf("\n%s replayed from %s, device %s (%s): %d measurements (%d this run, %d resumed) in %.2f s%s\n", target, replay, s->device.name,
                s->device.fingerprint, s->trials_done, s->measured_this_run, s->resumed, s->wall_s, stopped);
     else
-        printf("\n%s on %s (%s): %d measurements (%d this run, %d resumed) in %.0f s%s\n", target, s->device.name, s->device.fingerprint,
+        printf("\n%s on %s (%s): %d measurements (%d this run, %d resumed) in %.0f s%s\n", target,
+               s->device.name[0] ? s->device.name : "an unopened device", s->device.fingerprint[0] ? s->device.fingerprint : "-",
                s->trials_done, s->measured_this_run, s->resumed, s->wall_s, stopped);
     if (s->network_ms > 0) printf("estimated network convolution time (sum of best time x count): %.3f ms\n", s->network_ms);
     else printf("estimated network convolution time: unknown (some task has no valid config yet)\n");
@@ -282,6 +289,7 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
     tp->no_db = opts[O_NO_DB].given;
     tp->simulate_db = opts[O_SIMULATE].value;
     tp->simulate_device = opts[O_SIM_DEVICE].value;
+    if (mt_cli_device_spec("tune", opts[O_DEVICE].value) != MT_EXIT_OK) return MT_EXIT_USAGE;
     tp->measurer.device = opts[O_DEVICE].value;
     if (opts[O_TEMPLATES].given) {
         char terr[256];
@@ -316,10 +324,11 @@ static int run_tune(tune_request *rq, const mt_cli_target *target, int *interrup
     mt_cli_release_stop(&saved);
     if (pc.tty && !pc.json) printf("\n");
     if (st != MT_OK) fprintf(stderr, "mtgpu tune: %s\n", err);
-    if (sum.tasks) print_summary(&sum, rq->target, tp->simulate_db, pc.json);
+    /* A run that failed before it measured anything has no summary worth printing. */
+    if (sum.tasks && (st == MT_OK || sum.measured_this_run > 0 || sum.resumed > 0)) print_summary(&sum, rq->target, tp->simulate_db, pc.json);
     *interrupted = sum.interrupted;
     mt_tune_summary_free(&sum);
-    return st == MT_OK ? MT_EXIT_OK : MT_EXIT_FAIL;
+    return st != MT_OK ? MT_EXIT_FAIL : *interrupted ? MT_EXIT_INTERRUPTED : MT_EXIT_OK;
 }
 
 int mt_cmd_tune(int argc, char **argv) {
@@ -333,7 +342,7 @@ int mt_cmd_tune(int argc, char **argv) {
     rc = run_tune(&rq, &target, &interrupted);
     int is_network = target.is_network;
     mt_cli_target_free(&target);
-    if (rc != MT_EXIT_OK) return rc;
+    if (rc != MT_EXIT_OK) return rc; /* interrupted: no refinement either */
     /* A network's convolutions are then chosen inside the network (not in a
      * replay, which has no device, nor without a database to choose from). */
     if (is_network && rq.rp.candidates > 0 && !interrupted && !rq.tp.simulate_db && !rq.tp.no_db)

@@ -33,8 +33,9 @@ static void usage(FILE *f) {
     for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-15s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\n"
-            "'mtgpu COMMAND --help' describes a command. Exit status: 0 success,\n"
-            "1 failure, 2 bad usage.\n");
+            "'mtgpu COMMAND --help' describes a command. Exit status, for every command:\n"
+            "0 success, 1 failure, 2 bad usage (an empty option value included),\n"
+            "130 interrupted (Ctrl-C).\n");
 }
 
 int main(int argc, char **argv) {

@@ -55,6 +55,12 @@ int mt_opt_parse(const char *cmd, int argc, char **argv, mt_opt *opts, int nopts
                     fprintf(stderr, "mtgpu %s: option --%s needs a value\n", cmd, o->name);
                     return MT_EXIT_USAGE;
                 }
+                /* An empty value never means "the default" or "none": leave the option out for that. */
+                if (!o->value[0]) {
+                    fprintf(stderr, "mtgpu %s: option --%s needs a value, got an empty one (leave the option out for its default)\n", cmd,
+                            o->name);
+                    return MT_EXIT_USAGE;
+                }
             } else if (inline_val) {
                 fprintf(stderr, "mtgpu %s: option --%s takes no value\n", cmd, o->name);
                 return MT_EXIT_USAGE;

@@ -28,6 +28,13 @@ int mt_cli_device(const char *cmd, const char *spec, mt_device **out) {
     return st == MT_INVALID_ARG ? MT_EXIT_USAGE : MT_EXIT_FAIL;
 }
 
+int mt_cli_device_spec(const char *cmd, const char *spec) {
+    char err[512];
+    if (mt_device_spec_check(spec, err, sizeof err) == MT_OK) return MT_EXIT_OK;
+    fprintf(stderr, "mtgpu %s: %s\n", cmd, err);
+    return MT_EXIT_USAGE;
+}
+
 int mt_cli_target_open(const char *cmd, const char *text, int batch, mt_cli_target *t) {
     memset(t, 0, sizeof *t);
     if (strchr(text, '=')) {

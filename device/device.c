@@ -163,6 +163,12 @@ static mt_status parse_spec(const char *spec, mt_backend_kind *kind, int *index,
                     spec);
 }
 
+mt_status mt_device_spec_check(const char *spec, char *err, size_t errlen) {
+    mt_backend_kind kind;
+    int index;
+    return parse_spec(spec, &kind, &index, err, errlen);
+}
+
 mt_status mt_device_open(const char *spec, const mt_device_params *params, mt_device **out, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
     if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_device_open: NULL output");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend-impl.h"
+#include "file.h"
 
 #define KCACHE_MAGIC "MTKBIN01"
 #define KCACHE_HEADER 32
@@ -93,8 +94,14 @@ unsigned char *mt__kcache_load(const char *dir, const char *kind, uint64_t key, 
     if (!dir || !*dir || !len || !kind_ok(kind)) return NULL;
     char path[MT_KCACHE_DIR_MAX + 64];
     entry_path(dir, kind, key, path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    /* Not fopen: an entry replaced by a FIFO would block the open for ever. */
+    int fd = -1;
+    if (mt__open_regular(path, &fd, NULL, NULL, 0) != MT_OK) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     unsigned char *payload = NULL;
     unsigned char hdr[KCACHE_HEADER];
     struct stat st;

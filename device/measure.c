@@ -1,5 +1,6 @@
 /* One schedule, end to end: IR -> limits -> compile -> check -> time. */
 #include "measure.h"
+#include "memory.h"
 #include "program.h"
 
 #include <math.h>
@@ -59,6 +60,21 @@ mt_status mt_conv_bench_new(mt_device *dev, const mt_workload *wl, uint64_t seed
     b->n_w = mt_workload_weight_elems(wl);
     b->n_out = mt_workload_output_elems(wl);
     size_t out_total = (size_t)(b->n_out + MT__GUARD_ELEMS);
+    /* Before any allocation: input, weights (and one copy in another
+     * layout), reference, read-back and sentinel outputs on the host; input,
+     * weights (twice) and output on the device. */
+    const uint64_t f = sizeof(float);
+    mt_mem_need need = {.host_bytes = f * ((uint64_t)b->n_in + 2 * (uint64_t)b->n_w + (uint64_t)b->n_out + 2 * (uint64_t)out_total),
+                        .device_bytes = f * ((uint64_t)b->n_in + 2 * (uint64_t)b->n_w + (uint64_t)out_total)};
+    need.largest_buffer = f * (uint64_t)b->n_in;
+    if (f * (uint64_t)out_total > need.largest_buffer) need.largest_buffer = f * (uint64_t)out_total;
+    if (f * (uint64_t)b->n_w > need.largest_buffer) need.largest_buffer = f * (uint64_t)b->n_w;
+    char what[300];
+    mt_workload_format(wl, what + snprintf(what, sizeof what, "workload "), sizeof what - 9);
+    if ((st = mt__check_memory(mt_device_get_info(dev), what, &need, err, errlen)) != MT_OK) {
+        free(b);
+        return st;
+    }
     float *in = malloc(sizeof(float) * (size_t)b->n_in);
     float *w = malloc(sizeof(float) * (size_t)b->n_w);
     b->ref = malloc(sizeof(float) * (size_t)b->n_out);

@@ -39,7 +39,10 @@ typedef struct mt_measure_result {
 typedef struct mt_conv_bench mt_conv_bench;
 
 /* Prepares inputs (deterministic for a seed), the reference output (computed on
- * the CPU with all cores) and device buffers for wl on dev. */
+ * the CPU with all cores) and device buffers for wl on dev. Before it
+ * allocates anything it checks what that takes against the device's memory
+ * and largest allocation and the host's available memory (device/memory.h):
+ * MT_RANGE with the figures when the workload does not fit. */
 mt_status mt_conv_bench_new(mt_device *dev, const mt_workload *wl, uint64_t seed, mt_conv_bench **out, char *err, size_t errlen);
 void mt_conv_bench_free(mt_conv_bench *b);
 

@@ -13,19 +13,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gnn-impl.h"
 #include "fail.h"
+#include "file.h"
+#include "gnn-impl.h"
+#include "hash.h"
 
 #define MAGIC "MTGNNMDL"
 #define VERSION 2u
 #define HEADER_V1 48u
 #define HEADER 72u /* version 2 */
 
-uint64_t mt__gnn_fnv64(const unsigned char *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
+uint64_t mt__gnn_fnv64(const unsigned char *p, size_t n) { return mt__hash64(p, n, 0); }
 
 static void put32(unsigned char *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -115,10 +113,11 @@ static mt_status check_inner(const unsigned char *b, size_t P, size_t *rates, ch
     return MT_OK;
 }
 
-mt_status mt_gnn_load_mem(const void *data, size_t len, mt_gnn **out, char *err, size_t errlen) {
-    if (!out || (!data && len > 0)) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: load: NULL argument");
-    *out = NULL;
-    const unsigned char *b = data;
+/* Checks the header of a model file whose first `len` bytes are b[0..len)
+ * (at least the header and 8 bytes more, or the whole file) and gives the
+ * file's version, its per-weight rate count R and the length the header
+ * implies (*want): what a reader must find, and all it may read. */
+static mt_status check_header(const unsigned char *b, size_t len, uint32_t *version_out, size_t *R_out, size_t *want, char *err, size_t errlen) {
     if (len < HEADER_V1 + 8) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: %zu bytes, shorter than the %u-byte header", len, HEADER_V1 + 8);
     if (memcmp(b, MAGIC, 8) != 0) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: bad magic (not an mtgpu GNN model file)");
     uint32_t version = get32(b + 8);
@@ -145,7 +144,22 @@ mt_status mt_gnn_load_mem(const void *data, size_t len, mt_gnn **out, char *err,
         mt_status ist = check_inner(b, P, &R, err, errlen);
         if (ist != MT_OK) return ist;
     }
-    size_t want = file_size(version, F, P, R);
+    *version_out = version;
+    *R_out = R;
+    *want = file_size(version, F, P, R);
+    return MT_OK;
+}
+
+mt_status mt_gnn_load_mem(const void *data, size_t len, mt_gnn **out, char *err, size_t errlen) {
+    if (!out || (!data && len > 0)) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: load: NULL argument");
+    *out = NULL;
+    const unsigned char *b = data;
+    uint32_t version;
+    size_t R, want;
+    mt_status hst = check_header(b, len, &version, &R, &want, err, errlen);
+    if (hst != MT_OK) return hst;
+    const size_t header = version == 1 ? HEADER_V1 : HEADER;
+    uint32_t arch = get32(b + 12), H = get32(b + 16), L = get32(b + 20), F = get32(b + 24), P = get32(b + 36);
     if (len != want)
         return mt__fail(err, errlen, MT_CORRUPT, "gnn model: %zu bytes, its header implies %zu (%s)", len, want, len < want ? "truncated" : "trailing data");
     if (get64(b + len - 8) != mt__gnn_fnv64(b, len - 8)) return mt__fail(err, errlen, MT_CORRUPT, "gnn model: checksum mismatch");
@@ -193,36 +207,7 @@ mt_status mt_gnn_save(const mt_gnn *m, const char *path, char *err, size_t errle
     size_t len;
     mt_status st = mt_gnn_save_mem(m, &buf, &len, err, errlen);
     if (st != MT_OK) return st;
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp) {
-        free(buf);
-        return mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
-    }
-    memcpy(tmp, path, pl);
-    memcpy(tmp + pl, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        st = mt__fail(err, errlen, MT_IO, "gnn: cannot create %s: %s", tmp, strerror(errno));
-        free(tmp);
-        free(buf);
-        return st;
-    }
-    (void)fchmod(fd, 0644); /* mkstemp makes it 0600; a model file is not secret */
-    FILE *f = fdopen(fd, "wb");
-    int ok = f != NULL;
-    if (!f) close(fd);
-    if (ok) ok = fwrite(buf, 1, len, f) == len;
-    if (ok) ok = fflush(f) == 0;
-    if (ok) ok = fsync(fileno(f)) == 0;
-    int saved = errno;
-    if (f && fclose(f) != 0 && ok) ok = 0, saved = errno;
-    if (ok && rename(tmp, path) != 0) ok = 0, saved = errno;
-    if (!ok) {
-        unlink(tmp);
-        st = mt__fail(err, errlen, MT_IO, "gnn: cannot write %s: %s", path, strerror(saved));
-    }
-    free(tmp);
+    st = mt__write_file_atomic(path, buf, len, err, errlen);
     free(buf);
     return st;
 }
@@ -230,37 +215,39 @@ mt_status mt_gnn_save(const mt_gnn *m, const char *path, char *err, size_t errle
 mt_status mt_gnn_load(const char *path, mt_gnn **out, char *err, size_t errlen) {
     if (!path || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "gnn: load: NULL argument");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt__fail(err, errlen, errno == ENOENT ? MT_NOT_FOUND : MT_IO, "gnn: cannot open %s: %s", path, strerror(errno));
-    /* read to the end in pieces: a file that grows or lies about its size
-     * costs at most a bounded read beyond the largest valid model */
-    size_t cap = 1 << 16, len = 0;
-    const size_t most = file_size(VERSION, MT_GRAPH_FEATS, (size_t)1 << 31, (size_t)1 << 31) + 1;
-    unsigned char *buf = malloc(cap);
-    mt_status st = MT_OK;
-    if (!buf) st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory");
-    while (st == MT_OK) {
-        if (len == cap) {
-            if (cap >= most) {
-                st = mt__fail(err, errlen, MT_CORRUPT, "gnn model: %s is larger than any model file", path);
-                break;
-            }
-            unsigned char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                st = mt__fail(err, errlen, MT_NOMEM, "gnn: out of memory reading %s", path);
-                break;
-            }
-            buf = nb, cap *= 2;
+    /* The header first, then exactly the length it implies: a FIFO, a
+     * device or a file of another length is refused before its body is
+     * read, so nothing is ever buffered beyond one valid model's size. */
+    int fd;
+    int64_t size;
+    mt_status st = mt__open_regular(path, &fd, &size, err, errlen);
+    if (st != MT_OK) return st;
+    unsigned char head[HEADER + 8];
+    size_t got = 0;
+    while (got < sizeof head) {
+        ssize_t r = read(fd, head + got, sizeof head - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return mt__fail(err, errlen, MT_IO, "gnn: cannot read %s: %s", path, strerror(e));
         }
-        size_t r = fread(buf + len, 1, cap - len, f);
-        len += r;
-        if (r == 0) {
-            if (ferror(f)) st = mt__fail(err, errlen, MT_IO, "gnn: cannot read %s", path);
-            break;
-        }
+        if (r == 0) break;
+        got += (size_t)r;
     }
-    fclose(f);
-    if (st == MT_OK) st = mt_gnn_load_mem(buf, len, out, err, errlen);
+    close(fd);
+    uint32_t version;
+    size_t R, want;
+    char why[512];
+    if ((st = check_header(head, got < sizeof head ? got : sizeof head, &version, &R, &want, why, sizeof why)) != MT_OK)
+        return mt__fail(err, errlen, st, "%s: %s", path, why);
+    if ((uint64_t)size != (uint64_t)want)
+        return mt__fail(err, errlen, MT_CORRUPT, "%s: gnn model: %lld bytes, its header implies %zu (%s)", path, (long long)size, want,
+                        (uint64_t)size < (uint64_t)want ? "truncated" : "trailing data");
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if ((st = mt__read_file_bounded(path, want, &buf, &len, err, errlen)) != MT_OK) return st;
+    st = mt_gnn_load_mem(buf, len, out, err, errlen);
     free(buf);
     return st;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "executor-impl.h"
+#include "memory.h"
 #include "reference.h"
 #include "template.h"
 #include "op_kernels.h"
@@ -462,6 +463,44 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
     }
 }
 
+/* What building net takes, checked before anything is allocated: the
+ * parameters on the device (and on the host when the executor makes random
+ * ones), the activation arena, the input and one layer's weights converted
+ * at a time. A network too large for the device or the host (a huge batch
+ * or image size) is refused with the figures (MT_RANGE). */
+static mt_status ex_check_memory(mt_device *dev, const mt_network *net, int own_weights, char *err, size_t errlen) {
+    uint64_t params = 0, largest = 0;
+    for (int i = 0; i < mt_network_num_layers(net); i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        uint64_t t = 0, extra = 0;
+        if (l->kind == MT_LAYER_CONV2D) {
+            t = (uint64_t)mt_workload_weight_elems(&l->conv.wl);
+            extra = (uint64_t)l->conv.wl.k * ((l->conv.bias ? 1 : 0) + (l->conv.batch_norm ? 4 : 0));
+        } else if (l->kind == MT_LAYER_DENSE) {
+            t = (uint64_t)l->dense.in_features * (uint64_t)l->dense.out_features;
+            extra = l->dense.bias ? (uint64_t)l->dense.out_features : 0;
+        }
+        params += t + extra;
+        if (t > largest) largest = t;
+    }
+    mt__act_plan plan;
+    mt_status st = mt__act_plan_make(net, 1, &plan);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: cannot plan the activation buffers: %s", mt_status_str(st));
+    uint64_t arena = (uint64_t)plan.arena_bytes;
+    mt__act_plan_free(&plan);
+    const uint64_t f = sizeof(float);
+    uint64_t input = (uint64_t)mt__shape_elems(mt_network_layer(net, 0)->out);
+    mt_mem_need need = {.host_bytes = f * ((own_weights ? params : 0) + 2 * largest + input), .device_bytes = f * params + arena};
+    need.largest_buffer = arena > f * largest ? arena : f * largest;
+    char what[160];
+    snprintf(what, sizeof what, "the network %s (input %dx%dx%dx%d)", mt_network_name(net), mt_network_layer(net, 0)->out.n,
+             mt_network_layer(net, 0)->out.c, mt_network_layer(net, 0)->out.h, mt_network_layer(net, 0)->out.w);
+    char why[1024];
+    if ((st = mt__check_memory(mt_device_get_info(dev), what, &need, why, sizeof why)) != MT_OK)
+        return mt__fail(err, errlen, st, "executor: %s", why);
+    return MT_OK;
+}
+
 mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_executor_params *params, mt_executor **out, char *err,
                             size_t errlen) {
     if (!dev || !net || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
@@ -475,6 +514,7 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
     double t0 = now_s();
     mt_executor_params p = params ? *params : mt_executor_default_params();
     if (p.rank < 0) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: rank %d is negative", p.rank);
+    if ((st = ex_check_memory(dev, net, p.weights == NULL, err, errlen)) != MT_OK) return st;
     mt_executor *ex = calloc(1, sizeof *ex);
     if (!ex) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
     ex->dev = dev;

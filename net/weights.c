@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "hash.h"
 #include "reference.h"
 #include "fail.h"
@@ -209,16 +210,11 @@ static int write_block(FILE *f, const void *data, size_t len, uint64_t *h) {
 
 mt_status mt_weights_save(const mt_weights *w, const char *path, char *err, size_t errlen) {
     if (!w || !path) return mt__fail(err, errlen, MT_INVALID_ARG, "weights: NULL argument");
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return mt__fail(err, errlen, MT_NOMEM, "weights: out of memory");
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        mt_status st = mt__fail(err, errlen, MT_IO, "weights: cannot create %s: %s", tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
+    mt__atomic_file af;
+    char why[1024] = "";
+    mt_status st = mt__atomic_open(&af, path, why, sizeof why);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "weights: %s", why);
+    FILE *f = af.f;
     uint64_t h = MT__HASH64_INIT;
     unsigned char hdr[WT_HEADER_LEN];
     memcpy(hdr, WT_MAGIC, WT_MAGIC_LEN);
@@ -252,43 +248,31 @@ mt_status mt_weights_save(const mt_weights *w, const char *path, char *err, size
     unsigned char tr[WT_TRAILER_LEN];
     put_u64(tr, h);
     if (!bad) bad = fwrite(tr, 1, sizeof tr, f) != sizeof tr;
-    if (fclose(f) != 0) bad = 1;
-    if (bad || rename(tmp, path) != 0) {
-        mt_status st = mt__fail(err, errlen, MT_IO, "weights: cannot write %s: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return st;
-    }
-    free(tmp);
-    return MT_OK;
+    /* A write that failed (bad) fails the commit too, with its reason. */
+    if ((st = mt__atomic_commit(&af, why, sizeof why)) != MT_OK) return mt__fail(err, errlen, st, "weights: %s", why);
+    return bad ? mt__fail(err, errlen, MT_IO, "weights: cannot write %s", path) : MT_OK;
 }
 
-/* Reads the whole file into memory. */
-static mt_status read_all(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mt__fail(err, errlen, MT_IO, "weights: cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 20, n = 0;
-    unsigned char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return mt__fail(err, errlen, MT_NOMEM, "weights: out of memory reading %s", path);
-        }
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char *nb = realloc(buf, cap * 2);
-        if (!nb) free(buf);
-        buf = nb;
-        cap *= 2;
-    }
-    int ioerr = ferror(f);
-    fclose(f);
-    if (ioerr) {
-        free(buf);
-        return mt__fail(err, errlen, MT_IO, "weights: error reading %s", path);
-    }
-    *data = buf;
-    *len = n;
+/* The size of the one file that holds exactly the tensors of s: a valid
+ * file for the network is this long, so no read needs to go further. */
+static uint64_t expected_file_size(const wt_spec *s) {
+    uint64_t n = WT_HEADER_LEN + WT_TRAILER_LEN;
+    for (int i = 0; i < s->n; i++)
+        n += 4 + strlen(s->t[i].name) + 4 + 8 * (uint64_t)s->t[i].ndim + sizeof(float) * (uint64_t)s->t[i].count;
+    return n;
+}
+
+/* Reads the file into memory: a regular file of at most `most` bytes (other
+ * files, FIFOs and devices that may never end, are refused unread). */
+static mt_status read_all(const char *path, const mt_network *net, uint64_t most, unsigned char **data, size_t *len, char *err,
+                          size_t errlen) {
+    char why[1024] = "";
+    size_t bound = most > (uint64_t)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)most;
+    mt_status st = mt__read_file_bounded(path, bound, data, len, why, sizeof why);
+    if (st == MT_RANGE)
+        return mt__fail(err, errlen, MT_CORRUPT, "weights: %s (the weights file of the network %s)", why, mt_network_name(net));
+    if (st == MT_NOT_FOUND) st = MT_IO;
+    if (st != MT_OK) return mt__fail(err, errlen, st, "weights: %s", why);
     return MT_OK;
 }
 
@@ -312,7 +296,7 @@ mt_status mt_weights_load(const char *path, const mt_network *net, mt_weights **
     if (st != MT_OK) return st;
     unsigned char *buf = NULL;
     size_t len = 0;
-    st = read_all(path, &buf, &len, err, errlen);
+    st = read_all(path, net, expected_file_size(&s), &buf, &len, err, errlen);
     if (st != MT_OK) {
         free(s.t);
         return st;
@@ -379,9 +363,15 @@ mt_status mt_weights_load(const char *path, const mt_network *net, mt_weights **
         t->count = 1;
         for (uint32_t d = 0; d < ndim; d++) {
             uint64_t v = get_u64(buf + off + 8 * d);
-            if (v < 1 || v > ((uint64_t)1 << 31) || (uint64_t)t->count * v > ((uint64_t)1 << 34)) {
-                st = mt__fail(err, errlen, MT_CORRUPT, "weights: %s: tensor '%s' has dimension %u of size %llu (out of range)", path, t->name,
+            if (v < 1 || v > ((uint64_t)1 << 31)) {
+                st = mt__fail(err, errlen, MT_CORRUPT, "weights: %s: tensor '%s' has dimension %u of size %llu (1..2^31 allowed)", path, t->name,
                               d, (unsigned long long)v);
+                goto done;
+            }
+            if ((uint64_t)t->count * v > ((uint64_t)1 << 34)) {
+                st = mt__fail(err, errlen, MT_CORRUPT,
+                              "weights: %s: tensor '%s' has more than 2^34 elements (dimensions 0..%u multiply to %llu): out of range", path,
+                              t->name, d, (unsigned long long)((uint64_t)t->count * v));
                 goto done;
             }
             t->dims[d] = (int64_t)v;

@@ -12,7 +12,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "file.h"
 #include "hash.h"
 #include "fail.h"
 #include "json.h"
@@ -21,6 +23,9 @@
 
 /* Longest line read; longer ones are consumed and counted as malformed. */
 #define MT__AUTOTVM_LINE_MAX ((size_t)1 << 20)
+/* A line running on past this many bytes ends the import: no log has one,
+ * and a stream without newlines (a device, a pipe) would never end. */
+#define MT__AUTOTVM_RUNAWAY_MAX ((size_t)64 << 20)
 /* Longest target string kept (device name and record source must hold it). */
 #define MT__AUTOTVM_TARGET_MAX 128
 /* Largest tensor dimension or conv attribute accepted from a log. */
@@ -424,22 +429,30 @@ mt_autotvm_outcome mt_autotvm_decode(const char *line, size_t len, mt_record *re
 
 /* ---- import ---- */
 
-/* Reads one line (without limit on the file, with one on memory): *len gets
- * the bytes kept, *toolong is set when the line was longer than the limit
- * (the rest is consumed). Returns 0 at the end of the file, -1 on a read
- * error, 1 otherwise. */
+enum { LINE_READ = 1, LINE_END = 0, LINE_IOERR = -1, LINE_BINARY = -2, LINE_RUNAWAY = -3 };
+
+/* Reads one line, keeping at most MT__AUTOTVM_LINE_MAX bytes of it: *len
+ * gets the bytes kept, *toolong is set when the line was longer (the rest is
+ * consumed, up to MT__AUTOTVM_RUNAWAY_MAX). Returns LINE_READ, LINE_END at
+ * the end of the file, LINE_IOERR on a read error, LINE_BINARY at a NUL byte
+ * (a JSON-lines log has none: /dev/zero, a binary file) and LINE_RUNAWAY for
+ * a line past MT__AUTOTVM_RUNAWAY_MAX; the last two end the import, so that
+ * no input keeps it reading for ever. */
 static int read_line(FILE *f, char **buf, size_t *cap, size_t *len, int *toolong) {
     *len = 0;
     *toolong = 0;
     int c, any = 0;
+    size_t total = 0;
     while ((c = getc(f)) != EOF) {
         any = 1;
+        if (c == '\0') return LINE_BINARY;
+        if (++total > MT__AUTOTVM_RUNAWAY_MAX) return LINE_RUNAWAY;
         if (*len < MT__AUTOTVM_LINE_MAX) {
             if (*len + 1 >= *cap) {
                 size_t ncap = *cap ? *cap * 2 : 4096;
                 if (ncap > MT__AUTOTVM_LINE_MAX + 1) ncap = MT__AUTOTVM_LINE_MAX + 1;
                 char *nb = realloc(*buf, ncap);
-                if (!nb) return -1;
+                if (!nb) return LINE_IOERR;
                 *buf = nb;
                 *cap = ncap;
             }
@@ -449,8 +462,8 @@ static int read_line(FILE *f, char **buf, size_t *cap, size_t *len, int *toolong
         }
         if (c == '\n') break;
     }
-    if (ferror(f)) return -1;
-    return any ? 1 : 0;
+    if (ferror(f)) return LINE_IOERR;
+    return any ? LINE_READ : LINE_END;
 }
 
 static void note_task(mt_autotvm_stats *s, const char *task) {
@@ -485,17 +498,33 @@ mt_status mt_autotvm_import(mt_db *db, const char *path, mt_autotvm_stats *stats
     memset(s, 0, sizeof *s);
     if (!db || !path) return mt__fail(err, errlen, MT_INVALID_ARG, "autotvm import: NULL argument");
     int is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f) return mt__fail(err, errlen, MT_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = stdin;
+    if (!is_stdin) {
+        /* A path must name a regular file: a FIFO or a device may never end. */
+        int fd = -1;
+        char why[1024] = "";
+        mt_status ost = mt__open_regular(path, &fd, NULL, why, sizeof why);
+        if (ost != MT_OK) return mt__fail(err, errlen, MT_IO, "%s", why);
+        if (!(f = fdopen(fd, "rb"))) {
+            int e = errno;
+            close(fd);
+            return mt__fail(err, errlen, MT_IO, "cannot open %s: %s", path, strerror(e));
+        }
+    }
     char *buf = NULL;
     size_t cap = 0, len = 0;
-    int toolong = 0, r;
+    int toolong = 0, r = LINE_END;
     mt_status st = MT_OK;
     mt_record *rec = malloc(sizeof *rec);
     char last_fp[17] = "";
     if (!rec) st = mt__fail(err, errlen, MT_NOMEM, "autotvm import: out of memory");
     while (st == MT_OK && (r = read_line(f, &buf, &cap, &len, &toolong)) > 0) {
         s->lines++;
+        /* A UTF-8 byte-order mark (editors on Windows write one) is not part of line 1's JSON. */
+        if (s->lines == 1 && len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) {
+            memmove(buf, buf + 3, len - 3);
+            len -= 3;
+        }
         char why[256] = "";
         char target[MT__AUTOTVM_TARGET_MAX + 1] = "";
         decoded d;
@@ -526,7 +555,14 @@ mt_status mt_autotvm_import(mt_db *db, const char *path, mt_autotvm_stats *stats
             snprintf(s->first_skip, sizeof s->first_skip, "%s: %.200s", mt_autotvm_outcome_str(o), why);
         }
     }
-    if (st == MT_OK && r < 0) st = mt__fail(err, errlen, MT_IO, "reading %s failed after line %lld: %s", path, (long long)s->lines, strerror(errno));
+    if (st == MT_OK && r == LINE_IOERR)
+        st = mt__fail(err, errlen, MT_IO, "reading %s failed after line %lld: %s", path, (long long)s->lines, strerror(errno));
+    else if (st == MT_OK && r == LINE_BINARY)
+        st = mt__fail(err, errlen, MT_PARSE, "%s: a NUL byte in line %lld: binary data, not an AutoTVM log (JSON lines); stopped there", path,
+                      (long long)s->lines + 1);
+    else if (st == MT_OK && r == LINE_RUNAWAY)
+        st = mt__fail(err, errlen, MT_PARSE, "%s: line %lld runs past %zu MiB without a newline: not an AutoTVM log; stopped there", path,
+                      (long long)s->lines + 1, MT__AUTOTVM_RUNAWAY_MAX >> 20);
     free(rec);
     free(buf);
     if (!is_stdin) fclose(f);

@@ -78,9 +78,13 @@ void mt_autotvm_fingerprint(const char *target, char out[17]);
 /* Reads the JSON-lines file at path ("-": stdin) into db. Each converted line
  * becomes a record (one committed transaction each) on the target's device;
  * other lines are counted by reason in *stats (which is zeroed first; may be
- * NULL) and skipped. Returns MT_OK when the file was read to the end, MT_IO
- * when it cannot be read, or the database's error (records stored before it
- * stay stored). */
+ * NULL) and skipped. A UTF-8 byte-order mark before line 1 is ignored. A
+ * path must name a regular file (a FIFO or a device is refused unread), and
+ * the import stops at a NUL byte or at a line running past 64 MiB, which no
+ * log holds, so that a stream that never ends cannot keep it reading. Returns
+ * MT_OK when the file was read to the end, MT_IO when it cannot be read or is
+ * not a regular file, MT_PARSE at binary data or a runaway line, or the
+ * database's error (records stored before any of these stay stored). */
 mt_status mt_autotvm_import(mt_db *db, const char *path, mt_autotvm_stats *stats, char *err, size_t errlen);
 
 typedef struct mt_autotvm_export_stats {

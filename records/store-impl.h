@@ -37,6 +37,7 @@ struct mt_db {
     sqlite3 *h;
     char *path;
     int readonly;
+    int immutable;                    /* read-only on unwritable media: opened with SQLite's immutable=1 (store.c) */
     int has_preferences;              /* the preferences table exists (schema 2, or a version 1 file opened read-only: 0) */
     sqlite3_stmt *stmt[MT__DB_NSTMT]; /* prepared on first use */
 };

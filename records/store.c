@@ -21,8 +21,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fail.h"
+#include "file.h"
 #include "json.h"
 #include "store-impl.h"
 #include "strbuf.h"
@@ -93,9 +95,16 @@ static const char *const stmt_sql[MT__DB_NSTMT] = {
                   " driver = excluded.driver, info = excluded.info WHERE devices.backend = 'unknown'",
     [MT__DB_DEV_GET] = "SELECT fingerprint, backend, platform, name, driver, info, first_seen FROM devices WHERE fingerprint = ?1",
     [MT__DB_DEV_ALL] = "SELECT fingerprint, backend, platform, name, driver, info, first_seen FROM devices ORDER BY first_seen, rowid",
+    /* A key stored twice keeps its first record, unless that one failed
+     * because of the environment (mt_record_env_failure; the same test in SQL). */
     [MT__DB_REC_INSERT] = "INSERT INTO records (workload_id, template, config, config_index, device, costs, median_ms, status, message,"
                      " build_s, timestamp, version, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-                     " ON CONFLICT (workload_id, template, config, device) DO NOTHING",
+                     " ON CONFLICT (workload_id, template, config, device) DO UPDATE SET config_index = excluded.config_index,"
+                     " costs = excluded.costs, median_ms = excluded.median_ms, status = excluded.status, message = excluded.message,"
+                     " build_s = excluded.build_s, timestamp = excluded.timestamp, version = excluded.version, source = excluded.source"
+                     " WHERE records.status <> 'ok' AND (substr(records.message, 1, length('" MT_RECORD_ENV_FAILURE_PREFIX "')) = '"
+                     MT_RECORD_ENV_FAILURE_PREFIX "' OR records.message IN ('worker crashed (signal 9)',"
+                     " 'the compiler process died: worker crashed (signal 9)'))",
     [MT__DB_REC_HAS] = "SELECT 1 FROM records r JOIN workloads w ON w.id = r.workload_id"
                   " WHERE w.text = ?1 AND r.template = ?2 AND r.config = ?3 AND r.device = ?4",
     [MT__DB_PREF_PUT] = "INSERT OR REPLACE INTO preferences (workload_id, device, template, config, in_network_ms, fastest_ms, network,"
@@ -166,8 +175,11 @@ mt_status mt__db_sql_fail(mt_db *db, int rc, const char *what, char *err, size_t
     const char *msg = db && db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc);
     mt_status st = map_rc(rc);
     if (st == MT_OK) st = MT_IO;
-    return mt__fail(err, errlen, st, "tuning database %s: %s (while %s)", db && db->path ? db->path : "", msg ? msg : sqlite3_errstr(rc),
-                    what);
+    /* SQLite's "disk I/O error" does not say why; the system's error does
+     * ("No space left on device" on a full disk). */
+    int sys = db && db->h ? sqlite3_system_errno(db->h) : 0;
+    return mt__fail(err, errlen, st, "tuning database %s: %s (while %s)%s%s", db && db->path ? db->path : "", msg ? msg : sqlite3_errstr(rc),
+                    what, sys > 0 ? ": " : "", sys > 0 ? strerror(sys) : "");
 }
 
 sqlite3_stmt *mt__db_stmt(mt_db *db, int which, mt_status *st, char *err, size_t errlen) {
@@ -227,6 +239,21 @@ mt_status mt__db_writable(const mt_db *db, char *err, size_t errlen) {
     return db->readonly ? mt__fail(err, errlen, MT_IO, "tuning database %s is open read-only", db->path) : MT_OK;
 }
 
+/* 1 when the directory part of path does not exist. */
+static int parent_missing(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return 0;
+    size_t k = (size_t)(slash - path);
+    char *dir = malloc(k + 1);
+    if (!dir) return 0;
+    memcpy(dir, path, k);
+    dir[k] = '\0';
+    struct stat st;
+    int missing = stat(dir, &st) != 0 && errno == ENOENT;
+    free(dir);
+    return missing;
+}
+
 /* mkdir -p of the directory part of path. 0 on success or when there is none. */
 static int make_parent_dirs(const char *path) {
     size_t n = strlen(path);
@@ -255,6 +282,75 @@ static int make_parent_dirs(const char *path) {
 
 /* ---- open / close ---- */
 
+/* The size of path + suffix: -1 when it does not exist, 0 when it cannot be
+ * told (then it counts as present). */
+static long long sidecar_size(const char *path, const char *suffix) {
+    size_t n = strlen(path) + strlen(suffix) + 1;
+    char *p = malloc(n);
+    if (!p) return 0;
+    snprintf(p, n, "%s%s", path, suffix);
+    struct stat st;
+    long long r = stat(p, &st) == 0 ? (long long)st.st_size : errno == ENOENT ? -1 : 0;
+    free(p);
+    return r;
+}
+
+/* Why the directory that holds path cannot be written by this process
+ * (EACCES, EROFS, EPERM: permissions, a read-only mount); 0 when it can be
+ * or it cannot be told. */
+static int dir_not_writable(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t k = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    char *dir = malloc(k + 1);
+    if (!dir) return 0;
+    if (!slash) memcpy(dir, ".", 2);
+    else {
+        memcpy(dir, path, k);
+        dir[k] = '\0';
+    }
+    int r = access(dir, W_OK) != 0 && (errno == EACCES || errno == EROFS || errno == EPERM) ? errno : 0;
+    free(dir);
+    return r;
+}
+
+/* How a read-only handle opens path. SQLite keeps a WAL reader's view in the
+ * -shm file beside the database; where that file is missing and cannot be
+ * created (a database baked into a read-only image or mount) the handle
+ * opens the file as immutable: SQLite then takes no locks and reads no WAL,
+ * which is right only while nothing changes the file (records.h). A -wal or
+ * -journal file with contents in such a place holds transactions that an
+ * immutable reader would not see: refused. *immutable is set on MT_OK. */
+static mt_status readonly_mode(const char *path, int *immutable, char *err, size_t errlen) {
+    *immutable = 0;
+    if (sidecar_size(path, "-shm") >= 0 || !dir_not_writable(path)) return MT_OK;
+    if (sidecar_size(path, "-wal") > 0 || sidecar_size(path, "-journal") > 0)
+        return mt__fail(err, errlen, MT_IO,
+                        "cannot open tuning database %s read-only: its directory cannot be written and it has a -wal or -journal file "
+                        "with transactions not yet in the database file but no -shm file; checkpoint it where it was written "
+                        "(sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)') before copying it here",
+                        path);
+    *immutable = 1;
+    return MT_OK;
+}
+
+/* path as a SQLite URI with immutable=1 (characters outside the URI's safe
+ * set percent-encoded); NULL when out of memory. */
+static char *immutable_uri(const char *path) {
+    size_t n = strlen(path);
+    char *u = malloc(3 * n + 32);
+    if (!u) return NULL;
+    size_t o = (size_t)sprintf(u, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        unsigned c = *p;
+        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' || c == '-' || c == '_' || c == '.' ||
+                   c == '~';
+        if (safe) u[o++] = (char)c;
+        else o += (size_t)sprintf(u + o, "%%%02X", c);
+    }
+    strcpy(u + o, "?immutable=1");
+    return u;
+}
+
 mt_db_params mt_db_default_params(void) {
     mt_db_params p;
     memset(&p, 0, sizeof p);
@@ -262,6 +358,7 @@ mt_db_params mt_db_default_params(void) {
     p.create = 1;
     p.busy_timeout_ms = MT__DB_DEFAULT_BUSY_MS;
     p.durable = 0;
+    p.create_dirs = 0;
     return p;
 }
 
@@ -422,6 +519,7 @@ mt_status mt_db_open(const char *path, const mt_db_params *params, mt_db **out, 
     *out = NULL;
     mt_db_params p = params ? *params : mt_db_default_params();
     char defpath[4096];
+    int explicit_path = path != NULL;
     if (!path) {
         mt_status st = mt_db_default_path(defpath, sizeof defpath, err, errlen);
         if (st != MT_OK) return st;
@@ -438,12 +536,39 @@ mt_status mt_db_open(const char *path, const mt_db_params *params, mt_db **out, 
     }
     db->readonly = p.readonly;
     mt_status st = MT_OK;
-    if (!p.readonly && p.create && make_parent_dirs(path) != 0) {
+    /* A FIFO or a device is no database: SQLite would block on a FIFO's
+     * open, and a writer would put its -wal beside /dev/zero. */
+    struct stat fst;
+    if (stat(path, &fst) == 0 && !S_ISREG(fst.st_mode)) {
+        int fd = -1;
+        st = mt__open_regular(path, &fd, NULL, err, errlen);
+        if (fd >= 0) close(fd);
+        if (st == MT_OK) st = mt__fail(err, errlen, MT_IO, "%s is not a regular file", path);
+        else st = MT_IO;
+        goto fail;
+    }
+    int immutable = 0;
+    if (p.readonly && (st = readonly_mode(path, &immutable, err, errlen)) != MT_OK) goto fail;
+    if (!p.readonly && p.create && (!explicit_path || p.create_dirs) && make_parent_dirs(path) != 0) {
         st = mt__fail(err, errlen, MT_IO, "cannot create the directory of %s: %s", path, strerror(errno));
         goto fail;
     }
+    if (!p.readonly && p.create && explicit_path && !p.create_dirs && parent_missing(path)) {
+        st = mt__fail(err, errlen, MT_IO,
+                      "cannot create tuning database %s: its directory does not exist (mtgpu creates the database file, and the "
+                      "directories of the default location only; create the directory first)",
+                      path);
+        goto fail;
+    }
     int flags = p.readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | (p.create ? SQLITE_OPEN_CREATE : 0));
-    int rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+    char *uri = immutable ? immutable_uri(path) : NULL;
+    if (immutable && !uri) {
+        st = mt__fail(err, errlen, MT_NOMEM, "db: out of memory");
+        goto fail;
+    }
+    int rc = sqlite3_open_v2(uri ? uri : path, &db->h, flags | (uri ? SQLITE_OPEN_URI : 0), NULL);
+    free(uri);
+    db->immutable = immutable;
     if (rc != SQLITE_OK) {
         if (!db->h) {
             st = mt__fail(err, errlen, MT_NOMEM, "db: out of memory opening %s", path);
@@ -458,6 +583,11 @@ mt_status mt_db_open(const char *path, const mt_db_params *params, mt_db **out, 
     int64_t nobj = 0;
     int has_meta = 0;
     st = probe(db, &nobj, &has_meta, err, errlen);
+    int why_dir = st == MT_IO && !p.readonly ? dir_not_writable(path) : 0;
+    if (why_dir)
+        st = mt__fail(err, errlen, MT_IO,
+                      "cannot open tuning database %s for writing: its directory cannot be written (%s); a reader opens it read-only", path,
+                      strerror(why_dir));
     if (st != MT_OK) goto fail;
     if (nobj == 0) {
         if (p.readonly) {
@@ -499,6 +629,12 @@ fail:
 const char *mt_db_path(const mt_db *db) { return db ? db->path : ""; }
 
 /* ---- records ---- */
+
+int mt_record_env_failure(const mt_record *rec) {
+    if (!rec || rec->status == MT_OK || !memchr(rec->message, '\0', sizeof rec->message)) return 0;
+    return strncmp(rec->message, MT_RECORD_ENV_FAILURE_PREFIX, strlen(MT_RECORD_ENV_FAILURE_PREFIX)) == 0 ||
+           strcmp(rec->message, "worker crashed (signal 9)") == 0 || strcmp(rec->message, "the compiler process died: worker crashed (signal 9)") == 0;
+}
 
 void mt_record_init(mt_record *rec) {
     if (!rec) return;
@@ -703,7 +839,7 @@ static int parse_costs(const char *text, double *out, int *n) {
     int ok = a && a->type == MT_JSON_ARRAY && a->count <= MT_RECORD_MAX_COSTS;
     int k = 0;
     for (const mt_json *c = ok ? a->child : NULL; c; c = c->next) {
-        if (c->type != MT_JSON_NUMBER || c->num < 0) {
+        if (c->type != MT_JSON_NUMBER || !isfinite(c->num) || c->num < 0) {
             ok = 0;
             break;
         }
@@ -726,11 +862,17 @@ static int decode_row(sqlite3_stmt *s, mt_record *r, const char **why) {
     if (!mt__db_copy_fits(r->device, sizeof r->device, mt__db_col_text(s, 5)) || !mt__db_is_fingerprint(r->device))
         return *why = "device", 0;
     if (!parse_costs(mt__db_col_text(s, 6), r->costs_ms, &r->ncosts)) return *why = "costs", 0;
-    r->median_ms = sqlite3_column_type(s, 7) == SQLITE_NULL ? 0 : sqlite3_column_double(s, 7);
+    /* A time is a number: text ('abc', 'NaN') reads as 0 through
+     * sqlite3_column_double and would pass for the fastest record. */
+    int mtype = sqlite3_column_type(s, 7);
+    if (mtype != SQLITE_NULL && mtype != SQLITE_FLOAT && mtype != SQLITE_INTEGER) return *why = "median (not a number)", 0;
+    r->median_ms = mtype == SQLITE_NULL ? 0 : sqlite3_column_double(s, 7);
     if (!isfinite(r->median_ms) || r->median_ms < 0) return *why = "median", 0;
     int known;
     r->status = status_from_token(mt__db_col_text(s, 8), &known);
     if (!known) return *why = "status", 0;
+    /* A valid measurement has a finite, positive time; 0 or NULL would beat every real one. */
+    if (r->status == MT_OK && !(r->median_ms > 0)) return *why = "median (a valid record without a positive time)", 0;
     snprintf(r->message, sizeof r->message, "%s", mt__db_col_text(s, 9));
     r->build_s = sqlite3_column_double(s, 10);
     r->timestamp = sqlite3_column_double(s, 11);
@@ -741,6 +883,12 @@ static int decode_row(sqlite3_stmt *s, mt_record *r, const char **why) {
 
 mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user, char *err,
                          size_t errlen) {
+    return mt_db_for_each_counted(db, filter, cb, user, NULL, err, errlen);
+}
+
+mt_status mt_db_for_each_counted(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user,
+                                 int64_t *damaged, char *err, size_t errlen) {
+    if (damaged) *damaged = 0;
     if (!db || !cb) return mt__fail(err, errlen, MT_INVALID_ARG, "db: NULL callback");
     char wltext[256];
     sqlite3_stmt *s = NULL;
@@ -758,6 +906,7 @@ mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const 
         const char *why = NULL;
         if (!decode_row(s, r, &why)) {
             if (bad_id < 0) bad_id = sqlite3_column_int64(s, 0), bad_why = why;
+            if (damaged) (*damaged)++;
             continue;
         }
         if (cb(r, user)) {

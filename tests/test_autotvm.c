@@ -15,6 +15,8 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -462,6 +464,98 @@ static void test_decode_lines(void **state) {
 }
 
 /* Mutations of a real line never crash the decoder (ASan watches). */
+/* ---- files that are no logs: devices, FIFOs, binary and endless lines ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A log line that imports (the old-naming line of test_decode_lines). */
+static void good_line(char *line, size_t len) {
+    snprintf(line, len,
+             "%s[0, 3, 0, 3], [1, 1], \"float32\"], {}], \"config\": {\"index\": 1, \"code_hash\": null, \"entity\": [%s]}, \"result\": %s, "
+             "\"version\": 0.2, \"tvm_version\": \"0.7.dev1\"}\n",
+             LINE_HEAD, ENT_OLD, RES_OK);
+}
+
+/* Imports path into db and expects status want within a few seconds, the
+ * message containing needle. */
+static void expect_import(mt_db *db, const char *path, mt_status want, const char *needle, mt_autotvm_stats *s) {
+    char err[1024] = "";
+    double t0 = now_s();
+    mt_status st = mt_autotvm_import(db, path, s, err, sizeof err);
+    double el = now_s() - t0;
+    print_message("    %s -> %s in %.2f s: %s\n", strrchr(path, '/') ? strrchr(path, '/') + 1 : path, mt_status_name(st), el, err);
+    assert_int_equal(st, want);
+    if (needle) assert_non_null(strstr(err, needle));
+    assert_true(el < 10);
+}
+
+static void test_import_hostile_files(void **state) {
+    (void)state;
+    mt_db *db = open_db("hostile.db");
+    mt_autotvm_stats s;
+    char path[512], line[4096];
+    good_line(line, sizeof line);
+    /* A device and a FIFO (which no one writes): refused before any read. */
+    expect_import(db, "/dev/zero", MT_IO, "character device", &s);
+    assert_int_equal(s.lines, 0);
+    snprintf(path, sizeof path, "%s/fifo", g_dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    expect_import(db, path, MT_IO, "FIFO", &s);
+    /* A sparse file of 30 GB (zeros): stopped at its first byte. */
+    snprintf(path, sizeof path, "%s/sparse", g_dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(truncate(path, (off_t)30 << 30), 0);
+    expect_import(db, path, MT_PARSE, "NUL byte in line 1", &s);
+    /* Binary data after a good line: the good line is imported, then it stops. */
+    snprintf(path, sizeof path, "%s/binary", g_dir);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(line, f);
+    fwrite("{\"input\": \0\0\0", 1, 13, f);
+    fclose(f);
+    expect_import(db, path, MT_PARSE, "line 2", &s);
+    assert_int_equal(s.count[MT_AUTOTVM_IMPORTED], 1);
+    /* A UTF-8 byte-order mark before line 1 is not part of it. */
+    snprintf(path, sizeof path, "%s/bom", g_dir);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("\xEF\xBB\xBF", f);
+    fputs(line, f);
+    fclose(f);
+    expect_import(db, path, MT_OK, NULL, &s);
+    assert_int_equal(s.lines, 1);
+    assert_int_equal(s.count[MT_AUTOTVM_DUPLICATE], 1); /* the record of the binary file's first line */
+    assert_int_equal(s.count[MT_AUTOTVM_MALFORMED], 0);
+    /* A line of 2 MiB is skipped as malformed; one running past 64 MiB ends the import. */
+    snprintf(path, sizeof path, "%s/long", g_dir);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    char *chunk = malloc(1 << 20);
+    assert_non_null(chunk);
+    memset(chunk, 'a', 1 << 20);
+    for (int i = 0; i < 2; i++) fwrite(chunk, 1, 1 << 20, f);
+    fputs("\n", f);
+    fputs(line, f);
+    fclose(f);
+    expect_import(db, path, MT_OK, NULL, &s);
+    assert_int_equal(s.count[MT_AUTOTVM_MALFORMED], 1);
+    assert_int_equal(s.count[MT_AUTOTVM_DUPLICATE], 1);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 65; i++) fwrite(chunk, 1, 1 << 20, f);
+    fclose(f);
+    free(chunk);
+    expect_import(db, path, MT_PARSE, "runs past 64 MiB", &s);
+    unlink(path);
+    mt_db_close(db);
+}
+
 static void test_decode_mutations(void **state) {
     (void)state;
     char path[1200];
@@ -649,6 +743,7 @@ int main(void) {
         cmocka_unit_test(test_json_hostile),
         cmocka_unit_test(test_decode_lines),
         cmocka_unit_test(test_decode_mutations),
+        cmocka_unit_test(test_import_hostile_files),
         cmocka_unit_test(test_import_tophub),
         cmocka_unit_test(test_export_round_trip),
         cmocka_unit_test(test_export_skips),

@@ -4,7 +4,7 @@
 set -u
 mtgpu="$1"
 tmp=$(mktemp -d /tmp/mtgpu-test-cli-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap 'umount "$tmp/ro" 2>/dev/null; umount "$tmp/full" 2>/dev/null; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 export MTGPU_DB="$tmp/tuning.db"
 pass=0 fail=0
 
@@ -69,6 +69,17 @@ expect 2 "eval-model with both" -- eval-model --db "$tmp/tuning.db" --model "$tm
 expect 2 "eval-model bad fraction" -- eval-model --db "$tmp/tuning.db" --cost-model xgb --holdout-frac 2
 expect 1 "eval-model on a missing database" -- eval-model --db "$tmp/none/x.db" --cost-model xgb
 expect 2 "merge-db without a source" -- merge-db --db "$tmp/m2.db"
+# Empty option values are errors everywhere, never "the default" or "none".
+expect 2 "an empty --templates" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --templates ''
+contains err "empty" "says the value is empty"
+expect 2 "an empty --db, best" -- best "c=4,h=8,w=8,k=4,r=3,s=3" --db ''
+expect 2 "an empty --db, tune" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --db=
+expect 2 "an empty --out" -- export-autotvm --out ''
+expect 2 "a bad device spec, collect" -- collect --device nope
+# --db in a directory that does not exist: refused, nothing created.
+expect 1 "import into a missing directory" -- import-autotvm /dev/null --db "$tmp/none/x.db"
+contains err "directory does not exist" "names the missing directory"
+if [ ! -e "$tmp/none" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --db made a directory"; fi
 expect 1 "merge-db of a missing source" -- merge-db "$tmp/none/x.db" --db "$tmp/m2.db"
 
 # Replay (tune --simulate): measurements answered from the records in data/, no device needed.
@@ -179,6 +190,77 @@ else
   echo "skipped the data-set checks: no $data"
 fi
 
+# Damaged records (edited outside mtgpu): best passes them over; merge-db skips and counts them.
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$data" "$tmp/dmg.db"
+  # The slowest valid record of the workload claims 0 ms; three more are damaged another way.
+  sqlite3 "$tmp/dmg.db" "UPDATE records SET median_ms = 0 WHERE id = (SELECT r.id FROM records r JOIN workloads w ON w.id = r.workload_id
+      WHERE w.text = 'n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1' AND r.status = 'ok' ORDER BY r.median_ms DESC LIMIT 1);
+    UPDATE records SET template = 'retired' WHERE id = 1; UPDATE records SET config = 'tile_f=3x3' WHERE id = 2;
+    UPDATE records SET median_ms = 'abc' WHERE id = 3"
+  expect 0 "best of the recording" -- best "$rwl" --db "$data" --device "$rfp" --json
+  cp "$tmp/out" "$tmp/best_clean"
+  expect 0 "best past a 0 ms record" -- best "$rwl" --db "$tmp/dmg.db" --device "$rfp" --json
+  if cmp -s "$tmp/out" "$tmp/best_clean"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: a 0 ms record changed best: $(cat "$tmp/out")"; fi
+  contains err "damaged median" "best notes the damaged record"
+  expect 0 "merge-db past damaged records" -- merge-db "$tmp/dmg.db" --db "$tmp/dmg-merged.db" --json
+  contains out '"records": 6698, "inserted": 6698, "present": 0, "skipped": 4' "merge-db skips and counts the damaged records"
+  contains err "4 damaged records skipped" "merge-db notes them"
+else
+  echo "skipped the damaged-record checks: no sqlite3 command to damage a database with"
+fi
+
+# A database on read-only media, as an inference server's image ships it: the WAL-mode file alone
+# (no -wal, no -shm) where nothing can be written. Root is stopped only by a read-only mount.
+ro="$tmp/ro"
+mkdir "$ro"
+romode=""
+if [ "$(id -u)" -eq 0 ]; then
+  if mount -t tmpfs -o size=16m tmpfs "$ro" 2>/dev/null; then
+    cp "$data" "$ro/x.db" && mount -o remount,ro "$ro" && romode="a read-only tmpfs"
+  fi
+else
+  cp "$data" "$ro/x.db" && chmod 0555 "$ro" && romode="a directory of mode 0555"
+fi
+if [ -n "$romode" ]; then
+  echo "read-only media: $romode"
+  expect 0 "best from read-only media" -- best "$rwl" --db "$ro/x.db" --device "$rfp" --json
+  contains out '"from_db": true' "best reads a database on read-only media"
+  expect 0 "export-autotvm from read-only media" -- export-autotvm --db "$ro/x.db" --device "$rfp" --out "$tmp/ro-export.log"
+  if [ -s "$tmp/ro-export.log" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: export from read-only media wrote nothing"; fi
+  expect 0 "train from read-only media" -- train --db "$ro/x.db" --out "$tmp/ro.gnn" --epochs 1 --hidden 8 --layers 1
+  expect 0 "merge-db from read-only media" -- merge-db "$ro/x.db" --db "$tmp/ro-merged.db"
+  contains out "records, " "merge-db counts what it copied"
+  expect 1 "tune into read-only media" -- tune "$rwl" --simulate "$data" --db "$ro/x.db" --trials 2
+  contains err "cannot be written" "a writer on read-only media is told why"
+  if [ ! -e "$ro/x.db-shm" ] && [ ! -e "$ro/x.db-wal" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: files made on read-only media"; fi
+  if [ "$(id -u)" -eq 0 ]; then umount "$ro"; else chmod 0755 "$ro"; fi
+else
+  echo "skipped read-only media checks: as root they need a read-only mount, and a tmpfs cannot be mounted here"
+fi
+
+# A full disk: a failed export leaves the old file whole and no temporary file (a 64 KiB tmpfs, as root).
+mkdir "$tmp/full"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=64k tmpfs "$tmp/full" 2>/dev/null; then
+  echo "old export" > "$tmp/full/x.log"
+  expect 1 "export-autotvm onto a full disk" -- export-autotvm --db "$data" --device "$rfp" --out "$tmp/full/x.log"
+  contains err "No space left on device" "a full disk is named as the cause"
+  if [ "$(cat "$tmp/full/x.log")" = "old export" ] && [ "$(ls "$tmp/full" | wc -l)" -eq 1 ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: a failed export changed $tmp/full: $(ls "$tmp/full")"; fi
+  umount "$tmp/full"
+  # A nearly full disk: the database's error names the cause.
+  mount -t tmpfs -o size=256k tmpfs "$tmp/full"
+  head -c 3000 "$(dirname "$0")/data/tophub/cuda_v0.10.log" | head -3 > "$tmp/three.log"
+  expect 0 "a database on the small disk" -- import-autotvm "$tmp/three.log" --db "$tmp/full/x.db"
+  dd if=/dev/zero of="$tmp/full/fill" bs=4k 2>/dev/null
+  cat "$tmp/three.log" "$(dirname "$0")/data/tophub/opencl_v0.04.log" > "$tmp/more.log"
+  expect 1 "import onto a full disk" -- import-autotvm "$tmp/more.log" --db "$tmp/full/x.db"
+  contains err "No space left on device" "a full disk under the database is named as the cause"
+  umount "$tmp/full"
+else
+  echo "skipped the full-disk check: it mounts a 64 KiB tmpfs, which needs root (tests/test_faults.sh injects the failures without)"
+fi
+
 if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "devices --json" -- devices --json
   contains out '"fingerprint"' "device JSON"
@@ -206,6 +288,11 @@ if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "refine" -- refine squeezenet1_1 --db "$tmp/tuning.db" --candidates 2 --passes 2
   contains out "preferences: 0 stored" "refine keeps the fastest records when all sets agree"
   expect 2 "bad device" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:x
+  expect 2 "bad device, tune" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:x
+  expect 2 "bad device, best" -- best "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:x
+  expect 2 "bad device, run" -- run squeezenet1_1 --device opencl:x
+  expect 1 "a device that is not there" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:99 --trials 1
+  expect 1 "a device that is not there, conv" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --device opencl:99 --random 1
   # merge-db: the tuned records into a new database, then again (nothing new); bad sources fail.
   expect 0 "merge-db" -- merge-db "$tmp/tuning.db" --db "$tmp/merged.db" --json
   contains out '"inserted": 3' "merge-db copies every record"
@@ -213,6 +300,53 @@ if "$mtgpu" devices >/dev/null 2>&1; then
   contains out "0 new, 3 already there" "merge-db keeps what is there"
   expect 1 "merge-db into itself" -- merge-db "$tmp/merged.db" --db "$tmp/merged.db"
   echo "not a database" > "$tmp/junk.db"
+  # Workers never outlive their tuner: killed with SIGKILL, or ended by a second Ctrl-C.
+  children() { # the pids whose parent is $1
+    for f in /proc/[0-9]*/stat; do
+      read -r cpid _ _ cppid _ < "$f" 2>/dev/null && [ "$cppid" = "$1" ] && echo "$cpid"
+    done
+  }
+  alive() { [ -r "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != "Z" ]; }
+  # start_tune DB: a long tune in the background; sets tpid and kids (its timing worker and compilers) once there are two.
+  start_tune() {
+    "$mtgpu" tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 2000 --batch 4 --early-stop 0 --cost-model random --db "$1" \
+      >"$tmp/bg.out" 2>&1 &
+    tpid=$!
+    kids=""
+    for _ in $(seq 1 1200); do
+      kids=$(children "$tpid")
+      [ "$(echo "$kids" | wc -w)" -ge 2 ] && grep -q '^\[' "$tmp/bg.out" && break
+      sleep 0.1
+    done
+  }
+  # workers_gone WHAT: every pid of $kids has ended within 5 s.
+  workers_gone() {
+    for _ in $(seq 1 50); do
+      left=""
+      for k in $kids; do alive "$k" && left="$left $k"; done
+      [ -z "$left" ] && break
+      sleep 0.1
+    done
+    if [ -n "$kids" ] && [ -z "$left" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1: workers '$kids' left running:$left"; fi
+  }
+  start_tune "$tmp/kill.db"
+  kill -KILL "$tpid"
+  wait "$tpid" 2>/dev/null
+  workers_gone "a tuner killed with SIGKILL"
+  start_tune "$tmp/int.db"
+  kill -INT "$tpid"
+  wait "$tpid"
+  rc=$?
+  if [ "$rc" -eq 130 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: an interrupted tune exited $rc, expected 130"; fi
+  contains bg.out "interrupted" "the summary says the tune was interrupted"
+  workers_gone "a tuner stopped by Ctrl-C"
+  start_tune "$tmp/int2.db"
+  kill -INT "$tpid"
+  kill -INT "$tpid"
+  wait "$tpid"
+  rc=$?
+  if [ "$rc" -eq 130 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: a tune stopped by a second Ctrl-C exited $rc, expected 130"; fi
+  workers_gone "a tuner ended by a second Ctrl-C"
   expect 1 "merge-db of a corrupt file" -- merge-db "$tmp/junk.db" --db "$tmp/merged.db"
   contains err "not a usable SQLite database" "merge-db names the problem"
   expect 0 "merged records are found" -- best "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --db "$tmp/merged.db" --json

@@ -13,8 +13,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -160,7 +162,17 @@ static void test_open_create(void **state) {
     char path[512], err[512];
     path_in(path, sizeof path, "a/b/c/tuning.db");
     mt_db *db = NULL;
-    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    /* An explicit path's directory must exist, unless create_dirs says to make it. */
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_IO);
+    print_message("    missing directory: %s\n", err);
+    assert_non_null(strstr(err, "directory does not exist"));
+    assert_null(db);
+    char first[512];
+    path_in(first, sizeof first, "a");
+    assert_int_equal(access(first, F_OK), -1);
+    mt_db_params cp = mt_db_default_params();
+    cp.create_dirs = 1;
+    assert_int_equal(mt_db_open(path, &cp, &db, err, sizeof err), MT_OK);
     assert_string_equal(mt_db_path(db), path);
     int64_t n = -1;
     assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
@@ -937,6 +949,122 @@ static void test_damaged_rows(void **state) {
     mt_db_close(db);
 }
 
+/* A record's time counts only when it is a finite positive number: 0, NULL
+ * or text in a valid record would beat every real measurement. */
+static void test_damaged_times(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "times.db");
+    mt_db *db = open_db("times.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    for (int i = 0; i < 5; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i, 0.17 + i);
+        assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
+    }
+    mt_db_close(db);
+    exec_raw(path, "UPDATE records SET median_ms = 0 WHERE id = 2; UPDATE records SET median_ms = NULL WHERE id = 3;"
+                   " UPDATE records SET median_ms = 'abc' WHERE id = 4; UPDATE records SET median_ms = 'NaN' WHERE id = 5");
+    db = open_db("times.db");
+    mt_record best;
+    char err[512];
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, err, sizeof err), MT_OK);
+    assert_int_equal(best.id, 1);
+    assert_true(best.median_ms == 0.17);
+    mt_device_info dev = test_device(FP1, 256, 32768);
+    mt_select_result sel;
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.rec.id, 1);
+    print_message("    %s\n", sel.db_note);
+    assert_non_null(strstr(sel.db_note, "median"));
+    mt_select_result_free(&sel);
+    int64_t damaged = -1;
+    mt_record *got = calloc(17, sizeof *got);
+    assert_int_equal(mt_db_for_each_counted(db, NULL, collect, got, &damaged, err, sizeof err), MT_CORRUPT);
+    assert_int_equal(damaged, 4);
+    assert_int_equal(got[0].id, 1); /* one record passed to the callback */
+    free(got);
+    /* A failed record without a time is no damage. */
+    exec_raw(path, "UPDATE records SET status = 'launch_error', median_ms = NULL WHERE id = 3");
+    assert_int_equal(mt_db_for_each_counted(db, NULL, NULL, NULL, &damaged, NULL, 0), MT_INVALID_ARG);
+    assert_int_equal(damaged, 0);
+    got = calloc(17, sizeof *got);
+    assert_int_equal(mt_db_for_each_counted(db, NULL, collect, got, &damaged, err, sizeof err), MT_CORRUPT);
+    assert_int_equal(damaged, 3);
+    free(got);
+    mt_db_close(db);
+    /* A config the template would not generate (a value outside its knob's
+     * options) is never selected, however fast its record says it is. */
+    exec_raw(path, "UPDATE records SET config = replace(config, 'tile_f=', 'tile_f=999x') WHERE id = 1;"
+                   " UPDATE records SET status = 'ok', median_ms = 1.17 WHERE id = 3");
+    db = open_db("times.db");
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, err, sizeof err), MT_OK);
+    assert_int_equal(best.id, 1); /* the store returns rows as stored */
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+    assert_int_equal(sel.rec.id, 3); /* the selection re-validates the config against the space */
+    mt_select_result_free(&sel);
+    mt_db_close(db);
+}
+
+/* A record of a failure of the environment (a worker killed from outside)
+ * gives way to a new record of its key; any other record stays. */
+static void test_env_failure_replaced(void **state) {
+    (void)state;
+    mt_db *db = open_db("env.db");
+    mt_workload wl = wl_3x3();
+    mt_record env, good, crash;
+    make_record(&env, &wl, FP1, 7, 0);
+    env.status = MT_UNAVAILABLE;
+    env.ncosts = 0;
+    env.median_ms = 0;
+    snprintf(env.message, sizeof env.message, MT_RECORD_ENV_FAILURE_PREFIX "the measurement worker was killed");
+    assert_true(mt_record_env_failure(&env));
+    int ins = -1;
+    assert_int_equal(mt_db_put_record(db, &env, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 1);
+    make_record(&good, &wl, FP1, 7, 0.5);
+    assert_int_equal(mt_db_put_record(db, &good, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 1); /* replaced */
+    mt_record best;
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_OK);
+    assert_true(best.median_ms == 0.5);
+    int64_t n = 0;
+    assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
+    assert_int_equal(n, 1);
+    /* The good record is not replaced by a later failure of either kind. */
+    assert_int_equal(mt_db_put_record(db, &env, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 0);
+    /* What earlier versions stored for a SIGKILLed worker counts as one too; a real crash does not. */
+    make_record(&crash, &wl, FP1, 8, 0);
+    crash.status = MT_LAUNCH;
+    crash.ncosts = 0;
+    crash.median_ms = 0;
+    snprintf(crash.message, sizeof crash.message, "worker crashed (signal 9)");
+    assert_true(mt_record_env_failure(&crash));
+    assert_int_equal(mt_db_put_record(db, &crash, &ins, NULL, 0), MT_OK);
+    make_record(&good, &wl, FP1, 8, 0.25);
+    assert_int_equal(mt_db_put_record(db, &good, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 1);
+    make_record(&crash, &wl, FP1, 9, 0);
+    crash.status = MT_LAUNCH;
+    crash.ncosts = 0;
+    crash.median_ms = 0;
+    snprintf(crash.message, sizeof crash.message, "worker crashed (signal 11)");
+    assert_false(mt_record_env_failure(&crash));
+    assert_int_equal(mt_db_put_record(db, &crash, &ins, NULL, 0), MT_OK);
+    make_record(&good, &wl, FP1, 9, 0.1);
+    assert_int_equal(mt_db_put_record(db, &good, &ins, NULL, 0), MT_OK);
+    assert_int_equal(ins, 0); /* the crash stays the config's */
+    assert_int_equal(mt_db_best(db, &wl, FP1, &best, NULL, 0), MT_OK);
+    assert_true(best.median_ms == 0.25);
+    mt_record ok;
+    make_record(&ok, &wl, FP1, 1, 1.0);
+    assert_false(mt_record_env_failure(&ok));
+    assert_false(mt_record_env_failure(NULL));
+    mt_db_close(db);
+}
+
 static void test_readonly_reader(void **state) {
     (void)state;
     char path[512], err[512];
@@ -971,6 +1099,140 @@ static void test_readonly_reader(void **state) {
     assert_int_equal(n, 11);
     mt_db_close(ro);
     mt_db_close(w);
+}
+
+/* ---- a database on read-only media (an inference server's image) ---- */
+
+/* Copies a file byte for byte; 0 on success. */
+static int copy_file(const char *from, const char *to) {
+    size_t n = 0;
+    char *data = read_file(from, &n);
+    if (!data) return -1;
+    FILE *f = fopen(to, "wb");
+    int rc = f && fwrite(data, 1, n, f) == n ? 0 : -1;
+    if (f && fclose(f) != 0) rc = -1;
+    free(data);
+    return rc;
+}
+
+/* What a reader of path must see: the records of make_ro_source, the
+ * fastest first, through a read-only handle, and no file made beside the
+ * database. Returns 0, or the number of the check that failed (so that a
+ * forked child can report it through its exit status). */
+static int ro_checks(const char *path, char *err, size_t errlen) {
+    mt_db_params p = mt_db_default_params();
+    p.readonly = 1;
+    mt_db *db = NULL;
+    if (mt_db_open(path, &p, &db, err, errlen) != MT_OK) return 1;
+    int64_t n = 0;
+    int rc = 0;
+    if (mt_db_count(db, NULL, NULL, NULL, &n, err, errlen) != MT_OK || n != 5) rc = 2;
+    mt_workload wl = wl_3x3();
+    mt_record best;
+    if (!rc && (mt_db_best(db, &wl, FP1, &best, err, errlen) != MT_OK || fabs(best.median_ms - 0.2) > 1e-9)) rc = 3;
+    mt_record r;
+    make_record(&r, &wl, FP1, 99, 1.0);
+    if (!rc && mt_db_put_record(db, &r, NULL, NULL, 0) != MT_IO) rc = 4;
+    mt_db_close(db);
+    char side[600];
+    snprintf(side, sizeof side, "%s-shm", path);
+    if (!rc && access(side, F_OK) == 0) rc = 5;
+    return rc;
+}
+
+/* The same in a process that cannot write dir: this one when it is not
+ * root; as root (whom file modes do not stop) a child that becomes `nobody`. */
+static int ro_checks_unprivileged(const char *path, char *err, size_t errlen) {
+    if (geteuid() != 0) return ro_checks(path, err, errlen);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(90);
+        _exit(ro_checks(path, NULL, 0));
+    }
+    int ws = 0;
+    if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws)) return 91;
+    if (WEXITSTATUS(ws)) snprintf(err, errlen, "check %d failed in the child running as nobody", WEXITSTATUS(ws));
+    return WEXITSTATUS(ws);
+}
+
+/* A WAL-mode database of 5 records (the fastest 0.2 ms), closed: no -wal or -shm beside it. */
+static void make_ro_source(const char *path) {
+    mt_db *db = NULL;
+    char err[512];
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    for (int i = 0; i < 5; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i, 1.0 - 0.2 * i);
+        assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
+    }
+    mt_db_close(db);
+    char side[600];
+    snprintf(side, sizeof side, "%s-shm", path);
+    assert_int_equal(access(side, F_OK), -1);
+}
+
+static void test_readonly_media(void **state) {
+    (void)state;
+    char src[512], dir[512], path[600], wal[620], err[512] = "";
+    path_in(src, sizeof src, "ro-source.db");
+    make_ro_source(src);
+    /* 1. A directory of mode 0555 (the reader cannot create -shm there). */
+    path_in(dir, sizeof dir, "ro-dir");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/x.db", dir);
+    assert_int_equal(copy_file(src, path), 0);
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_int_equal(chmod(dir, 0555), 0);
+    assert_int_equal(chmod(g_dir, 0755), 0); /* as root the check runs as nobody, who must reach it */
+    int rc = ro_checks_unprivileged(path, err, sizeof err);
+    print_message("    mode 0555 directory: %s%s\n", rc ? "FAILED: " : "read", rc ? err : "");
+    assert_int_equal(rc, 0);
+    /* A -wal with transactions but no -shm: an immutable reader would miss them. */
+    assert_int_equal(chmod(dir, 0755), 0);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    write_file(wal, "not empty", 9);
+    assert_int_equal(chmod(dir, 0555), 0);
+    rc = ro_checks_unprivileged(path, err, sizeof err);
+    print_message("    with a -wal: check %d failed (expected 1: refused)\n", rc);
+    assert_int_equal(rc, 1);
+    if (geteuid() != 0) {
+        mt_db_params p = mt_db_default_params();
+        p.readonly = 1;
+        mt_db *db = NULL;
+        assert_int_equal(mt_db_open(path, &p, &db, err, sizeof err), MT_IO);
+        print_message("    %s\n", err);
+        assert_non_null(strstr(err, "checkpoint"));
+    }
+    assert_int_equal(chmod(dir, 0755), 0);
+    unlink(wal);
+    assert_int_equal(chmod(g_dir, 0700), 0);
+    /* 2. A read-only mount, which stops root too: a tmpfs remounted read-only. */
+    char mnt[512];
+    path_in(mnt, sizeof mnt, "ro-mount");
+    assert_int_equal(mkdir(mnt, 0755), 0);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=16m") != 0) {
+        print_message("    read-only mount: not checked (cannot mount a tmpfs: %s; needs root)\n", strerror(errno));
+        rmdir(mnt);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/x.db", mnt);
+    int copied = copy_file(src, path);
+    int remounted = mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL);
+    rc = copied == 0 && remounted == 0 ? ro_checks(path, err, sizeof err) : 100;
+    print_message("    read-only mount: %s%s\n", rc ? "FAILED: " : "read", rc ? err : "");
+    /* A writer cannot open it, and says why. */
+    mt_db *w = NULL;
+    char werr[512] = "";
+    mt_status wst = mt_db_open(path, NULL, &w, werr, sizeof werr);
+    print_message("    writer on the read-only mount: %s: %s\n", mt_status_name(wst), werr);
+    mt_db_close(w);
+    assert_int_equal(umount(mnt), 0);
+    rmdir(mnt);
+    assert_int_equal(copied, 0);
+    assert_int_equal(remounted, 0);
+    assert_int_equal(rc, 0);
+    assert_int_equal(wst, MT_IO);
 }
 
 /* The child of the kill test: inserts records forever, reporting each index
@@ -1102,7 +1364,10 @@ int main(void) {
         cmocka_unit_test(test_best),
         cmocka_unit_test(test_best_config),
         cmocka_unit_test(test_damaged_rows),
+        cmocka_unit_test(test_damaged_times),
+        cmocka_unit_test(test_env_failure_replaced),
         cmocka_unit_test(test_readonly_reader),
+        cmocka_unit_test(test_readonly_media),
         cmocka_unit_test(test_kill_resume),
         cmocka_unit_test(test_two_writers),
     };

@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mtgpu/records.h"
@@ -23,6 +27,8 @@
 #include "refine.h"
 
 #include "executor-impl.h"
+#include "measure.h"
+#include "memory.h"
 
 /* fp32 on the device against double sums: a whole network stays well under this. */
 #define NET_TOL 1e-4
@@ -303,6 +309,97 @@ static void test_empty_database(void **state) {
     mt_db_close(db);
 }
 
+/* ---- enormous but valid work: refused with the figures before any allocation ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The rule on given figures (no device needed). */
+static void test_memory_fits(void **state) {
+    (void)state;
+    mt_device_info gpu;
+    memset(&gpu, 0, sizeof gpu);
+    snprintf(gpu.name, sizeof gpu.name, "test GPU");
+    gpu.global_mem_bytes = (uint64_t)8 << 30;
+    gpu.max_alloc_bytes = (uint64_t)2 << 30;
+    const uint64_t GiB = (uint64_t)1 << 30;
+    char err[512];
+    mt_mem_need n = {.host_bytes = GiB, .device_bytes = 4 * GiB, .largest_buffer = GiB};
+    assert_int_equal(mt__memory_fits(&gpu, 16 * GiB, "w", &n, err, sizeof err), MT_OK);
+    n.largest_buffer = 3 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 16 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    print_message("  %s\n", err);
+    assert_non_null(strstr(err, "device buffer of 3.0 GiB, more than the largest the device allocates (2.0 GiB"));
+    n.largest_buffer = GiB;
+    n.device_bytes = 9 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 16 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    assert_non_null(strstr(err, "9.0 GiB of device memory, more than the device has (8.0 GiB"));
+    /* The host keeps a tenth of what is available. */
+    n.device_bytes = 4 * GiB;
+    n.host_bytes = 9 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 10 * GiB, "w", &n, err, sizeof err), MT_OK);
+    n.host_bytes = 9 * GiB + 1;
+    assert_int_equal(mt__memory_fits(&gpu, 10 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    print_message("  %s\n", err);
+    assert_non_null(strstr(err, "nine tenths of the 10.0 GiB available"));
+    /* A CPU device's buffers are the host's memory. */
+    mt_device_info cpu = gpu;
+    cpu.is_cpu = 1;
+    n.host_bytes = 6 * GiB;
+    assert_int_equal(mt__memory_fits(&gpu, 10 * GiB, "w", &n, err, sizeof err), MT_OK);
+    assert_int_equal(mt__memory_fits(&cpu, 10 * GiB, "w", &n, err, sizeof err), MT_RANGE);
+    print_message("  %s\n", err);
+    assert_non_null(strstr(err, "which is this host's CPU"));
+    /* Unknown limits (0) are not checked. */
+    mt_device_info unknown;
+    memset(&unknown, 0, sizeof unknown);
+    n.host_bytes = n.device_bytes = n.largest_buffer = (uint64_t)1 << 60;
+    assert_int_equal(mt__memory_fits(&unknown, 0, "w", &n, err, sizeof err), MT_OK);
+}
+
+/* On this device and host: a workload of the largest valid tensors (8 GiB
+ * each) and ResNet-18 on 2048x2048 images at batch 16 are refused within a
+ * second. Where this machine could hold them after all, the check is
+ * skipped (it would then run for hours). */
+static void test_enormous_work(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[1024];
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=2047,h=1024,w=1024,k=2047,r=1,s=1", &wl, err, sizeof err), MT_OK);
+    const uint64_t f = sizeof(float);
+    uint64_t in = f * (uint64_t)mt_workload_input_elems(&wl), out = f * (uint64_t)mt_workload_output_elems(&wl);
+    mt_mem_need n = {.host_bytes = in + 3 * out, .device_bytes = in + out, .largest_buffer = in};
+    if (mt__check_memory(mt_device_get_info(g_dev), "w", &n, NULL, 0) == MT_OK) {
+        print_message("skipped: this device and host could hold 8 GiB tensors; the bench would compute for hours\n");
+        skip();
+    }
+    mt_conv_bench *b = NULL;
+    double t0 = now_s();
+    mt_status st = mt_conv_bench_new(g_dev, &wl, 1, &b, err, sizeof err);
+    double el = now_s() - t0;
+    print_message("  bench: %s in %.3f s: %s\n", mt_status_name(st), el, err);
+    assert_int_equal(st, MT_RANGE);
+    assert_null(b);
+    assert_non_null(strstr(err, "GiB"));
+    assert_true(el < 1.0);
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_create("resnet18", 16, 2048, &net, err, sizeof err), MT_OK);
+    mt_executor *ex = NULL;
+    t0 = now_s();
+    st = mt_executor_build(g_dev, net, NULL, &ex, err, sizeof err);
+    el = now_s() - t0;
+    print_message("  executor: %s in %.3f s: %s\n", mt_status_name(st), el, err);
+    assert_int_equal(st, MT_RANGE);
+    assert_null(ex);
+    assert_non_null(strstr(err, "resnet18 (input 16x3x2048x2048)"));
+    assert_true(el < 1.0);
+    mt_network_free(net);
+}
+
 /* ---- weights files (no device needed) ---- */
 
 static mt_network *tiny_net(int k, int extra) {
@@ -399,7 +496,7 @@ static void test_weights_file(void **state) {
     write_file(bad, copy, len);
     expect_refused(bad, net, MT_CORRUPT, "version 99");
     free(copy);
-    free(good);
+    unsigned char *good_copy = good; /* kept for the checks below */
     /* wrong shape: the same names with 16 channels */
     mt_network *wide = tiny_net(16, 0);
     expect_refused(path, wide, MT_CORRUPT, "has shape 8x3x3x3, the network needs 16x3x3x3");
@@ -409,6 +506,34 @@ static void test_weights_file(void **state) {
     /* missing file */
     snprintf(bad, sizeof bad, "%s/none.mtw", g_dir);
     expect_refused(bad, net, MT_IO, "cannot open");
+    /* files that never end or are far too long: refused before any read */
+    expect_refused("/dev/zero", net, MT_IO, "character device");
+    snprintf(bad, sizeof bad, "%s/fifo.mtw", g_dir);
+    assert_int_equal(mkfifo(bad, 0600), 0);
+    expect_refused(bad, net, MT_IO, "FIFO");
+    unlink(bad);
+    snprintf(bad, sizeof bad, "%s/sparse.mtw", g_dir);
+    write_file(bad, good_copy, 16);
+    assert_int_equal(truncate(bad, (off_t)30 << 30), 0);
+    expect_refused(bad, net, MT_CORRUPT, "32212254720 bytes");
+    /* one byte too many: longer than this network's weights file can be */
+    unsigned char *longer = malloc(len + 1);
+    memcpy(longer, good_copy, len);
+    longer[len] = 0;
+    write_file(bad, longer, len + 1);
+    expect_refused(bad, net, MT_CORRUPT, "tiny");
+    /* a dimension of 2^31 that makes too many elements: the message says so,
+     * naming no innocent dimension (conv1.weight's dims start at byte 36) */
+    memcpy(longer, good_copy, len);
+    for (int i = 0; i < 8; i++) longer[36 + i] = (unsigned char)((UINT64_C(1) << 31) >> (8 * i));
+    write_file(bad, longer, len);
+    expect_refused(bad, net, MT_CORRUPT, "more than 2^34 elements (dimensions 0..2 multiply to 19327352832)");
+    for (int i = 0; i < 8; i++) longer[36 + i] = (unsigned char)(((UINT64_C(1) << 31) + 1) >> (8 * i));
+    write_file(bad, longer, len);
+    expect_refused(bad, net, MT_CORRUPT, "dimension 0 of size 2147483649 (1..2^31 allowed)");
+    free(longer);
+    free(good_copy);
+    unlink(bad);
     /* the executor refuses weights of another network */
     if (g_dev) {
         mt_executor *ex = NULL;
@@ -421,6 +546,77 @@ static void test_weights_file(void **state) {
     }
     mt_network_free(wide);
     mt_network_free(deeper);
+    mt_weights_free(w);
+    mt_network_free(net);
+}
+
+/* ---- seeds of fuzz/fuzz_weights.c, written by this test ---- */
+
+/* The network fuzz/fuzz_weights.c loads every input against (the same
+ * definition: keep the two in step). */
+static mt_network *fuzz_weights_net(void) {
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_new("fuzz", &net), MT_OK);
+    int x = mt_network_add_input(net, "input", 1, 2, 6, 6);
+    mt_conv_spec s = mt_conv_spec_default(4, 3, 1, 1);
+    s.batch_norm = 1;
+    s.bn_name = "bn1";
+    x = mt_network_add_conv(net, "conv1", x, &s);
+    x = mt_network_add_global_avgpool(net, "pool", x);
+    x = mt_network_add_flatten(net, "flatten", x);
+    mt_network_add_dense(net, "fc", x, 3, 1, MT_ACT_NONE);
+    assert_int_equal(mt_network_status(net, NULL, 0), MT_OK);
+    return net;
+}
+
+/* fuzz/corpus/weights/valid is a weights file of the harness's network
+ * (seeded random values): what this test writes, byte for byte, and what
+ * mt_weights_load accepts, so that the fuzzer starts inside the format.
+ * MTGPU_WRITE_FUZZ_SEEDS=DIR writes the seeds into DIR instead (to refresh
+ * the corpus after a format change). */
+static void test_fuzz_weights_seeds(void **state) {
+    (void)state;
+    mt_network *net = fuzz_weights_net();
+    mt_weights *w = NULL;
+    char err[1024], path[600], corpus[1024];
+    assert_int_equal(mt_weights_random(net, 7, &w, err, sizeof err), MT_OK);
+    const char *out = getenv("MTGPU_WRITE_FUZZ_SEEDS");
+    snprintf(path, sizeof path, "%s/%s", out && *out ? out : g_dir, out && *out ? "valid" : "fuzz-seed.mtw");
+    assert_int_equal(mt_weights_save(w, path, err, sizeof err), MT_OK);
+    mt_weights *back = NULL;
+    assert_int_equal(mt_weights_load(path, net, &back, err, sizeof err), MT_OK);
+    mt_weights_free(back);
+    size_t len = 0;
+    unsigned char *made = read_file(path, &len);
+    print_message("  seed: %zu bytes (the fuzzer's -max_len must be at least this)\n", len);
+    assert_true(len <= 8192); /* fuzz/run.sh's -max_len */
+    if (out && *out) {
+        snprintf(path, sizeof path, "%s/truncated", out);
+        write_file(path, made, len / 2);
+        print_message("  seeds written to %s\n", out);
+    } else {
+        /* CMake compiles with absolute source paths: the corpus sits beside this file's folder. */
+        snprintf(corpus, sizeof corpus, "%s", __FILE__);
+        char *slash = strrchr(corpus, '/');
+        if (slash) snprintf(slash, sizeof corpus - (size_t)(slash - corpus), "/../fuzz/corpus/weights/valid");
+        FILE *f = fopen(corpus, "rb");
+        if (!f) {
+            print_message("skipped: the corpus is not beside this source (%s)\n", corpus);
+            free(made);
+            mt_weights_free(w);
+            mt_network_free(net);
+            skip();
+        }
+        fclose(f);
+        size_t clen = 0;
+        unsigned char *committed = read_file(corpus, &clen);
+        assert_int_equal(clen, len);
+        assert_memory_equal(committed, made, len);
+        free(committed);
+        assert_int_equal(mt_weights_load(corpus, net, &back, err, sizeof err), MT_OK);
+        mt_weights_free(back);
+    }
+    free(made);
     mt_weights_free(w);
     mt_network_free(net);
 }
@@ -535,6 +731,75 @@ static void test_embed_threads(void **state) {
     e = NULL;
     assert_int_equal(mt_embed_open(&p, &e, err, sizeof err), MT_IO);
     assert_null(e);
+}
+
+/* An inference server's database baked into a read-only image: a WAL-mode
+ * file with no -wal or -shm beside it, in a place no one can write (a
+ * tmpfs remounted read-only, which stops root too; or, for a user who is
+ * not root, a directory of mode 0555). mt_embed_open reads it and serves
+ * its record. */
+static void test_embed_readonly_media(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[1024], dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/ro-embed", g_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    int mounted = 0;
+    if (geteuid() == 0) {
+        if (mount("tmpfs", dir, "tmpfs", 0, "size=4m") != 0) {
+            print_message("skipped: root is stopped only by a read-only mount, and a tmpfs cannot be mounted here: %s\n", strerror(errno));
+            rmdir(dir);
+            skip();
+        }
+        mounted = 1;
+    }
+    snprintf(path, sizeof path, "%s/x.db", dir);
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse(g_embed_wl[1], &wl, NULL, 0), MT_OK);
+    mt_select_query q = mt_select_query_default(NULL, &wl, mt_device_get_info(g_dev));
+    q.layouts = 1u << MT_WEIGHTS_OIHW;
+    mt_select_result sel;
+    assert_int_equal(mt_select_config(&q, &sel, err, sizeof err), MT_OK);
+    mt_record rec = sel.rec;
+    mt_select_result_free(&sel);
+    rec.ncosts = 1;
+    rec.costs_ms[0] = rec.median_ms = 0.125;
+    snprintf(rec.source, sizeof rec.source, "measured");
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    assert_int_equal(mt_db_put_device(db, mt_device_get_info(g_dev), NULL, 0), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &rec, NULL, err, sizeof err), MT_OK);
+    mt_db_close(db);
+    if (mounted) assert_int_equal(mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
+    else assert_int_equal(chmod(dir, 0555), 0);
+    mt_embed_params p = mt_embed_default_params();
+    p.db_path = path;
+    p.device = g_dev;
+    mt_embed *e = NULL;
+    mt_status st = mt_embed_open(&p, &e, err, sizeof err);
+    print_message("read-only media (%s): mt_embed_open: %s %s\n", mounted ? "read-only tmpfs" : "mode 0555 directory", mt_status_name(st),
+                  st == MT_OK ? "" : err);
+    mt_conv_kernel_info info;
+    memset(&info, 0, sizeof info);
+    const mt_conv_kernel *k = NULL;
+    mt_status gst = st == MT_OK ? mt_embed_get_conv(e, &wl, &k, err, sizeof err) : st;
+    char config[MT_RECORD_CONFIG_LEN] = "";
+    if (gst == MT_OK) {
+        mt_conv_kernel_get_info(k, &info);
+        snprintf(config, sizeof config, "%s", info.config); /* the kernel owns it */
+    }
+    mt_embed_close(e);
+    char shm[620];
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    int shm_made = access(shm, F_OK) == 0;
+    if (mounted) assert_int_equal(umount(dir), 0);
+    else assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(st, MT_OK);
+    assert_int_equal(gst, MT_OK);
+    assert_int_equal(info.from_db, 1);
+    assert_true(info.tuned_ms == 0.125);
+    assert_string_equal(config, rec.config);
+    assert_false(shm_made);
 }
 
 /* A valid kvec config of wl on the test device (the first of a seeded draw). */
@@ -805,8 +1070,9 @@ int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &g_dev, g_dev_err, sizeof g_dev_err) != MT_OK) g_dev = NULL;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
-        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
+        cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
+        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

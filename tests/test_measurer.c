@@ -4,7 +4,11 @@
  * rest of the batch is measured by a restarted worker. The faults come from
  * the worker's test-only hooks MTGPU_WORKER_HANG_ON / MTGPU_WORKER_CRASH_ON;
  * a compile that hangs or crashes a compiler process (MTGPU_WORKER_COMPILE_*)
- * costs that config a build error.
+ * costs that config a build error. A crash counts against a config only
+ * when it repeats in a fresh worker; a worker killed from outside
+ * (MTGPU_WORKER_KILLED_ON, MTGPU_WORKER_COMPILE_KILLED_ON: SIGKILL, as the
+ * out-of-memory killer sends) costs the config nothing when the fresh one
+ * measures it, and a failure of the environment when it is killed again.
  *
  * Skips (with the reason printed) when there is no device or no worker binary. */
 #include <setjmp.h>
@@ -242,14 +246,16 @@ static void test_hang(void **state) {
 
 static void test_crash(void **state) {
     (void)state;
+    /* Set for the whole batch: the fresh worker that tries config 2 again
+     * crashes on it too, and a crash that repeats is the config's. */
     setenv("MTGPU_WORKER_CRASH_ON", texts[2], 1);
     mt_measurer_params p = test_params(20);
     mt_measurer *m = start_or_skip(&p);
-    unsetenv("MTGPU_WORKER_CRASH_ON");
     mt_measurer_result res[NCFG];
     char err[1024];
     double t0 = now_s();
     mt_status st = mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err);
+    unsetenv("MTGPU_WORKER_CRASH_ON");
     print_message("batch with a crash: %.2f s; crash reported as: %s\n", now_s() - t0, res[2].m.message);
     assert_int_equal(st, MT_OK);
     for (int i = 0; i < NCFG; i++) {
@@ -259,6 +265,91 @@ static void test_crash(void **state) {
     assert_int_equal(res[2].m.status, MT_LAUNCH);
     assert_true(res[2].sent_to_worker);
     assert_string_equal(res[2].m.message, "worker crashed (signal 11)");
+    mt_measurer_stop(m);
+    assert_no_children();
+}
+
+/* ---- a worker killed from outside (the out-of-memory killer, an operator) ---- */
+
+/* Killed once while measuring config 1 (the hook is in the first worker's
+ * environment only): the config is measured again in a fresh worker, and
+ * nothing is recorded against it. */
+static void test_killed_once(void **state) {
+    (void)state;
+    setenv("MTGPU_WORKER_KILLED_ON", texts[1], 1);
+    mt_measurer_params p = test_params(20);
+    mt_measurer *m = start_or_skip(&p);
+    unsetenv("MTGPU_WORKER_KILLED_ON");
+    long pid = mt_measurer_worker_pid(m);
+    mt_measurer_result res[NCFG];
+    char err[1024];
+    mt_status st = mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err);
+    assert_int_equal(st, MT_OK);
+    for (int i = 0; i < NCFG; i++) assert_ok_result(&res[i], i);
+    assert_true(mt_measurer_worker_pid(m) != pid); /* the killed one was replaced */
+    mt_measurer_stop(m);
+    assert_no_children();
+}
+
+/* Killed every time it measures config 1: a failure of the environment,
+ * marked so that a resumed tune measures it again, not a launch error. */
+static void test_killed_always(void **state) {
+    (void)state;
+    setenv("MTGPU_WORKER_KILLED_ON", texts[1], 1);
+    mt_measurer_params p = test_params(20);
+    mt_measurer *m = start_or_skip(&p);
+    mt_measurer_result res[NCFG];
+    char err[1024];
+    mt_status st = mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err);
+    unsetenv("MTGPU_WORKER_KILLED_ON");
+    print_message("killed twice: %s: %s\n", mt_status_name(res[1].m.status), res[1].m.message);
+    assert_int_equal(st, MT_OK);
+    for (int i = 0; i < NCFG; i++)
+        if (i != 1) assert_ok_result(&res[i], i);
+    assert_int_equal(res[1].m.status, MT_UNAVAILABLE);
+    assert_true(res[1].sent_to_worker);
+    assert_non_null(strstr(res[1].m.message, "signal 9, then signal 9"));
+    mt_record rec;
+    mt_record_init(&rec);
+    rec.status = res[1].m.status;
+    snprintf(rec.message, sizeof rec.message, "%s", res[1].m.message);
+    assert_true(mt_record_env_failure(&rec));
+    mt_measurer_stop(m);
+    assert_no_children();
+}
+
+/* The same for a compiler process: killed once, the config compiles in a
+ * fresh one; killed every time, a failure of the environment. */
+static void test_compile_killed(void **state) {
+    (void)state;
+    mt_measurer_params p = test_params(20);
+    p.compile_threads = 1;
+    mt_measurer *m = start_or_skip(&p);
+    mt_measurer_result res[NCFG];
+    char err[1024];
+    /* Compiler processes start with the first batch: the hook is in the
+     * first one's environment, not in the fresh one's. */
+    setenv("MTGPU_WORKER_COMPILE_KILLED_ON", texts[2], 1);
+    assert_int_equal(mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, 2, res, err, sizeof err), MT_OK);
+    assert_int_equal(mt_measurer_compiler_pids(m, NULL, 0), 1);
+    unsetenv("MTGPU_WORKER_COMPILE_KILLED_ON");
+    mt_status st = mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err);
+    assert_int_equal(st, MT_OK);
+    for (int i = 0; i < NCFG; i++) assert_ok_result(&res[i], i);
+    mt_measurer_stop(m);
+    assert_no_children();
+    /* Every compiler killed on config 2. */
+    m = start_or_skip(&p);
+    setenv("MTGPU_WORKER_COMPILE_KILLED_ON", texts[2], 1);
+    st = mt_measurer_measure_batch(m, &wl, tmpl, &space, cfgs, NCFG, res, err, sizeof err);
+    unsetenv("MTGPU_WORKER_COMPILE_KILLED_ON");
+    print_message("compiler killed twice: %s: %s\n", mt_status_name(res[2].m.status), res[2].m.message);
+    assert_int_equal(st, MT_OK);
+    for (int i = 0; i < NCFG; i++)
+        if (i != 2) assert_ok_result(&res[i], i);
+    assert_int_equal(res[2].m.status, MT_UNAVAILABLE);
+    assert_false(res[2].sent_to_worker);
+    assert_non_null(strstr(res[2].m.message, MT_RECORD_ENV_FAILURE_PREFIX "the compiler process"));
     mt_measurer_stop(m);
     assert_no_children();
 }
@@ -459,10 +550,13 @@ int main(void) {
         cmocka_unit_test(test_batch_ok),
         cmocka_unit_test(test_hang),
         cmocka_unit_test(test_crash),
+        cmocka_unit_test(test_killed_once),
+        cmocka_unit_test(test_killed_always),
         cmocka_unit_test(test_repeated_crash),
         cmocka_unit_test(test_invalid_config),
         cmocka_unit_test(test_compile_hang),
         cmocka_unit_test(test_compile_crash),
+        cmocka_unit_test(test_compile_killed),
         cmocka_unit_test(test_compile_in_process),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

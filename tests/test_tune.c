@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "mtgpu/records.h"
@@ -119,6 +120,71 @@ static void test_tune_and_resume(void **state) {
     assert_int_equal(s.measured_this_run, 0);
     mt_tune_summary_free(&s);
     assert_int_equal(count_records(db), 7);
+}
+
+static void exec_sql(const char *path, const char *sql) {
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s: %s", sql, msg ? msg : "?");
+    sqlite3_close(h);
+}
+
+typedef struct {
+    int64_t id;
+    mt_record rec;
+} record_by_id;
+
+static int find_id(const mt_record *r, void *user) {
+    record_by_id *f = user;
+    if (r->id == f->id) f->rec = *r;
+    return 0;
+}
+
+/* A resume goes past a damaged record, naming it, and measures again the
+ * config whose worker was killed from outside (its record replaced). */
+static void test_resume_past_damage(void **state) {
+    (void)state;
+    if (!have_device) {
+        print_message("skipped: no device: %s\n", why);
+        skip();
+    }
+    char db[512], err[1024];
+    snprintf(db, sizeof db, "%s/damaged.db", tmpdir);
+    mt_task task = small_task();
+    mt_tune_params p = quick_params(db, "random", 4, 2);
+    mt_tune_summary s;
+    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    assert_int_equal(s.measured_this_run, 4);
+    mt_tune_summary_free(&s);
+    /* Record 2: its worker was killed from outside, twice; record 3: a time
+     * that is no number (it read as 0 ms, faster than any real one). */
+    exec_sql(db, "UPDATE records SET status = 'unavailable', median_ms = NULL, costs = '[]', message = '" MT_RECORD_ENV_FAILURE_PREFIX
+                 "killed' WHERE id = 2; UPDATE records SET median_ms = 'abc' WHERE id = 3");
+    record_by_id before = {.id = 2};
+    mt_db *h = NULL;
+    mt_db_params dp = mt_db_default_params();
+    dp.readonly = 1;
+    assert_int_equal(mt_db_open(db, &dp, &h, NULL, 0), MT_OK);
+    assert_int_equal(mt_db_for_each(h, NULL, find_id, &before, NULL, 0), MT_CORRUPT); /* record 3 */
+    mt_db_close(h);
+    assert_true(mt_record_env_failure(&before.rec));
+    p = quick_params(db, "random", 6, 2);
+    mt_status st = mt_tune(&task, 1, &p, &s, err, sizeof err);
+    print_message("resume: %s %s; note: %s\n", mt_status_name(st), st == MT_OK ? "" : err, s.note);
+    assert_int_equal(st, MT_OK);
+    assert_int_equal(s.resumed, 2); /* of 4: one damaged, one to measure again */
+    assert_int_equal(s.measured_this_run, 4);
+    assert_non_null(strstr(s.note, "record 3 has a damaged median"));
+    assert_non_null(strstr(s.note, "1 record of a worker killed from outside"));
+    mt_tune_summary_free(&s);
+    record_by_id after = {.id = 2};
+    assert_int_equal(mt_db_open(db, &dp, &h, NULL, 0), MT_OK);
+    assert_int_equal(mt_db_for_each(h, NULL, find_id, &after, NULL, 0), MT_CORRUPT);
+    mt_db_close(h);
+    assert_string_equal(after.rec.config, before.rec.config);
+    assert_false(mt_record_env_failure(&after.rec)); /* measured again: replaced */
+    print_message("record 2 measured again: %s, %.4f ms\n", mt_status_name(after.rec.status), after.rec.median_ms);
 }
 
 static void test_hang_is_a_timeout(void **state) {
@@ -238,6 +304,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_tune_and_resume),
+        cmocka_unit_test(test_resume_past_damage),
         cmocka_unit_test(test_hang_is_a_timeout),
         cmocka_unit_test(test_start_from_default),
     };

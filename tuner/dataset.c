@@ -106,7 +106,8 @@ static const mt_device_info *intern_device(mt_dataset *ds, const char *fp) {
 static int load_cb(const mt_record *rec, void *user) {
     mt_dataset *ds = user;
     const mt_template *t = mt_template_find(rec->template_name);
-    if (!t || strncmp(rec->source, "autotvm:", 8) == 0 || !mt_template_accepts(t, &rec->wl)) {
+    /* A failure of the environment says nothing of the config: no sample. */
+    if (!t || strncmp(rec->source, "autotvm:", 8) == 0 || !mt_template_accepts(t, &rec->wl) || mt_record_env_failure(rec)) {
         ds->skipped++;
         return 0;
     }

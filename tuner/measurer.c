@@ -223,6 +223,7 @@ typedef struct proc {
     size_t blen, bcap, bpos;
     char prepared[512]; /* workload text this worker has prepared; "" none */
     int start_failed;   /* compiler processes: one could not start, so this slot compiles in the tuner's process */
+    int lost_signal;    /* the signal that ended the worker worker_lost last reaped; 0: none (it exited) */
 } proc;
 
 struct mt_measurer {
@@ -356,6 +357,7 @@ static void worker_lost(mt_measurer *m, proc *w, char *why, size_t whylen) {
     pid_t pid = w->pid;
     close_fds(w);
     int ws = 0;
+    w->lost_signal = 0;
     if (pid > 0 && !reap(pid, 2.0, &ws)) {
         w->pid = pid;
         worker_kill(m, w, &ws);
@@ -363,12 +365,43 @@ static void worker_lost(mt_measurer *m, proc *w, char *why, size_t whylen) {
         return;
     }
     w->pid = -1;
+    w->lost_signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
     if (WIFSIGNALED(ws))
         snprintf(why, whylen, "worker crashed (signal %d)", WTERMSIG(ws));
     else if (WIFEXITED(ws))
         snprintf(why, whylen, "worker exited unexpectedly (status %d)", WEXITSTATUS(ws));
     else
         snprintf(why, whylen, "worker ended unexpectedly");
+}
+
+/* 1 when sig is one that comes from outside the process (the out-of-memory
+ * killer's SIGKILL, an operator's kill or terminal) rather than from what the
+ * process ran (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT of a kernel or a
+ * driver). */
+static int signal_from_outside(int sig) {
+    return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
+/* The message of a config whose worker died twice, once of signal `first`,
+ * then of `second` (0: exited): the config's fault only when both deaths
+ * were its own crashes; otherwise the environment's, marked as such
+ * (MT_RECORD_ENV_FAILURE_PREFIX) so that a resumed tune measures it again. */
+static mt_status twice_lost(int first, int second, const char *what, const char *last, char *msg, size_t msglen, mt_status crash_status) {
+    if (first >= 0 && second >= 0 && !signal_from_outside(first) && !signal_from_outside(second)) {
+        snprintf(msg, msglen, "%s", last);
+        return crash_status;
+    }
+    if (second >= 0)
+        snprintf(msg, msglen,
+                 MT_RECORD_ENV_FAILURE_PREFIX "the %s died while working on this config (signal %d, then signal %d in a fresh one): "
+                 "killed from outside, not a crash of the config's own; a resumed tune measures it again",
+                 what, first, second);
+    else
+        snprintf(msg, msglen,
+                 MT_RECORD_ENV_FAILURE_PREFIX "the %s died while working on this config (signal %d) and no fresh one could be "
+                 "started to try again: not shown to be the config's fault; a resumed tune measures it again",
+                 what, first);
+    return MT_UNAVAILABLE;
 }
 
 /* Writes all of data to the worker, with SIGPIPE blocked in this thread
@@ -865,10 +898,33 @@ static int compile_in(compile_job *j, proc *w, long long seq, int i) {
         char why[256];
         worker_lost(m, w, why, sizeof why);
     }
-    mt__sb_free(&sb);
-    if (w->pid <= 0) return -1;
+    if (w->pid <= 0) {
+        mt__sb_free(&sb);
+        return -1;
+    }
     char *line;
     int lr = read_line(w, now_s() + m->p.compile_timeout_s, &line);
+    /* A compiler that dies may have been killed from outside: the config
+     * goes once more to a fresh one; only a crash that repeats is its own.
+     * first, second: the signals that ended the two (0: it exited; -1: no
+     * second one could be started). */
+    int first = -1, second = -1;
+    char why[256] = "";
+    if (lr == LINE_EOF) {
+        worker_lost(m, w, why, sizeof why);
+        first = w->lost_signal;
+        char serr[1024];
+        if (worker_start(m, w, serr, sizeof serr) == MT_OK) {
+            if (send_line(w, &sb) == 0) lr = read_line(w, now_s() + m->p.compile_timeout_s, &line);
+            if (lr == LINE_EOF) {
+                worker_lost(m, w, why, sizeof why);
+                second = w->lost_signal;
+            }
+        } else {
+            w->start_failed = 1; /* the next configs compile here */
+        }
+    }
+    mt__sb_free(&sb);
     if (lr == LINE_OK && parse_compiled(line, seq, r) == 0) {
         if (r->status == MT_OK) j->ready[i] = 1;
         return 0;
@@ -880,9 +936,9 @@ static int compile_in(compile_job *j, proc *w, long long seq, int i) {
         worker_kill(m, w, NULL);
         snprintf(r->message, sizeof r->message, "compiling took over %.0f s; compiler process killed", m->p.compile_timeout_s);
     } else if (lr == LINE_EOF) {
-        char why[256];
-        worker_lost(m, w, why, sizeof why);
-        snprintf(r->message, sizeof r->message, "the compiler process died: %s", why);
+        char last[300];
+        snprintf(last, sizeof last, "the compiler process died: %s", why);
+        r->status = twice_lost(first, second, "compiler process", last, r->message, sizeof r->message, MT_BUILD);
     } else {
         worker_kill(m, w, NULL);
         snprintf(r->message, sizeof r->message, "compiler process protocol error: %s", lr == LINE_OK ? "malformed answer" : "unreadable answer");
@@ -1105,6 +1161,8 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
                 continue;
             }
             int outcome = NOT_SENT;
+            int first_lost = -1; /* the signal that ended the worker the first time it died on this config (0: it exited) */
+            int retried = 0;     /* the config went to a fresh worker after that */
             while (ret == MT_OK) {
                 char why[1024];
                 st = worker_ready(m, wltext, why, sizeof why);
@@ -1113,10 +1171,23 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
                     snprintf(abort_msg, sizeof abort_msg, "%s", why);
                     break;
                 }
+                retried = first_lost >= 0;
                 outcome = measure_one(m, t, cfgtext, &results[i]);
                 if (outcome == ANSWERED) {
                     failures = 0;
                     break;
+                }
+                /* The worker died while measuring: the kernel, or a kill from
+                 * outside (the out-of-memory killer, an operator). Once more
+                 * in a fresh worker; only a crash that repeats is the config's. */
+                if (outcome == LOST && first_lost < 0) {
+                    first_lost = m->timer.lost_signal; /* measure_one kept r->build_s */
+                    continue;
+                }
+                if (outcome == LOST) {
+                    char last[sizeof r->message];
+                    snprintf(last, sizeof last, "%s", r->message);
+                    r->status = twice_lost(first_lost, m->timer.lost_signal, "measurement worker", last, r->message, sizeof r->message, MT_LAUNCH);
                 }
                 if (++failures >= m->p.max_consecutive_failures) {
                     ret = MT_DEVICE;
@@ -1125,6 +1196,13 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
                 }
                 if (outcome != NOT_SENT) break;
                 /* The worker died between requests: start another and resend. */
+            }
+            /* It died on the config and no fresh worker could try it again:
+             * not shown to be the config's fault. */
+            if (outcome == LOST && first_lost >= 0 && !retried) {
+                char last[sizeof r->message];
+                snprintf(last, sizeof last, "%s", r->message);
+                r->status = twice_lost(first_lost, -1, "measurement worker", last, r->message, sizeof r->message, MT_LAUNCH);
             }
             if (outcome != NOT_SENT) continue;
         }

@@ -14,9 +14,17 @@
  * worker's build is a cache hit). Processes, not threads: PoCL compiles one
  * kernel at a time in a process. Where no compiler process can start, the
  * batch is compiled in the calling process instead.
- * A worker that does not answer within the timeout is killed and restarted;
- * one that dies is restarted; either way that config gets an error result and
- * the batch goes on.
+ * A worker that does not answer within the timeout is killed and restarted,
+ * and that config gets a timeout result. One that dies while measuring or
+ * compiling a config (a kernel that crashes it, or a kill from outside: the
+ * out-of-memory killer, an operator) is restarted and the config tried once
+ * more in the fresh one: a crash that repeats is the config's (launch_error
+ * or build_error, "worker crashed (signal N)"); a death where either was by
+ * a signal from outside (SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT) is the
+ * environment's, MT_UNAVAILABLE with a message beginning
+ * MT_RECORD_ENV_FAILURE_PREFIX, which a resumed tune measures again. Either
+ * way the batch goes on. Workers end when the measurer's end of their
+ * request pipe closes, so none outlives a tuner that is killed.
  *
  * The worker executable is found at params.worker_path, else $MTGPU_WORKER,
  * else next to the build tree's libmtgpu, else under <prefix>/lib/mtgpu.

@@ -167,6 +167,7 @@ static int load_record(const mt_record *rec, void *user) {
     replay_unit *u = w->u;
     mt_config cfg;
     if (mt_config_parse(w->sp, rec->config, &cfg, NULL, 0) != MT_OK) return 0; /* from an older space */
+    if (mt_record_env_failure(rec)) return 0; /* the recording's machine failed, not the config: nothing to replay */
     if (u->n == u->cap) {
         size_t cap = u->cap ? 2 * u->cap : 64;
         entry *e = realloc(u->e, sizeof *e * cap);

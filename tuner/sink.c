@@ -38,11 +38,12 @@ static mt_status db_put(void *ctx, const mt_record *rec, char *err, size_t errle
     return MT_OK;
 }
 
-static mt_status db_for_each(void *ctx, const mt_db_filter *f, int (*cb)(const mt_record *rec, void *user), void *user, char *err,
-                             size_t errlen) {
+static mt_status db_for_each(void *ctx, const mt_db_filter *f, int (*cb)(const mt_record *rec, void *user), void *user, int64_t *damaged,
+                             char *err, size_t errlen) {
     mt_db *db = ctx;
     char msg[1024];
-    mt_status st = mt_db_for_each(db, f, cb, user, msg, sizeof msg);
+    mt_status st = mt_db_for_each_counted(db, f, cb, user, damaged, msg, sizeof msg);
+    if (st == MT_CORRUPT && damaged && *damaged > 0) return mt__fail(err, errlen, st, "%s", msg); /* rows passed over: names the first */
     if (st != MT_OK) return mt__fail(err, errlen, st, "tune: reading the database failed: %s", msg);
     return MT_OK;
 }
@@ -58,14 +59,14 @@ static const mt__sink_i db_iface = {
 
 mt_status mt__sink_db(const char *path, mt__sink *out, char *err, size_t errlen) {
     mt__sink_none(out);
-    char dbpath[1024];
+    char dbpath[4096];
     mt_status st;
-    if (path) snprintf(dbpath, sizeof dbpath, "%s", path);
-    else if ((st = mt_db_default_path(dbpath, sizeof dbpath, NULL, 0)) != MT_OK)
+    if (!path && (st = mt_db_default_path(dbpath, sizeof dbpath, NULL, 0)) != MT_OK)
         return mt__fail(err, errlen, st, "tune: no default database path (set --db or $MTGPU_DB)");
     mt_db_params dbp = mt_db_default_params();
     mt_db *db = NULL;
-    if ((st = mt_db_open(dbpath, &dbp, &db, err, errlen)) != MT_OK) return st;
+    /* NULL for the default location, whose directories mt_db_open creates. */
+    if ((st = mt_db_open(path, &dbp, &db, err, errlen)) != MT_OK) return st;
     *out = (mt__sink){&db_iface, db};
     return MT_OK;
 }

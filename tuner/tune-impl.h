@@ -4,6 +4,7 @@
 #define MTGPU_TUNE_IMPL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mtgpu/records.h"
 #include "mtgpu/status.h"
@@ -21,8 +22,10 @@ typedef struct mt__sink_i {
     mt_status (*device)(void *ctx, const mt_device_info *dev, char *err, size_t errlen);
     /* Stores rec; an error stops the run (message in err). */
     mt_status (*put)(void *ctx, const mt_record *rec, char *err, size_t errlen);
-    /* Calls cb for each stored record matching f, as mt_db_for_each. NULL: nothing is stored. */
-    mt_status (*for_each)(void *ctx, const mt_db_filter *f, int (*cb)(const mt_record *rec, void *user), void *user, char *err, size_t errlen);
+    /* Calls cb for each stored record matching f, as mt_db_for_each_counted
+     * (damaged rows passed over are counted into *damaged). NULL: nothing is stored. */
+    mt_status (*for_each)(void *ctx, const mt_db_filter *f, int (*cb)(const mt_record *rec, void *user), void *user, int64_t *damaged,
+                          char *err, size_t errlen);
     void (*close)(void *ctx);
 } mt__sink_i;
 

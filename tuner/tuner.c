@@ -57,6 +57,10 @@ typedef struct {
     int nhistory;
     int done;             /* exhausted or stopped early */
     int rounds;
+    /* Configs whose stored record is a failure of the environment (a worker
+     * killed from outside): measured first, so that a resumed tune retries them. */
+    mt_config *retry;
+    int nretry, capretry;
 } unit;
 
 typedef struct {
@@ -88,6 +92,7 @@ typedef struct {
     int done_total;               /* trials of these units, resumed ones included */
     int measured_this_run;
     int resumed;
+    char note[512];               /* what resuming went past (mt_tune_progress.note) */
     /* A round's scratch: batch entries each (cfgs 2 x batch; samples, see tune_round). */
     mt_config *cfgs;
     mt_measurer_result *results;
@@ -337,6 +342,7 @@ typedef struct {
     mt_cm_sample *samples;
     int nsamples, cap;
     int errors;
+    int env_failures; /* records skipped: failures of the environment, to measure again */
     int failed_alloc;
 } resume_state;
 
@@ -345,6 +351,23 @@ static int resume_cb(const mt_record *rec, void *user) {
     unit *u = rs->u;
     mt_config cfg;
     if (mt_config_parse(&u->space, rec->config, &cfg, NULL, 0) != MT_OK) return 0; /* from an older space: ignore */
+    /* A failure of the environment (a worker killed from outside) is not a
+     * measurement: the config is measured again, and its new record replaces this one. */
+    if (mt_record_env_failure(rec)) {
+        rs->env_failures++;
+        if (u->nretry == u->capretry) {
+            int cap = u->capretry ? 2 * u->capretry : 8;
+            mt_config *c = realloc(u->retry, sizeof *c * (size_t)cap);
+            if (!c) {
+                rs->failed_alloc = 1;
+                return 1;
+            }
+            u->retry = c;
+            u->capretry = cap;
+        }
+        u->retry[u->nretry++] = cfg;
+        return 0;
+    }
     double cost = rec->status == MT_OK ? rec->median_ms : 0;
     mt_search_mark_measured(u->search, &cfg, rec->status == MT_OK ? cost : -1, NULL, 0);
     u->trials++;
@@ -368,16 +391,30 @@ static int resume_cb(const mt_record *rec, void *user) {
 /* What the sink already holds for these units on this device: marked
  * measured in the searches, counted, and fed to the models. */
 static mt_status run_resume(tune_run *s, char *err, size_t errlen) {
+    int64_t damaged_total = 0;
+    int env_total = 0;
+    char first_damaged[400] = "";
     for (int j = 0; j < s->nunits; j++) {
         unit *u = &s->units[j];
         resume_state rs = {.u = u, .wl = &s->tasks[u->task].wl, .dev = &s->dev};
         mt_db_filter f = {.wl = &s->tasks[u->task].wl, .device = s->dev.fingerprint, .template_name = mt_template_name(u->t)};
         char rerr[1024] = "";
-        mt_status st = s->sink.iface->for_each ? s->sink.iface->for_each(s->sink.ctx, &f, resume_cb, &rs, rerr, sizeof rerr) : MT_OK;
-        if (st == MT_OK && rs.failed_alloc) st = MT_NOMEM;
-        if (st == MT_OK && u->model && rs.nsamples > 0) st = mt_costmodel_update(u->model, rs.samples, rs.nsamples);
+        int64_t damaged = 0;
+        mt_status st =
+            s->sink.iface->for_each ? s->sink.iface->for_each(s->sink.ctx, &f, resume_cb, &rs, &damaged, rerr, sizeof rerr) : MT_OK;
+        /* Damaged rows were passed over (the walk went on): resume without them. */
+        if (st == MT_CORRUPT && damaged > 0) {
+            if (!first_damaged[0]) snprintf(first_damaged, sizeof first_damaged, "%s", rerr);
+            damaged_total += damaged;
+            st = MT_OK;
+        }
+        env_total += rs.env_failures;
+        if (st == MT_OK && rs.failed_alloc) st = mt__fail(rerr, sizeof rerr, MT_NOMEM, "out of memory");
+        if (st == MT_OK && u->model && rs.nsamples > 0 && (st = mt_costmodel_update(u->model, rs.samples, rs.nsamples)) != MT_OK)
+            snprintf(rerr, sizeof rerr, "the cost model refused the %d records of %s: %s", rs.nsamples, mt_template_name(u->t),
+                     mt_costmodel_last_error(u->model));
         free(rs.samples);
-        if (st != MT_OK) return mt__fail(err, errlen, st, "tune: resuming from the database failed: %s", mt_status_str(st));
+        if (st != MT_OK) return mt__fail(err, errlen, st, "tune: resuming from the database failed: %s", rerr[0] ? rerr : mt_status_str(st));
         s->tr[u->task].trials += u->trials;
         s->tr[u->task].errors += rs.errors;
         s->resumed += u->trials;
@@ -387,6 +424,13 @@ static mt_status run_resume(tune_run *s, char *err, size_t errlen) {
     }
     s->done_total = s->resumed;
     fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
+    size_t o = 0;
+    if (damaged_total > 0)
+        o += (size_t)snprintf(s->note, sizeof s->note, "resumed past %lld damaged record%s (%s)", (long long)damaged_total,
+                              damaged_total == 1 ? "" : "s", first_damaged);
+    if (env_total > 0 && o < sizeof s->note)
+        snprintf(s->note + o, sizeof s->note - o, "%s%d record%s of a worker killed from outside: measured again", o ? "; " : "", env_total,
+                 env_total == 1 ? "" : "s");
     return MT_OK;
 }
 
@@ -456,8 +500,13 @@ static mt_status round_draw(tune_run *s, tune_round *r, char *err, size_t errlen
          * rest where it matters. */
         if (want > MT__FIRST_ROUND) want = MT__FIRST_ROUND;
     }
+    /* Then the configs a worker killed from outside left unmeasured (resume). */
+    while (u->nretry > 0 && r->n < want) {
+        mt_config c = u->retry[--u->nretry];
+        if (mt_template_check(u->t, wl, &u->space, &c, s->lim, NULL, 0) == MT_OK && unit_allows(u, &c)) cfgs[r->n++] = c;
+    }
+    int nfixed = r->n; /* the default and the retried: the search does not know they are taken */
     r->want = want;
-    uint64_t default_idx = have_default ? mt_space_config_index(&u->space, &cfgs[0]) : 0;
     while (r->n < want && draws < MT__MAX_DRAWS_PER_CONFIG * want) {
         int got = 0;
         char serr[512];
@@ -470,8 +519,11 @@ static mt_status round_draw(tune_run *s, tune_round *r, char *err, size_t errlen
         draws += got;
         int end = r->n + got;
         for (int k = r->n; k < end; k++) {
-            /* The search does not know the default is taken: measure it once. */
-            if (have_default && mt_space_config_index(&u->space, &cfgs[k]) == default_idx) continue;
+            /* The search does not know the default and the retried are taken: measure each once. */
+            uint64_t idx = mt_space_config_index(&u->space, &cfgs[k]);
+            int taken = 0;
+            for (int f = 0; f < nfixed && !taken; f++) taken = mt_space_config_index(&u->space, &cfgs[f]) == idx;
+            if (taken) continue;
             if (mt_template_check(u->t, wl, &u->space, &cfgs[k], s->lim, NULL, 0) == MT_OK) {
                 cfgs[r->n++] = cfgs[k];
                 continue;
@@ -559,7 +611,7 @@ static mt_status round_update_model(tune_run *s, tune_round *r, char *err, size_
 static void report_progress(tune_run *s, const tune_round *r) {
     if (!s->p.progress) return;
     mt_tune_progress pr = {.task = -1, .trials_done = s->done_total, .trials_total = s->p.trials, .eta_s = -1, .tasks = s->tr,
-                           .ntasks = s->ntasks, .network_ms = network_ms(s->tr, s->ntasks)};
+                           .ntasks = s->ntasks, .network_ms = network_ms(s->tr, s->ntasks), .note = !r && s->note[0] ? s->note : NULL};
     if (r) {
         double el = now_s() - s->run_start;
         int left = s->p.trials - s->done_total;
@@ -606,12 +658,14 @@ static void run_close(tune_run *s, mt_tune_summary *out) {
     out->measured_this_run = s->measured_this_run;
     out->trials_done = s->done_total;
     out->resumed = s->resumed;
+    snprintf(out->note, sizeof out->note, "%s", s->note);
     if (s->units) fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
     out->tasks = s->tr;
     out->ntasks = s->tr ? s->ntasks : 0;
     out->network_ms = s->tr ? network_ms(s->tr, s->ntasks) : 0;
     for (int j = 0; j < s->nunits; j++) {
         mt_search_free(s->units[j].search);
+        free(s->units[j].retry);
         if (s->units[j].have_space) mt_space_free(&s->units[j].space);
     }
     free(s->units);

@@ -16,9 +16,21 @@
  *                                      contains it sleeps forever (until killed,
  *                                      or until the tuner is gone);
  *   MTGPU_WORKER_CRASH_ON=<substring>  ... dies of SIGSEGV (no core dump);
- *   MTGPU_WORKER_COMPILE_HANG_ON, MTGPU_WORKER_COMPILE_CRASH_ON: the same
- *                                      for compile requests. */
+ *   MTGPU_WORKER_KILLED_ON=<substring> ... dies of SIGKILL, as when the
+ *                                      out-of-memory killer or an operator
+ *                                      kills it (not the config's fault);
+ *   MTGPU_WORKER_COMPILE_HANG_ON, MTGPU_WORKER_COMPILE_CRASH_ON,
+ *   MTGPU_WORKER_COMPILE_KILLED_ON:    the same for compile requests.
+ *
+ * A worker never outlives its tuner: a thread watches the request pipe and
+ * ends the process the moment the tuner's end of it closes (the tuner
+ * exited, was killed, or a second Ctrl-C ended it), even while a kernel
+ * hangs. Not PR_SET_PDEATHSIG: Linux sends that signal when the *thread*
+ * that started the process ends, and the measurer starts compiler processes
+ * from threads that end with each batch. */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +60,8 @@ typedef struct worker {
     mt_workload cwl;
     const mt_template *cspace_tmpl; /* NULL: none */
     mt_space csp;
-    const char *hang_on, *crash_on; /* test-only fault hooks */
-    const char *compile_hang_on, *compile_crash_on;
+    const char *hang_on, *crash_on, *killed_on; /* test-only fault hooks */
+    const char *compile_hang_on, *compile_crash_on, *compile_killed_on;
     pid_t parent;
 } worker;
 
@@ -165,6 +177,25 @@ static void crash_now(void) {
     _exit(4);
 }
 
+/* Test-only: die as the out-of-memory killer or an operator would kill us. */
+static void killed_now(void) {
+    raise(SIGKILL);
+    _exit(4);
+}
+
+/* Ends the process when the tuner's end of the request pipe closes:
+ * poll() reports POLLHUP on our end then, without reading a byte of it. */
+static void *watch_tuner(void *arg) {
+    int fd = *(const int *)arg;
+    for (;;) {
+        struct pollfd p = {fd, 0, 0};
+        int r = poll(&p, 1, -1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL))) _exit(5);
+    }
+    return NULL;
+}
+
 /* measure <seq> <template> <config> <warmup> <min_repeats> <max_repeats> <min_time_ms> <check> <tolerance> */
 static void do_measure(worker *w, char **f, int nf, mt_strbuf *sb) {
     mt_measure_result r;
@@ -189,6 +220,7 @@ static void do_measure(worker *w, char **f, int nf, mt_strbuf *sb) {
 
     if (w->hang_on && *w->hang_on && strstr(cfgtext, w->hang_on)) hang_forever(w);
     if (w->crash_on && *w->crash_on && strstr(cfgtext, w->crash_on)) crash_now();
+    if (w->killed_on && *w->killed_on && strstr(cfgtext, w->killed_on)) killed_now();
 
     if (!w->bench) {
         r.status = MT_INVALID_ARG;
@@ -251,6 +283,7 @@ static void do_compile(worker *w, char **f, int nf, mt_strbuf *sb) {
     const char *cfgtext = f[4];
     if (w->compile_hang_on && *w->compile_hang_on && strstr(cfgtext, w->compile_hang_on)) hang_forever(w);
     if (w->compile_crash_on && *w->compile_crash_on && strstr(cfgtext, w->compile_crash_on)) crash_now();
+    if (w->compile_killed_on && *w->compile_killed_on && strstr(cfgtext, w->compile_killed_on)) killed_now();
     const mt_template *t = mt_template_find(f[3]);
     if (!t) {
         r.status = MT_NOT_FOUND;
@@ -325,7 +358,17 @@ int main(int argc, char **argv) {
     w.crash_on = getenv("MTGPU_WORKER_CRASH_ON");
     w.compile_hang_on = getenv("MTGPU_WORKER_COMPILE_HANG_ON");
     w.compile_crash_on = getenv("MTGPU_WORKER_COMPILE_CRASH_ON");
+    w.killed_on = getenv("MTGPU_WORKER_KILLED_ON");
+    w.compile_killed_on = getenv("MTGPU_WORKER_COMPILE_KILLED_ON");
     mt_strbuf sb = {0};
+    static int watched_fd;
+    watched_fd = in_fd;
+    pthread_t watcher;
+    if (pthread_create(&watcher, NULL, watch_tuner, &watched_fd) != 0) {
+        fprintf(stderr, "mtgpu-worker: cannot start the thread that watches the tuner\n");
+        return 1;
+    }
+    pthread_detach(watcher);
 
     if (protocol != MT__PROTO_VERSION) {
         char msg[128];

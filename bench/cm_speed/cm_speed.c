@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "costmodel.h"
+#include "file.h"
 #include "gnn.h"
 #include "gnn_gpu.h"
 #include "graph_enc.h"
@@ -275,15 +276,22 @@ int main(int argc, char **argv) {
         mt_graph_encoder_free(enc);
         mt_space_free(&sp);
     }
-    char path[1024];
+    /* Each report appears whole or not at all (a temporary file renamed). */
+    char path[1024], werr[1024] = "";
+    mt__atomic_file jf, mdf;
+    memset(&mdf, 0, sizeof mdf);
     snprintf(path, sizeof path, "%s/cm_speed.json", out);
-    FILE *j = fopen(path, "w");
+    int opened = mt__atomic_open(&jf, path, werr, sizeof werr) == MT_OK;
     snprintf(path, sizeof path, "%s/cm_speed.md", out);
-    FILE *md = fopen(path, "w");
-    if (!j || !md) {
-        fprintf(stderr, "bench_cm_speed: cannot write to %s\n", out);
+    if (opened && mt__atomic_open(&mdf, path, werr, sizeof werr) != MT_OK) {
+        mt__atomic_abort(&jf);
+        opened = 0;
+    }
+    if (!opened) {
+        fprintf(stderr, "bench_cm_speed: cannot write to %s: %s\n", out, werr);
         return 1;
     }
+    FILE *j = jf.f, *md = mdf.f;
     time_t now = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
@@ -332,8 +340,13 @@ int main(int argc, char **argv) {
         fprintf(md, "\nNo GPU rows: %s.\n", gpu_why);
     }
     fprintf(md, "\nGoal: at least 20,000 candidates a second on 2 cores for 1k and 100k batches; under 2 GiB while scoring 100k.\n");
-    fclose(j);
-    fclose(md);
+    int wrote = mt__atomic_commit(&jf, werr, sizeof werr) == MT_OK;
+    if (!wrote) mt__atomic_abort(&mdf);
+    else wrote = mt__atomic_commit(&mdf, werr, sizeof werr) == MT_OK;
+    if (!wrote) {
+        fprintf(stderr, "bench_cm_speed: %s\n", werr);
+        return 1;
+    }
     free(cfgs);
     free(valid);
     free(scores);

@@ -12,12 +12,14 @@
  * the spaces contain beside what random sampling finds.
  *
  *   bench_template_space [--configs N] [--known FILE] [--device D] [--out DIR] [--seed S] */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "file.h"
 #include "mtgpu/device.h"
 #include "program.h"
 #include "measure.h"
@@ -69,14 +71,17 @@ int main(int argc, char **argv) {
     double nominal_peak = getenv("MTGPU_PEAK_GFLOPS") ? atof(getenv("MTGPU_PEAK_GFLOPS")) : di->peak_gflops;
     mkdir(outdir, 0755);
     char path[1024];
+    /* The CSV is a log, flushed after each batch so that a killed run keeps
+     * its rows; the report appears whole at the end or not at all. */
     snprintf(path, sizeof path, "%s/template_space.csv", outdir);
     FILE *csv = fopen(path, "w");
     snprintf(path, sizeof path, "%s/template_space.md", outdir);
-    FILE *md = fopen(path, "w");
-    if (!csv || !md) {
-        fprintf(stderr, "template_space: cannot write to %s\n", outdir);
+    mt__atomic_file mdf;
+    if (!csv || mt__atomic_open(&mdf, path, err, sizeof err) != MT_OK) {
+        fprintf(stderr, "template_space: cannot write to %s: %s\n", outdir, csv ? err : strerror(errno));
         return 1;
     }
+    FILE *md = mdf.f;
     fprintf(csv, "layer,workload,template,config,status,median_ms,gflops,max_rel_err,build_s\n");
     time_t now = time(NULL);
     char date[64];
@@ -99,13 +104,17 @@ int main(int argc, char **argv) {
     mt_measurer *meas = NULL;
     if (mt_measurer_start(&mpar, &meas, NULL, err, sizeof err) != MT_OK) {
         fprintf(stderr, "template_space: %s\n", err);
+        mt__atomic_abort(&mdf);
         return 1;
     }
     mt_device_limits lim = mt_device_get_limits(dev);
     enum { BATCH = 8 };
     for (int l = 0; l < NLAYERS; l++) {
         mt_workload wl;
-        if (mt_workload_parse(layers[l].workload, &wl, err, sizeof err) != MT_OK) return 1;
+        if (mt_workload_parse(layers[l].workload, &wl, err, sizeof err) != MT_OK) {
+            mt__atomic_abort(&mdf);
+            return 1;
+        }
         for (int ti = 0; ti < mt_template_count(); ti++) {
             const mt_template *t = mt_template_at(ti);
             if (!mt_template_accepts(t, &wl)) continue;
@@ -196,7 +205,10 @@ int main(int argc, char **argv) {
     mt_measurer_stop(meas);
     fprintf(md, "\nReference (oneDNN 2.6.3 on the 2-core AMD EPYC development machine, 2026-11-29): oneDNN runs these layers at about 227 and 238 GFLOP/s.\n");
     fclose(csv);
-    fclose(md);
+    if (mt__atomic_commit(&mdf, err, sizeof err) != MT_OK) {
+        fprintf(stderr, "template_space: %s\n", err);
+        rc = 1;
+    }
     mt_device_close(dev);
     return rc;
 }

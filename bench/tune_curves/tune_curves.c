@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "mtgpu/device.h"
 #include "mtgpu/tuner.h"
 
@@ -489,12 +490,14 @@ int main(int argc, char **argv) {
         rc = 1;
     }
 
-    /* Summary. */
-    FILE *md = fopen(md_path, "w");
-    if (!md) {
-        fprintf(stderr, "tune_curves: cannot write %s: %s\n", md_path, strerror(errno));
+    /* Summary: whole or not at all (the CSV above is the resumable log). */
+    mt__atomic_file mdf;
+    char werr[1024];
+    if (mt__atomic_open(&mdf, md_path, werr, sizeof werr) != MT_OK) {
+        fprintf(stderr, "tune_curves: %s\n", werr);
         return 1;
     }
+    FILE *md = mdf.f;
     int cps[NCHECK + 1], ncp = 0;
     for (int c = 0; c < NCHECK; c++)
         if (checkpoints[c] < trials) cps[ncp++] = checkpoints[c];
@@ -594,7 +597,10 @@ int main(int argc, char **argv) {
                 "(2026-11-29):");
     for (int li = 0; li < nl; li++) fprintf(md, "%s %s %.0f GFLOP/s", li ? ";" : "", layers[lsel[li]].name, layers[lsel[li]].onednn_gflops);
     fprintf(md, ".\n");
-    fclose(md);
+    if (mt__atomic_commit(&mdf, werr, sizeof werr) != MT_OK) {
+        fprintf(stderr, "tune_curves: %s\n", werr);
+        return 1;
+    }
     printf("wrote %s and %s\n", csv_path, md_path);
     for (int i = 0; i < nruns; i++) {
         free(runs[i].best);

@@ -58,8 +58,13 @@ mt_status mt_device_list(mt_device_info *out, int max, int *count, char *notes, 
 typedef struct mt_device mt_device;
 
 /* Opens a device by spec: "opencl:N", "cuda:N", "N" (the Nth listed device),
- * or NULL/"" (the first device). */
+ * or NULL/"" (the first device). MT_INVALID_ARG for a malformed spec;
+ * MT_NOT_FOUND or MT_UNAVAILABLE when no such device is there. */
 mt_status mt_device_open(const char *spec, const mt_device_params *params, mt_device **out, char *err, size_t errlen);
+/* MT_OK when spec is a well-formed device spec (as mt_device_open takes),
+ * MT_INVALID_ARG with the reason otherwise; opens nothing, so that a caller
+ * can tell a mistake in the spec from a device that is not there. */
+mt_status mt_device_spec_check(const char *spec, char *err, size_t errlen);
 void mt_device_close(mt_device *dev);
 const mt_device_info *mt_device_get_info(const mt_device *dev);
 

@@ -71,7 +71,10 @@ typedef struct mt_executor_stats {
  * no template accepts a convolution; MT_BUILD when a kernel fails to compile
  * (log in err); MT_CORRUPT/MT_NOT_FOUND for weights that do not match;
  * MT_UNSUPPORTED on a non-OpenCL device (the op kernels are OpenCL C for
- * now); MT_NOMEM, MT_DEVICE. err names the layer. A database error does not fail the build
+ * now); MT_RANGE, before anything is allocated, when the network's weights
+ * and activations do not fit the device's memory, its largest allocation or
+ * nine tenths of the host's available memory (err gives the figures);
+ * MT_NOMEM, MT_DEVICE. err names the layer. A database error does not fail the build
  * (the default config is used). On success *out is freed with
  * mt_executor_free; on failure nothing is left allocated. */
 mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_executor_params *params, mt_executor **out, char *err,

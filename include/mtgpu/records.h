@@ -7,7 +7,9 @@
  * open it read-only, also while a tuner writes, and ask for the best config.
  *
  * Records are keyed by (workload, template, config text, device fingerprint):
- * storing a key twice keeps the first record.
+ * storing a key twice keeps the first record, unless the first one failed
+ * because of the environment (mt_record_env_failure): then the new one
+ * replaces it.
  *
  * Default location: $MTGPU_DB, else $XDG_CACHE_HOME/mtgpu/tuning.db, else
  * ~/.cache/mtgpu/tuning.db.
@@ -28,7 +30,16 @@
  *     reader and the writer do not wait for each other;
  *   - SQLite keeps the reader's view in the -wal and -shm files beside the
  *     database: they must exist (a writer has the file open) or the
- *     directory must let the reader create them, else the open fails MT_IO;
+ *     directory must let the reader create them;
+ *   - on read-only media (a database baked into a read-only container image
+ *     or mount, or a directory the reader cannot write) where no -shm file
+ *     exists, the file is opened as immutable (SQLite's immutable=1): no
+ *     locks, no -wal or -shm. This is right only while nothing changes the
+ *     file: a writer that can write there (another user with the directory's
+ *     permission) must not run while such a handle is open, or the reader
+ *     may see a torn or stale file. A -wal or -journal file with contents
+ *     but no -shm file in such a directory holds transactions an immutable
+ *     reader would miss: the open fails MT_IO, asking for a checkpoint;
  *   - a version 1 file is read as it is, without preferences;
  *   - every write (records, devices, preferences) fails MT_IO.
  *
@@ -65,7 +76,9 @@ typedef struct mt_db mt_db;
 
 typedef struct mt_db_params {
     int readonly;        /* open for reading only (inference servers); the file must exist (default 0) */
-    int create;          /* create the file and its parent directories when missing (default 1; ignored when readonly) */
+    int create;          /* create the file when missing (default 1; ignored when readonly); its directory must exist,
+                            except for the default location (path NULL), whose directories are created */
+    int create_dirs;     /* also create the missing directories of an explicit path (default 0) */
     int busy_timeout_ms; /* how long a call waits for another process's lock before MT_IO (default 10000) */
     int durable;         /* 1: fsync every commit (synchronous=FULL), surviving power loss; 0 (default):
                             synchronous=NORMAL, which survives a killed process but may lose the last
@@ -78,17 +91,20 @@ mt_db_params mt_db_default_params(void);
  * $XDG_CACHE_HOME/mtgpu/tuning.db, else $HOME/.cache/mtgpu/tuning.db.
  * MT_INVALID_ARG without a buffer, MT_UNAVAILABLE when none of those
  * variables is set, MT_RANGE when buf is too small; on an error buf is "".
- * Creates nothing (mt_db_open creates the directories). */
+ * Creates nothing (mt_db_open(NULL, ...) creates the directories). */
 mt_status mt_db_default_path(char *buf, size_t len, char *err, size_t errlen);
 
 /* Opens (or creates) the database at path (NULL: mt_db_default_path).
  * params may be NULL (defaults). A new file gets the current schema; an
  * existing one must be an mtgpu database of a schema version this library
  * reads (opened for writing, a version 1 file is upgraded to version 2).
- * Errors: MT_CORRUPT (not a SQLite file, truncated or damaged, another
- * application's database, or a newer/unknown schema version: the file is
- * never modified), MT_IO (cannot open or create: permissions, missing file
- * when readonly, locked past the busy timeout), MT_INVALID_ARG (out NULL, an
+ * A path that exists must be a regular file (a FIFO or a device is refused
+ * unread). Errors: MT_CORRUPT (not a SQLite file, truncated or damaged,
+ * another application's database, or a newer/unknown schema version: the
+ * file is never modified), MT_IO (cannot open or create: permissions, a
+ * missing file when readonly, a missing directory of an explicit path
+ * without create_dirs, not a regular file, locked past the busy timeout,
+ * a disk error with the system's reason), MT_INVALID_ARG (out NULL, an
  * empty path), the errors of mt_db_default_path, MT_NOMEM. On success *out
  * is a handle to free with mt_db_close; on an error *out is NULL. */
 mt_status mt_db_open(const char *path, const mt_db_params *params, mt_db **out, char *err, size_t errlen);
@@ -153,10 +169,26 @@ typedef struct mt_record {
 /* A zeroed record with config_index -1 and status MT_OK. */
 void mt_record_init(mt_record *rec);
 
+/* A failed record whose message begins with this failed because of the
+ * environment, not its config: the measurement worker was killed from
+ * outside (the out-of-memory killer, an operator) while measuring it, and
+ * again in a fresh worker. Its status is MT_UNAVAILABLE. */
+#define MT_RECORD_ENV_FAILURE_PREFIX "environment: "
+
+/* 1 when rec failed because of the environment: its status is not MT_OK and
+ * its message begins with MT_RECORD_ENV_FAILURE_PREFIX, or is what earlier
+ * versions stored for a worker killed by SIGKILL ("worker crashed (signal
+ * 9)", "the compiler process died: worker crashed (signal 9)"). A resumed
+ * tune measures such a config again (it does not count as measured), and
+ * mt_db_put_record replaces such a record with a new one of the same key. */
+int mt_record_env_failure(const mt_record *rec);
+
 /* Inserts rec in one committed transaction, registering its workload and (if
  * unknown) a placeholder row for its device. *inserted (inserted may be
  * NULL) is 1 when the record was stored, and 0 when the key already exists:
- * then the stored record is kept, nothing changes and the call returns MT_OK.
+ * then the stored record is kept, nothing changes and the call returns MT_OK
+ * (except where the stored record failed because of the environment,
+ * mt_record_env_failure: rec replaces it and *inserted is 1).
  * A median_ms <= 0 with costs given is computed from the costs.
  * MT_INVALID_ARG for a NULL argument or a record that cannot be stored
  * (invalid workload, empty template or config, a device that is not 16 hex
@@ -194,13 +226,19 @@ mt_status mt_db_count_filter(mt_db *db, const mt_db_filter *f, int64_t *n, char 
  * order; cb returning non-zero stops the walk. The record passed to cb lives
  * until cb returns; cb may read through db but must not write through it
  * (use another handle). Rows that cannot be decoded (damaged by something
- * other than mtgpu) are not passed to cb; the walk goes on past them, and
- * the call then returns MT_CORRUPT naming the first such row it met (also
- * when cb stopped the walk later), else MT_OK. A read that fails stops the
- * walk with its error (MT_IO, MT_CORRUPT). MT_INVALID_ARG for a NULL db or
- * cb; MT_NOMEM. */
+ * other than mtgpu: a workload, config, device or status that does not
+ * parse, costs that are not a list of finite non-negative numbers, a median
+ * that is not a number, or status ok without a finite positive median) are
+ * not passed to cb; the walk goes on past them, and the call then returns
+ * MT_CORRUPT naming the first such row it met (also when cb stopped the walk
+ * later), else MT_OK. A read that fails stops the walk with its error
+ * (MT_IO, MT_CORRUPT). MT_INVALID_ARG for a NULL db or cb; MT_NOMEM. */
 mt_status mt_db_for_each(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user, char *err,
                          size_t errlen);
+/* mt_db_for_each that also counts the damaged rows it passed over into
+ * *damaged (may be NULL; set also on an error). */
+mt_status mt_db_for_each_counted(mt_db *db, const mt_db_filter *filter, int (*cb)(const mt_record *rec, void *user), void *user,
+                                 int64_t *damaged, char *err, size_t errlen);
 
 /* The fastest record with status MT_OK for (wl, device_fp) into *out, as
  * stored: no check that its template still builds it (the best-config

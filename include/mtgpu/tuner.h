@@ -68,6 +68,10 @@ typedef struct mt_tune_progress {
     /* The batch just measured (NULL in the first call, made after resuming). */
     const mt_record *records;
     int nrecords;
+    /* First call only: what resuming went past (damaged records skipped, naming
+     * the first; records of failures of the environment, measured again); NULL
+     * when nothing. */
+    const char *note;
 } mt_tune_progress;
 
 typedef struct mt_tune_params {
@@ -131,6 +135,7 @@ typedef struct mt_tune_summary {
     int interrupted;            /* 1: stopped by the stop flag */
     int timed_out;              /* 1: stopped by the time limit */
     mt_device_info device;
+    char note[512];             /* mt_tune_progress.note of the run, or "" */
 } mt_tune_summary;
 
 /* Tunes tasks[0..ntasks). Scheduling: every unit first gets one round; after
@@ -140,8 +145,11 @@ typedef struct mt_tune_summary {
  * with the largest such gain; units that exhausted their space or stopped
  * early are skipped. Returns MT_OK also when interrupted or out of time (see
  * the summary); errors are for what prevents tuning (database, device,
- * worker). On success and on error *out holds what was measured; free it
- * with mt_tune_summary_free. */
+ * worker). A damaged record in the database does not stop a resume: it is
+ * skipped and named in the note (mt_tune_progress.note, the summary's note),
+ * and a record of a failure of the environment (mt_record_env_failure) does
+ * not count as measured. On success and on error *out holds what was
+ * measured; free it with mt_tune_summary_free. */
 mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *p, mt_tune_summary *out, char *err, size_t errlen);
 void mt_tune_summary_free(mt_tune_summary *s);
 

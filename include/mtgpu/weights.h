@@ -46,15 +46,20 @@ mt_status mt_weights_random(const mt_network *net, uint64_t seed, mt_weights **o
 
 /* Reads a weights file and checks it against net: the magic, version and
  * checksum, that every tensor lies within the file, and that the file holds
- * exactly the tensors net needs (by name) with the right shapes. Errors: MT_IO
- * (cannot open or read), MT_CORRUPT (not a weights file, unknown version,
- * truncated, checksum mismatch, a wrong shape, a duplicate or unexpected
- * tensor), MT_NOT_FOUND (a tensor net needs is missing), MT_NOMEM; the message
- * names the file and the tensor. On failure *out is untouched. */
+ * exactly the tensors net needs (by name) with the right shapes. Only a
+ * regular file is read, and no more of it than net's weights take: a FIFO or
+ * a device (/dev/zero) is refused unread (MT_IO), a file longer than net's
+ * weights file is refused after one fstat (MT_CORRUPT). Errors: MT_IO
+ * (cannot open or read, not a regular file), MT_CORRUPT (not a weights file,
+ * unknown version, truncated or too long, checksum mismatch, a wrong shape, a
+ * duplicate or unexpected tensor), MT_NOT_FOUND (a tensor net needs is
+ * missing), MT_NOMEM; the message names the file and the tensor. On failure
+ * *out is untouched. */
 mt_status mt_weights_load(const char *path, const mt_network *net, mt_weights **out, char *err, size_t errlen);
 
-/* Writes w to path (through a temporary file renamed into place, so a failed
- * save leaves any previous file as it was). MT_IO on failure. */
+/* Writes w to path through a temporary file in the same directory, flushed,
+ * fsynced and renamed into place, so a failed save (a full disk) leaves any
+ * previous file as it was. MT_IO on failure, with the reason. */
 mt_status mt_weights_save(const mt_weights *w, const char *path, char *err, size_t errlen);
 
 void mt_weights_free(mt_weights *w);
