@@ -133,12 +133,20 @@ typedef struct mt_cli_signals {
  * second one ends the process at once. */
 const volatile sig_atomic_t *mt_cli_catch_stop(mt_cli_signals *saved);
 void mt_cli_release_stop(const mt_cli_signals *saved);
-/* manifest.c: FNV-1a 64 and length of a file's bytes; the current UTC time
- * as ISO 8601; writing a file through a temporary file, fsync and rename
- * (path holds the old file or all of the new one). The ints return 0, or
- * -1 with the reason in err. */
+/* manifest.c: FNV-1a 64 and length of a regular file's bytes (0, or -1
+ * with the reason in err); the current UTC time as ISO 8601. */
 int mt_cli_hash_file(const char *path, uint64_t *hash, long long *bytes, char *err, size_t errlen);
 void mt_cli_utc_now(char *buf, size_t len);
-int mt_cli_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
+
+
+/* ---- the shipped cost-model files (model_path.c) ---- */
+
+/* The file name of kind's shipped model ("gnn-meta": opencl_gnn_meta.model,
+ * "gnn-transfer": opencl_gnn_pooled.model); NULL for other kinds. */
+const char *mt_cli_model_file_name(const char *kind);
+/* The path of kind's shipped model into path: $MTGPU_MODEL_DIR when set,
+ * else the source tree's data/, else the installed share/mtgpu, the first
+ * that has a readable file. 0 on success, -1 when there is none. */
+int mt_cli_default_model(const char *kind, char *path, size_t len);
 
 #endif

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "costmodel.h"
 #include "dataset.h"
+#include "file.h"
 #include "gnn.h"
 #include "mtgpu/net.h"
 #include "mtgpu/records.h"
@@ -272,7 +273,7 @@ static int write_manifest(const char *path, const char *db_path, const char *dev
     if (sb.failed) {
         fprintf(stderr, "mtgpu train: out of memory\n");
         rc = -1;
-    } else if (mt_cli_write_atomic(path, sb.data, sb.len, err, sizeof err) != 0) {
+    } else if (mt__write_file_atomic(path, sb.data, sb.len, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu train: --manifest: %s\n", err);
         rc = -1;
     }

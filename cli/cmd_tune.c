@@ -34,7 +34,9 @@ static void help(void) {
            "                    the task's records), gnn-shared, mlp; gnn-meta (a meta-trained --model,\n"
            "                    adapted to each task's records as it was meta-trained to be), gnn-transfer\n"
            "                    (a pooled-trained --model, fine-tuned on the records); or random\n"
-           "  --model FILE      the model file of gnn-meta or gnn-transfer ('mtgpu train [--meta]');\n"
+           "  --model FILE      the model file of gnn-meta or gnn-transfer ('mtgpu train [--meta]'; default:\n"
+           "                    the shipped opencl_gnn_meta.model or opencl_gnn_pooled.model, from\n"
+           "                    $MTGPU_MODEL_DIR, the source tree's data/ or the installed share/mtgpu);\n"
            "                    with gnn, gnn-shared or mlp: fine-tuned as gnn-transfer\n"
            "  --adapt-steps N   gnn-transfer: Adam steps per update (default %d)\n"
            "  --adapt-lr R      gnn-transfer: their step size (default %g)\n"
@@ -192,6 +194,7 @@ typedef struct {
     mt_refine_params rp;
     int batch_size;
     int json;
+    char model_path[4096]; /* the shipped model file when --model is not given */
 } tune_request;
 
 /* 1 when m names a cost model (or random search); prints why not. */
@@ -271,9 +274,15 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
         }
         tp->cost_model_file = opts[O_MODEL_FILE].value;
     } else if (file_kind) {
-        fprintf(stderr, "mtgpu tune: --cost-model %s needs --model FILE (from 'mtgpu train%s')\n", tp->cost_model,
-                strcmp(tp->cost_model, "gnn-meta") == 0 ? " --meta" : "");
-        return MT_EXIT_USAGE;
+        /* The shipped model of this kind (data/README.md), where one is found. */
+        if (mt_cli_default_model(tp->cost_model, rq->model_path, sizeof rq->model_path) != 0) {
+            fprintf(stderr,
+                    "mtgpu tune: --cost-model %s needs --model FILE (from 'mtgpu train%s'); no shipped %s was found in $MTGPU_MODEL_DIR, "
+                    "the source tree's data/ or the installed share/mtgpu\n",
+                    tp->cost_model, strcmp(tp->cost_model, "gnn-meta") == 0 ? " --meta" : "", mt_cli_model_file_name(tp->cost_model));
+            return MT_EXIT_FAIL;
+        }
+        tp->cost_model_file = rq->model_path;
     }
     if ((opts[O_ASTEPS].given || opts[O_ALR].given) && (!opts[O_MODEL_FILE].given || strcmp(tp->cost_model, "gnn-meta") == 0)) {
         fprintf(stderr, "mtgpu tune: --adapt-steps and --adapt-lr are for fine-tuning a --model file (gnn-transfer); gnn-meta adapts with "
@@ -315,8 +324,9 @@ static int run_tune(tune_request *rq, const mt_cli_target *target, int *interrup
     mt_cli_signals saved;
     tp->stop = mt_cli_catch_stop(&saved);
     if (!pc.json)
-        printf("%s %s: %d task%s, %d trials, cost model %s%s\n", tp->simulate_db ? "replaying" : "tuning", rq->target, target->ntasks,
-               target->ntasks == 1 ? "" : "s", tp->trials, tp->cost_model, tp->time_limit_s > 0 ? "" : ", no time limit");
+        printf("%s %s: %d task%s, %d trials, cost model %s%s%s%s\n", tp->simulate_db ? "replaying" : "tuning", rq->target, target->ntasks,
+               target->ntasks == 1 ? "" : "s", tp->trials, tp->cost_model, tp->cost_model_file ? " from " : "",
+               tp->cost_model_file ? tp->cost_model_file : "", tp->time_limit_s > 0 ? "" : ", no time limit");
     fflush(stdout);
     char err[2048];
     mt_tune_summary sum;

@@ -150,8 +150,11 @@ expect 2 "zero --adapt-repeats" -- eval-model --db "$db" --cost-model xgb --adap
 expect 2 "--adapt-steps without --adapt-k" -- eval-model --db "$db" --cost-model xgb --adapt-steps 5
 expect 2 "gnn-meta without a model" -- eval-model --db "$db" --cost-model gnn-meta --adapt-k 4
 contains err "needs --model" "says gnn-meta needs a model"
-expect 2 "tune gnn-meta without a model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-meta
-expect 2 "tune gnn-transfer without a model" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-transfer
+# Without --model, tune looks for the shipped model; none where MTGPU_MODEL_DIR points.
+mkdir -p "$tmp/no-models"
+MTGPU_MODEL_DIR="$tmp/no-models" expect 1 "tune gnn-meta without a model file anywhere" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-meta
+contains err "opencl_gnn_meta.model" "names the shipped model it looked for"
+MTGPU_MODEL_DIR="$tmp/no-models" expect 1 "tune gnn-transfer without a model file anywhere" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-transfer
 expect 2 "--adapt-steps for gnn-meta" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-meta --model "$tmp/m.gnn" --adapt-steps 5
 expect 2 "bad --adapt-lr" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-transfer --model "$tmp/m.gnn" --adapt-lr 0
 data="$(cd "$(dirname "$0")/.." && pwd)/data/opencl_dataset.db"
