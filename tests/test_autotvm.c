@@ -21,33 +21,15 @@
 
 #include "json.h"
 #include "autotvm.h"
+#include "scratch_dir.h"
 #include "select.h"
 
-static char g_dir[256];
 static char g_data[1024];
 
-static void rm_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char sub[1024];
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        rm_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
 
 static int setup(void **state) {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/mtgpu-test-autotvm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(g_dir)) return -1;
+    if (scratch_make("autotvm") != 0) return -1;
     const char *env = getenv("MTGPU_TOPHUB_DIR");
     if (env && *env) {
         snprintf(g_data, sizeof g_data, "%s", env);
@@ -61,11 +43,6 @@ static int setup(void **state) {
     return 0;
 }
 
-static int teardown(void **state) {
-    (void)state;
-    rm_tree(g_dir);
-    return 0;
-}
 
 static mt_db *open_db(const char *name) {
     char path[512], err[512];
@@ -748,5 +725,5 @@ int main(void) {
         cmocka_unit_test(test_export_round_trip),
         cmocka_unit_test(test_export_skips),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, scratch_remove);
 }

@@ -23,40 +23,15 @@
 #include <unistd.h>
 
 #include "mtgpu/records.h"
+#include "scratch_dir.h"
 #include "select.h"
 
 /* ---- scratch directories ---- */
 
-static char g_dir[256];
-
-static void rm_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char sub[1024];
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        rm_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
 
 static int setup_dir(void **state) {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/mtgpu-test-db-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int teardown_dir(void **state) {
-    (void)state;
-    rm_tree(g_dir);
-    return 0;
+    return scratch_make("db");
 }
 
 static void path_in(char *buf, size_t len, const char *name) { snprintf(buf, len, "%s/%s", g_dir, name); }
@@ -1371,5 +1346,5 @@ int main(void) {
         cmocka_unit_test(test_kill_resume),
         cmocka_unit_test(test_two_writers),
     };
-    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+    return cmocka_run_group_tests(tests, setup_dir, scratch_remove);
 }

@@ -20,37 +20,12 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "scratch_dir.h"
 
-static char g_dir[256];
-
-static void rm_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char sub[1024];
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        rm_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
 
 static int setup(void **state) {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/mtgpu-test-file-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    rm_tree(g_dir);
-    return 0;
+    return scratch_make("file");
 }
 
 static double now_s(void) {
@@ -252,5 +227,5 @@ int main(void) {
         cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_atomic_full_disk),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, scratch_remove);
 }

@@ -37,28 +37,22 @@ import csv
 import json
 import math
 import os
-import platform
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import benchlib  # noqa: E402
+
 METRICS = [("pairwise_acc", "pairwise"), ("spearman", "Spearman"), ("top1", "top-1"), ("top5", "top-5")]
 CSV_FIELDS = ["setting", "model", "copied_from", "k", "repeats", "groups", "runs", "test_samples", "pairwise_acc", "spearman", "top1", "top5",
               "adapt_s", "predict_s", "wall_s", "status", "error"]
 
 
-def log(msg):
-    print(f"fewshot: {msg}", file=sys.stderr, flush=True)
-
-
-def snapshot(src, dst):
-    s = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-    d = sqlite3.connect(dst)
-    s.backup(d)
-    s.close()
-    d.close()
+log = benchlib.logger("fewshot")
+snapshot = benchlib.snapshot
 
 
 def devices(db):
@@ -67,16 +61,6 @@ def devices(db):
                      "WHERE r.status = 'ok' GROUP BY r.device ORDER BY count(*) DESC").fetchall()
     c.close()
     return [{"fingerprint": fp, "name": name or "", "records": n} for fp, name, n in rows]
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run(cmd, what):
@@ -329,7 +313,7 @@ def main():
         w.writeheader()
         for r in rows:
             w.writerow(r)
-    meta = {"command": args.command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
+    meta = {"command": args.command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": benchlib.cpu_model(),
             "platform_a": dev_a, "platform_b": dev_b, "holdout": args.holdout, "ks": ks, "repeats": args.repeats,
             "seed": args.seed, "wall_s": round(wall, 1), "manifests": manifests, "platform_difference": difference, "runs": rows}
     with open(os.path.join(args.out, "fewshot.json"), "w") as f:

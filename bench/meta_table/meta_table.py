@@ -40,39 +40,11 @@ import sys
 import tempfile
 import time
 
-
-def log(msg):
-    print(f"meta_table: {msg}", file=sys.stderr, flush=True)
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import benchlib  # noqa: E402
 
 
-def tasks_of(mtgpu, net):
-    out = subprocess.run([mtgpu, "tasks", net, "--json"], check=True, capture_output=True, text=True).stdout
-    return [json.loads(l)["workload"] for l in out.splitlines() if l.startswith("{") and '"workload"' in l]
-
-
-def check_held_out(model_file, net, workloads):
-    """No task the model was trained on may be a convolution of the network
-    (the manifest lists every training task)."""
-    man = model_file + ".manifest.json"
-    if not os.path.exists(man):
-        sys.exit(f"meta_table: {model_file}: no manifest beside it ({man}); cannot check that {net} was held out")
-    m = json.load(open(man))
-    trained = {t["workload"] for t in m["dataset"]["task_list"]}
-    seen = [w for w in workloads if w in trained]
-    if seen:
-        sys.exit(f"meta_table: {model_file} was trained on {len(seen)} of {net}'s convolutions, e.g. {seen[0]}: "
-                 "the table is only of networks held out of pre-training")
-    return man
+log = benchlib.logger("meta_table")
 
 
 def tune(args, net, model, ntasks, work):
@@ -182,11 +154,11 @@ def main():
     manifests = {}
     runs = {}
     for net in nets:
-        wls = tasks_of(args.mtgpu, net)
+        wls = benchlib.workloads_of(args.mtgpu, net)
         if "gnn-meta" in models:
-            manifests[f"{net}/gnn-meta"] = check_held_out(args.meta_model, net, wls)
+            manifests[f"{net}/gnn-meta"] = benchlib.check_held_out("meta_table", args.meta_model, wls, f"{net}'s convolutions")
         if "gnn-transfer" in models:
-            manifests[f"{net}/gnn-transfer"] = check_held_out(args.transfer_model, net, wls)
+            manifests[f"{net}/gnn-transfer"] = benchlib.check_held_out("meta_table", args.transfer_model, wls, f"{net}'s convolutions")
         for model in models:
             r = tune(args, net, model, len(wls), args.work)
             if r:
@@ -211,7 +183,7 @@ def main():
         ok = c["rounds"]
         c["network_ms"] = statistics.median(m["median_ms"] for m in ok) if ok else None
         c["conv_ms"] = statistics.median(m["conv_ms"] for m in ok) if ok else None
-    res = {"command": args.command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_model(),
+    res = {"command": args.command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": benchlib.cpu_model(),
            "budgets": args.budgets, "rounds": args.rounds, "repeat": args.repeat, "seed": args.seed,
            "meta_model": args.meta_model, "transfer_model": args.transfer_model, "manifests": manifests,
            "fingerprint": next(iter(runs.values()))[0]["fingerprint"] if runs else None, "cells": cells}

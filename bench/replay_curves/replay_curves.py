@@ -37,45 +37,13 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import benchlib  # noqa: E402
+
 CHECKPOINTS = [4, 8, 16, 32, 64, 128, 200]
 
 
-def log(msg):
-    print(f"replay_curves: {msg}", file=sys.stderr, flush=True)
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def net_workloads(mtgpu, names):
-    out = set()
-    for n in names.split(";"):
-        n = n.strip()
-        if not n:
-            continue
-        if "=" in n:
-            out.add(n)
-            continue
-        txt = subprocess.run([mtgpu, "tasks", n, "--json"], check=True, capture_output=True, text=True).stdout
-        out |= {json.loads(l)["workload"] for l in txt.splitlines() if l.startswith("{") and '"workload"' in l}
-    return out
-
-
-def check_held_out(model_file, workloads):
-    man = model_file + ".manifest.json"
-    if not os.path.exists(man):
-        sys.exit(f"replay_curves: {model_file}: no manifest beside it; cannot check what it was trained on")
-    trained = {t["workload"] for t in json.load(open(man))["dataset"]["task_list"]}
-    seen = sorted(workloads & trained)
-    if seen:
-        sys.exit(f"replay_curves: {model_file} was trained on held-out convolutions, e.g. {seen[0]}")
+log = benchlib.logger("replay_curves")
 
 
 def recorded(db, workloads):
@@ -125,11 +93,11 @@ def main():
     ap.add_argument("--command", default="")
     args = ap.parse_args()
     models = args.models.split()
-    held = net_workloads(args.mtgpu, args.holdout)
+    held = set(benchlib.workloads_of(args.mtgpu, args.holdout))
     if "gnn-meta" in models:
-        check_held_out(args.meta_model, held)
+        benchlib.check_held_out("replay_curves", args.meta_model, held)
     if "gnn-transfer" in models:
-        check_held_out(args.transfer_model, held)
+        benchlib.check_held_out("replay_curves", args.transfer_model, held)
     fp, convs = recorded(args.db, held)
     if not convs:
         sys.exit(f"replay_curves: {args.db} has no records of the held-out convolutions")
@@ -183,7 +151,7 @@ def main():
     cps = [c for c in CHECKPOINTS if c <= args.trials]
     wall = time.time() - t_start
     md = ["# Search efficiency on held-out convolutions, in replay", "",
-          f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {cpu_model()}, {wall / 60:.0f} min. Regenerate: `{args.command}`.", "",
+          f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {benchlib.cpu_model()}, {wall / 60:.0f} min. Regenerate: `{args.command}`.", "",
           f"{len(convs)} convolutions of `{args.holdout}` (held out of both model files' training) with records of device `{fp}` in "
           f"`{args.db}` ({sum(n for _, n in convs.values())} working records; each convolution's templates tuned together); "
           f"{args.seeds} seeds per model; `mtgpu tune --simulate` answers every measurement from the recording, so the search "
