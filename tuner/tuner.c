@@ -446,10 +446,14 @@ static mt_status run_alloc_round(tune_run *s, char *err, size_t errlen) {
 
 /* ---- a round ---- */
 
-/* The unit of the next round: units never tried first (in order), then the
- * task with the best gain, and its unit with the best gain; -1 when every
- * unit is exhausted or stopped early. */
+/* The unit of the next round: units with configs to measure again first
+ * (a resume promised them; the gain rule might never come back to their
+ * unit), then units never tried (in order), then the task with the best
+ * gain, and its unit with the best gain; -1 when every unit is exhausted or
+ * stopped early. */
 static int scheduler_pick(const tune_run *s) {
+    for (int j = 0; j < s->nunits; j++)
+        if (!s->units[j].done && s->units[j].nretry > 0) return j;
     for (int j = 0; j < s->nunits; j++)
         if (!s->units[j].done && s->units[j].rounds == 0) return j;
     int pick = -1;
