@@ -424,8 +424,8 @@ int mt_cmd_train(int argc, char **argv) {
         goto out;
     }
     double t0 = now_s();
-    if ((!meta || init_pooled) && mt_costmodel_fit(cm, train, ntrain) != MT_OK) {
-        fprintf(stderr, "mtgpu train: %s\n", mt_costmodel_last_error(cm));
+    if ((!meta || init_pooled) && mt_costmodel_fit(cm, train, ntrain, err, sizeof err) != MT_OK) {
+        fprintf(stderr, "mtgpu train: %s\n", err);
         goto out;
     }
     if (meta) {
@@ -678,8 +678,8 @@ int mt_cmd_eval_model(int argc, char **argv) {
     double train_s = 0;
     if (!from_file) {
         double t0 = now_s();
-        if (mt_costmodel_fit(cm, train, ntrain) != MT_OK) {
-            fprintf(stderr, "mtgpu eval-model: %s\n", mt_costmodel_last_error(cm));
+        if (mt_costmodel_fit(cm, train, ntrain, err, sizeof err) != MT_OK) {
+            fprintf(stderr, "mtgpu eval-model: %s\n", err);
             goto out;
         }
         train_s = now_s() - t0;

@@ -342,9 +342,11 @@ static void test_create_errors(void **state) {
         }
         assert_int_equal(mt_costmodel_create(mt_costmodel_kind_at(k), NULL, &m, err, sizeof err), MT_OK);
         assert_string_equal(mt_costmodel_kind(m), mt_costmodel_kind_at(k));
-        assert_int_equal(mt_costmodel_fit(m, NULL, 0), MT_INVALID_ARG);
-        assert_true(strlen(mt_costmodel_last_error(m)) > 0);
-        assert_int_equal(mt_costmodel_update(m, NULL, 0), MT_OK);
+        err[0] = '\0';
+        assert_int_equal(mt_costmodel_fit(m, NULL, 0, err, sizeof err), MT_INVALID_ARG);
+        assert_true(strlen(err) > 0);
+        assert_int_equal(mt_costmodel_fit(m, NULL, 0, NULL, 0), MT_INVALID_ARG);
+        assert_int_equal(mt_costmodel_update(m, NULL, 0, err, sizeof err), MT_OK);
         assert_int_equal(mt_costmodel_trained(m), 0);
         task tk;
         tk.wl = wl_conv();
@@ -356,23 +358,23 @@ static void test_create_errors(void **state) {
         draw(&tk, &rng, 1, 1, &c, &cc);
         /* malformed samples and queries */
         mt_cm_sample s = {.wl = &tk.wl, .tmpl = tk.t, .space = &tk.sp, .cfg = c, .cost_ms = -1, .failed = 0};
-        assert_int_equal(mt_costmodel_fit(m, &s, 1), MT_INVALID_ARG);
+        assert_int_equal(mt_costmodel_fit(m, &s, 1, err, sizeof err), MT_INVALID_ARG);
         s.cost_ms = 1;
         s.tmpl = mt_template_find("gemm");
-        assert_int_equal(mt_costmodel_fit(m, &s, 1), MT_INVALID_ARG);
+        assert_int_equal(mt_costmodel_fit(m, &s, 1, err, sizeof err), MT_INVALID_ARG);
         s.tmpl = NULL;
-        assert_int_equal(mt_costmodel_update(m, &s, 1), MT_INVALID_ARG);
+        assert_int_equal(mt_costmodel_update(m, &s, 1, err, sizeof err), MT_INVALID_ARG);
         assert_int_equal(mt_costmodel_trained(m), 0);
         double sc = 5;
         mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
         /* not fitted: xgb scores 0 */
-        assert_int_equal(mt_costmodel_predict(m, &q, &c, 1, &sc), MT_OK);
+        assert_int_equal(mt_costmodel_predict(m, &q, &c, 1, &sc, err, sizeof err), MT_OK);
         if (strcmp(mt_costmodel_kind(m), "xgb") == 0) assert_true(sc == 0); /* c builds */
         mt_config bad = c;
         bad.choice[1] = -1;
-        assert_int_equal(mt_costmodel_predict(m, &q, &bad, 1, &sc), MT_INVALID_ARG);
-        assert_int_equal(mt_costmodel_predict(m, NULL, &c, 1, &sc), MT_INVALID_ARG);
-        assert_int_equal(mt_costmodel_predict(m, &q, &c, 0, NULL), MT_OK);
+        assert_int_equal(mt_costmodel_predict(m, &q, &bad, 1, &sc, err, sizeof err), MT_INVALID_ARG);
+        assert_int_equal(mt_costmodel_predict(m, NULL, &c, 1, &sc, err, sizeof err), MT_INVALID_ARG);
+        assert_int_equal(mt_costmodel_predict(m, &q, &c, 0, NULL, err, sizeof err), MT_OK);
         mt_space_free(&tk.sp);
         mt_costmodel_free(m);
     }
@@ -397,8 +399,8 @@ static void test_random_model(void **state) {
     assert_int_equal(mt_costmodel_create("random", &p, &a, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_create("random", &p, &b, err, sizeof err), MT_OK);
     mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
-    assert_int_equal(mt_costmodel_predict(a, &q, cfgs, N, s1), MT_OK);
-    assert_int_equal(mt_costmodel_predict(b, &q, cfgs, N, s2), MT_OK);
+    assert_int_equal(mt_costmodel_predict(a, &q, cfgs, N, s1, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(b, &q, cfgs, N, s2, err, sizeof err), MT_OK);
     int distinct = 0;
     for (int i = 0; i < N; i++) {
         assert_true(s1[i] == s2[i]); /* same seed, same scores */
@@ -408,9 +410,9 @@ static void test_random_model(void **state) {
     assert_true(distinct > N / 2);
     mt_cm_sample smp[N];
     to_samples(&tk, cfgs, cost, N, smp);
-    assert_int_equal(mt_costmodel_fit(a, smp, N), MT_OK);
+    assert_int_equal(mt_costmodel_fit(a, smp, N, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_trained(a), N);
-    assert_int_equal(mt_costmodel_update(a, smp, 10), MT_OK);
+    assert_int_equal(mt_costmodel_update(a, smp, 10, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_trained(a), N + 10);
     mt_costmodel_free(a);
     mt_costmodel_free(b);
@@ -439,15 +441,15 @@ static void model_ranking(const char *kind, mt_costmodel_params params, const ch
     char err[256];
     assert_int_equal(mt_costmodel_create(kind, &params, &m, err, sizeof err), MT_OK);
     double t0 = now_s();
-    mt_status fst = mt_costmodel_fit(m, smp, NTRAIN);
-    if (fst != MT_OK) printf("# fit: %s\n", mt_costmodel_last_error(m));
+    mt_status fst = mt_costmodel_fit(m, smp, NTRAIN, err, sizeof err);
+    if (fst != MT_OK) printf("# fit: %s\n", err);
     assert_int_equal(fst, MT_OK);
     double t_fit = now_s() - t0;
     assert_int_equal(mt_costmodel_trained(m), NTRAIN);
     mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
     t0 = now_s();
-    mt_status pst = mt_costmodel_predict(m, &q, test, NPRED, score);
-    if (pst != MT_OK) fprintf(stderr, "# predict: %s\n", mt_costmodel_last_error(m));
+    mt_status pst = mt_costmodel_predict(m, &q, test, NPRED, score, err, sizeof err);
+    if (pst != MT_OK) fprintf(stderr, "# predict: %s\n", err);
     assert_int_equal(pst, MT_OK);
     double t_pred = now_s() - t0;
     double acc = pairwise_accuracy(ctest, score, NTEST);
@@ -465,7 +467,7 @@ static void model_ranking(const char *kind, mt_costmodel_params params, const ch
                                      &bad, err, sizeof err),
                      MT_OK);
     double sb;
-    assert_int_equal(mt_costmodel_predict(m, &q, &bad, 1, &sb), MT_OK);
+    assert_int_equal(mt_costmodel_predict(m, &q, &bad, 1, &sb, err, sizeof err), MT_OK);
     assert_true(sb <= MT_COSTMODEL_INVALID_SCORE);
 
     /* update with more samples, failures included as a tuner sees them */
@@ -474,9 +476,9 @@ static void model_ranking(const char *kind, mt_costmodel_params params, const ch
     mt_cm_sample smore[100];
     draw(&tk, &rng, 100, 0, more, cmore);
     to_samples(&tk, more, cmore, 100, smore);
-    assert_int_equal(mt_costmodel_update(m, smore, 100), MT_OK);
+    assert_int_equal(mt_costmodel_update(m, smore, 100, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_trained(m), NTRAIN + 100);
-    assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score), MT_OK);
+    assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score, err, sizeof err), MT_OK);
     double acc2 = pairwise_accuracy(ctest, score, NTEST);
     printf("# %s: after update to %d samples: accuracy %.3f\n", lname, NTRAIN + 100, acc2);
     assert_true(acc2 > min_acc);
@@ -492,8 +494,8 @@ static void model_ranking(const char *kind, mt_costmodel_params params, const ch
     }
     to_samples(&tk, train, ctrain, NTRAIN, smp);
     assert_int_equal(mt_costmodel_create(kind, &params, &m, err, sizeof err), MT_OK);
-    assert_int_equal(mt_costmodel_fit(m, smp, NTRAIN), MT_OK);
-    assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score), MT_OK);
+    assert_int_equal(mt_costmodel_fit(m, smp, NTRAIN, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(m, &q, test, NTEST, score, err, sizeof err), MT_OK);
     double acc_shuf = pairwise_accuracy(ctest, score, NTEST);
     printf("# %s: shuffled labels: accuracy %.3f\n", lname, acc_shuf);
     assert_true(acc_shuf < 0.65);
@@ -544,19 +546,19 @@ static void xgb_mixed(mt_xgb_loss loss) {
     mt_costmodel *m;
     char err[256];
     assert_int_equal(mt_costmodel_create("xgb", &params, &m, err, sizeof err), MT_OK);
-    assert_int_equal(mt_costmodel_fit(m, s, 2 * N), MT_OK);
+    assert_int_equal(mt_costmodel_fit(m, s, 2 * N, err, sizeof err), MT_OK);
     mt_cm_query qa = {&a.wl, a.t, &a.sp, NULL}, qb = {&b.wl, b.t, &b.sp, NULL};
-    assert_int_equal(mt_costmodel_predict(m, &qa, ca + N, T, sc), MT_OK);
+    assert_int_equal(mt_costmodel_predict(m, &qa, ca + N, T, sc, err, sizeof err), MT_OK);
     double acc_a = pairwise_accuracy(ka + N, sc, T);
-    assert_int_equal(mt_costmodel_predict(m, &qb, cb + N, T, sc), MT_OK);
+    assert_int_equal(mt_costmodel_predict(m, &qb, cb + N, T, sc, err, sizeof err), MT_OK);
     double acc_b = pairwise_accuracy(kb + N, sc, T);
     printf("# xgb/%s mixed workloads: accuracy %.3f / %.3f\n", loss == MT_XGB_LOSS_RANK ? "rank" : "reg", acc_a, acc_b);
     assert_true(acc_a > 0.7 && acc_b > 0.7);
 
     /* all failed */
     for (int i = 0; i < 20; i++) s[i].failed = 1;
-    assert_int_equal(mt_costmodel_fit(m, s, 20), MT_OK);
-    assert_int_equal(mt_costmodel_predict(m, &qa, ca + N, 10, sc), MT_OK);
+    assert_int_equal(mt_costmodel_fit(m, s, 20, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(m, &qa, ca + N, 10, sc, err, sizeof err), MT_OK);
     mt_costmodel_free(m);
     mt_space_free(&a.sp);
     mt_space_free(&b.sp);
@@ -604,19 +606,19 @@ static void test_gnn_model_file(void **state) {
     assert_int_equal(mt_costmodel_save(x, path, err, sizeof err), MT_UNSUPPORTED);
     assert_int_equal(mt_costmodel_param_count(x), -1);
     mt_costmodel_free(x);
-    assert_int_equal(mt_costmodel_fit(a, smp, N), MT_OK);
+    assert_int_equal(mt_costmodel_fit(a, smp, N, err, sizeof err), MT_OK);
     assert_true(mt_costmodel_param_count(a) > 1000);
     assert_int_equal(mt_costmodel_save(a, path, err, sizeof err), MT_OK);
     p.gnn_model = path;
     assert_int_equal(mt_costmodel_create("gnn", &p, &b, err, sizeof err), MT_OK);
     mt_cm_query q = {&tk.wl, tk.t, &tk.sp, NULL};
-    assert_int_equal(mt_costmodel_predict(a, &q, test, NT, s1), MT_OK);
-    assert_int_equal(mt_costmodel_predict(b, &q, test, NT, s2), MT_OK);
+    assert_int_equal(mt_costmodel_predict(a, &q, test, NT, s1, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(b, &q, test, NT, s2, err, sizeof err), MT_OK);
     for (int i = 0; i < NT; i++) assert_true(fabs(s1[i] - s2[i]) <= 1e-4 * (1 + fabs(s1[i])));
     double acc0 = pairwise_accuracy(ctest, s2, NT);
     /* Adaptation: a few steps on the same kind of data keep the ranking. */
-    assert_int_equal(mt_costmodel_update(b, smp, 40), MT_OK);
-    assert_int_equal(mt_costmodel_predict(b, &q, test, NT, s2), MT_OK);
+    assert_int_equal(mt_costmodel_update(b, smp, 40, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(b, &q, test, NT, s2, err, sizeof err), MT_OK);
     double acc1 = pairwise_accuracy(ctest, s2, NT);
     printf("# gnn model file: loaded accuracy %.3f, after adaptation %.3f\n", acc0, acc1);
     assert_true(acc0 > 0.65 && acc1 > 0.65);
@@ -672,7 +674,7 @@ static void test_gnn_meta_and_transfer(void **state) {
     /* a pooled file and a meta-trained one */
     mt_costmodel *a = NULL;
     assert_int_equal(mt_costmodel_create("gnn", &p, &a, err, sizeof err), MT_OK);
-    assert_int_equal(mt_costmodel_fit(a, trainset, 2 * N), MT_OK);
+    assert_int_equal(mt_costmodel_fit(a, trainset, 2 * N, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_save(a, pooled_path, err, sizeof err), MT_OK);
     mt_costmodel_free(a);
     assert_int_equal(mt_costmodel_create("gnn", &p, &a, err, sizeof err), MT_OK);
@@ -709,27 +711,27 @@ static void test_gnn_meta_and_transfer(void **state) {
     assert_int_equal(mt_costmodel_create("gnn-meta", &p, &z, err, sizeof err), MT_OK);
     mt_cm_query q2 = {&tk[2].wl, tk[2].t, &tk[2].sp, NULL}, q3 = {&tk[3].wl, tk[3].t, &tk[3].sp, NULL};
     double s0[N], s3[N], sx[N], sy[N], sz[N], sx3[N];
-    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, s0), MT_OK);
-    assert_int_equal(mt_costmodel_predict(x, &q3, cfg[3], N, s3), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, s0, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q3, cfg[3], N, s3, err, sizeof err), MT_OK);
     int distinct = 0;
     for (int i = 1; i < N; i++) distinct += s0[i] != s0[0];
     assert_true(distinct > N / 2);
     printf("# gnn-meta zero-shot accuracy on an unseen workload %.3f\n", pairwise_accuracy(cost[2], s0, N));
-    assert_int_equal(mt_costmodel_update(x, smp[2], 10), MT_OK);
-    assert_int_equal(mt_costmodel_update(x, smp[2] + 10, 10), MT_OK);
-    assert_int_equal(mt_costmodel_update(y, smp[2], 20), MT_OK);
-    assert_int_equal(mt_costmodel_fit(z, smp[2], 20), MT_OK);
-    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx), MT_OK);
-    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy), MT_OK);
-    assert_int_equal(mt_costmodel_predict(z, &q2, cfg[2], N, sz), MT_OK);
+    assert_int_equal(mt_costmodel_update(x, smp[2], 10, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_update(x, smp[2] + 10, 10, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_update(y, smp[2], 20, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_fit(z, smp[2], 20, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(z, &q2, cfg[2], N, sz, err, sizeof err), MT_OK);
     assert_memory_equal(sx, sy, sizeof sx);
     assert_memory_equal(sx, sz, sizeof sx);
     assert_true(memcmp(sx, s0, sizeof sx) != 0);
     printf("# gnn-meta after adapting on 20 records %.3f\n", pairwise_accuracy(cost[2], sx, N));
     /* another group is still scored by the initial weights, and back */
-    assert_int_equal(mt_costmodel_predict(x, &q3, cfg[3], N, sx3), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q3, cfg[3], N, sx3, err, sizeof err), MT_OK);
     assert_memory_equal(sx3, s3, sizeof s3);
-    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sy), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sy, err, sizeof err), MT_OK);
     assert_memory_equal(sx, sy, sizeof sx);
     /* saving writes the initial weights: a model from that file scores zero-shot alike */
     char again[] = "/tmp/mtgpu-test-meta2-XXXXXX";
@@ -740,7 +742,7 @@ static void test_gnn_meta_and_transfer(void **state) {
     mt_costmodel_free(y);
     p.gnn_model = again;
     assert_int_equal(mt_costmodel_create("gnn-meta", &p, &y, err, sizeof err), MT_OK);
-    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy), MT_OK);
+    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy, err, sizeof err), MT_OK);
     assert_memory_equal(sy, s0, sizeof s0);
     unlink(again);
     mt_costmodel_free(x), mt_costmodel_free(y), mt_costmodel_free(z);
@@ -750,15 +752,15 @@ static void test_gnn_meta_and_transfer(void **state) {
     p.gnn_adapt_steps = 5;
     assert_int_equal(mt_costmodel_create("gnn-transfer", &p, &x, err, sizeof err), MT_OK);
     assert_int_equal(mt_costmodel_create("gnn", &p, &y, err, sizeof err), MT_OK); /* gnn with a file: the same */
-    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx), MT_OK);
-    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(y, &q2, cfg[2], N, sy, err, sizeof err), MT_OK);
     assert_memory_equal(sx, sy, sizeof sx);
-    assert_int_equal(mt_costmodel_fit(x, smp[2], 20), MT_OK);
-    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx), MT_OK);
+    assert_int_equal(mt_costmodel_fit(x, smp[2], 20, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sx, err, sizeof err), MT_OK);
     assert_true(memcmp(sx, sy, sizeof sx) != 0);
-    assert_int_equal(mt_costmodel_update(x, smp[2] + 20, 10), MT_OK);
-    assert_int_equal(mt_costmodel_fit(x, smp[2], 20), MT_OK);
-    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sz), MT_OK);
+    assert_int_equal(mt_costmodel_update(x, smp[2] + 20, 10, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_fit(x, smp[2], 20, err, sizeof err), MT_OK);
+    assert_int_equal(mt_costmodel_predict(x, &q2, cfg[2], N, sz, err, sizeof err), MT_OK);
     assert_memory_equal(sx, sz, sizeof sx);
     mt_costmodel_free(x), mt_costmodel_free(y);
     unlink(meta_path);

@@ -170,7 +170,7 @@ static mt_cm_eval fit_and_eval(mt_dataset *ds, const int *holdout, const char *k
     mt_costmodel *m = NULL;
     char err[512];
     assert_int_equal(mt_costmodel_create(kind, &p, &m, err, sizeof err), MT_OK);
-    assert_int_equal(mt_costmodel_fit(m, train, ntr), MT_OK);
+    assert_int_equal(mt_costmodel_fit(m, train, ntr, err, sizeof err), MT_OK);
     mt_cm_eval ev;
     assert_int_equal(mt_cm_evaluate(m, test, nt, &ev, err, sizeof err), MT_OK);
     printf("# %-6s held out %d samples in %d groups, %lld pairs: pairwise %.3f spearman %.3f top-1 %.3f top-5 %.3f\n", kind, (int)ev.samples,

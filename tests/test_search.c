@@ -133,8 +133,8 @@ static int tune(const task *tk, const char *kind, const char *model_kind, int ba
         }
         if (found <= max_trials) break;
         if (m) {
-            st = mt_costmodel_update(m, smp, n);
-            if (st != MT_OK) printf("# update: %s\n", mt_costmodel_last_error(m));
+            st = mt_costmodel_update(m, smp, n, err, sizeof err);
+            if (st != MT_OK) printf("# update: %s\n", err);
             assert_int_equal(st, MT_OK);
         }
     }
@@ -218,7 +218,7 @@ static void test_never_repeats(void **state) {
                 if (i % 2 == 0) assert_int_equal(mt_search_mark_measured(s, &cfgs[i], 1.0 + i, NULL, 0), MT_OK);
                 smp[i] = (mt_cm_sample){.wl = &tk.wl, .tmpl = tk.t, .space = &tk.sp, .cfg = cfgs[i], .cost_ms = 1.0 + i};
             }
-            if (b == 0) assert_int_equal(mt_costmodel_fit(m, smp, n), MT_OK); /* from now on SA runs */
+            if (b == 0) assert_int_equal(mt_costmodel_fit(m, smp, n, err, sizeof err), MT_OK); /* from now on SA runs */
         }
         assert_int_equal(mt_search_visited(s), 20 * 64);
         if (k == 1) assert_true(mt_search_scored(s) > 0);
@@ -270,7 +270,7 @@ static void test_measured_and_exhaustion(void **state) {
             }
             /* a model fitted on them: the SA path runs (xgb cannot build these
              * hand-made configs: every candidate invalid, random fills in) */
-            assert_int_equal(mt_costmodel_fit(m, smp, ns), MT_OK);
+            assert_int_equal(mt_costmodel_fit(m, smp, ns, err, sizeof err), MT_OK);
             assert_int_equal(mt_search_visited(s), 8);
             mt_config best;
             double bc;
@@ -372,7 +372,7 @@ static void test_restricted(void **state) {
             }
             total += n;
             if (n < 16) break; /* used up */
-            if (m) assert_int_equal(mt_costmodel_update(m, smp, n), MT_OK);
+            if (m) assert_int_equal(mt_costmodel_update(m, smp, n, err, sizeof err), MT_OK);
         }
         assert_int_equal(total, N);
         if (k == 1) assert_true(mt_search_scored(s) > 0); /* the model guided it */

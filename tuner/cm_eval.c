@@ -96,11 +96,12 @@ mt_status mt_cm_evaluate(mt_costmodel *model, const mt_cm_sample *samples, int n
                 cfg[m++] = samples[j].cfg;
             }
         mt_cm_query q = {g[0].wl, g[0].tmpl, g[0].space, g[0].dev};
+        char why[512] = "";
         double t0 = now_s();
-        st = mt_costmodel_predict(model, &q, cfg, m, score);
+        st = mt_costmodel_predict(model, &q, cfg, m, score, why, sizeof why);
         out->predict_s += now_s() - t0;
         if (st != MT_OK) {
-            mt__fail(err, errlen, st, "evaluate: %s", mt_costmodel_last_error(model));
+            mt__fail(err, errlen, st, "evaluate: %s", why);
             goto out;
         }
         out->groups++;

@@ -62,9 +62,10 @@ mt_status mt_cm_evaluate_fewshot(const char *kind, const mt_costmodel_params *cp
             p.seed = base.seed + (uint64_t)r;
             mt_costmodel *model = NULL;
             if ((st = mt_costmodel_create(kind, &p, &model, err, errlen)) != MT_OK) goto out;
+            char why[512] = "";
             double t0 = now_s();
-            if (fp->k > 0 && (st = mt_costmodel_fit(model, shot, fp->k)) != MT_OK) {
-                mt__fail(err, errlen, st, "few-shot: %s", mt_costmodel_last_error(model));
+            if (fp->k > 0 && (st = mt_costmodel_fit(model, shot, fp->k, why, sizeof why)) != MT_OK) {
+                mt__fail(err, errlen, st, "few-shot: %s", why);
                 mt_costmodel_free(model);
                 goto out;
             }

@@ -526,10 +526,11 @@ static mt_status score(mt_search *s, const mt_config *cfgs, const uint64_t *idx,
     }
     if (nq > 0) {
         mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
-        mt_status st = mt_costmodel_predict(s->model, &q, mcfg, nq, mscore);
+        char why[512] = "";
+        mt_status st = mt_costmodel_predict(s->model, &q, mcfg, nq, mscore, why, sizeof why);
         if (st != MT_OK) {
             memo_clear(&s->mm); /* drop the pending entries */
-            return mt__fail(err, errlen, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+            return mt__fail(err, errlen, st, "search: cost model: %s", why);
         }
         s->scored += nq;
         for (int m = 0; m < nq; m++) s->mm.score[memo_find(&s->mm, idx[mpos[m]])] = mscore[m];
@@ -744,9 +745,10 @@ static mt_status explore(mt_search *s, int need, int mutate, mt_config *out, int
         if (m == 0) break;
         if (filter && round < 7) {
             mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
-            st = mt_costmodel_predict(s->model, &q, pool, m, psc);
+            char why[512] = "";
+            st = mt_costmodel_predict(s->model, &q, pool, m, psc, why, sizeof why);
             if (st != MT_OK) {
-                st = mt__fail(err, errlen, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+                st = mt__fail(err, errlen, st, "search: cost model: %s", why);
                 goto done;
             }
             s->scored += m;
@@ -810,9 +812,10 @@ static mt_status local_picks(mt_search *s, int need, mt_config *out, int *got, c
     }
     if (k == 0) goto done;
     mt_cm_query q = {s->wl, s->t, s->sp, s->p.dev};
-    st = mt_costmodel_predict(s->model, &q, nbr, k, sc);
+    char why[512] = "";
+    st = mt_costmodel_predict(s->model, &q, nbr, k, sc, why, sizeof why);
     if (st != MT_OK) {
-        st = mt__fail(err, errlen, st, "search: cost model: %s", mt_costmodel_last_error(s->model));
+        st = mt__fail(err, errlen, st, "search: cost model: %s", why);
         goto done;
     }
     s->scored += k;

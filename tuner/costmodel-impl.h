@@ -1,9 +1,10 @@
 /* Private: the table each cost-model kind fills in, and the model handle.
  *
  * A kind is `{ iface, context }`: the dispatcher (tuner/costmodel.c) checks
- * arguments, keeps the sample count and the last error, and calls the kind's
- * functions. `update` may be NULL for kinds that learn nothing ("random"):
- * the dispatcher then only counts the samples.
+ * arguments, keeps the sample count and calls the kind's functions, which
+ * write their messages into the caller's buffer. `update` may be NULL for
+ * kinds that learn nothing ("random"): the dispatcher then only counts the
+ * samples.
  */
 #ifndef MTGPU_COSTMODEL_IMPL_H
 #define MTGPU_COSTMODEL_IMPL_H
@@ -25,7 +26,6 @@ struct mt_costmodel {
     void *context;
     mt_costmodel_params params;
     int64_t trained; /* samples behind the current model */
-    char err[512];
 };
 
 extern const struct mt_costmodel_i mt__costmodel_random;

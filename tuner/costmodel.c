@@ -1,5 +1,5 @@
-/* The cost-model dispatcher: one table of kinds, argument checks, the sample
- * count and the last error message of each handle. */
+/* The cost-model dispatcher: one table of kinds, argument checks and the
+ * sample count of each handle. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,61 +83,57 @@ const char *mt_costmodel_kind(const mt_costmodel *m) { return m ? m->iface->kind
 
 int64_t mt_costmodel_trained(const mt_costmodel *m) { return m ? m->trained : 0; }
 
-const char *mt_costmodel_last_error(const mt_costmodel *m) { return m ? m->err : ""; }
-
-static mt_status check_task(mt_costmodel *m, const char *what, int i, const mt_workload *wl, const mt_template *t, const mt_space *sp) {
-    if (!wl || !t || !sp) return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: %s %d has a NULL workload, template or space", what, i);
+static mt_status check_task(const char *what, int i, const mt_workload *wl, const mt_template *t, const mt_space *sp, char *err,
+                            size_t errlen) {
+    if (!wl || !t || !sp) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: %s %d has a NULL workload, template or space", what, i);
     if (strcmp(sp->template_name, mt_template_name(t)) != 0)
-        return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: %s %d: space of '%s' given with template '%s'", what, i,
+        return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: %s %d: space of '%s' given with template '%s'", what, i,
                         sp->template_name, mt_template_name(t));
     return MT_OK;
 }
 
-static mt_status check_samples(mt_costmodel *m, const mt_cm_sample *s, int n) {
-    if (n > 0 && !s) return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: NULL samples");
+static mt_status check_samples(const mt_cm_sample *s, int n, char *err, size_t errlen) {
+    if (n > 0 && !s) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL samples");
     for (int i = 0; i < n; i++) {
-        mt_status st = check_task(m, "sample", i, s[i].wl, s[i].tmpl, s[i].space);
+        mt_status st = check_task("sample", i, s[i].wl, s[i].tmpl, s[i].space, err, errlen);
         if (st != MT_OK) return st;
         if (mt_space_check(s[i].space, &s[i].cfg) != MT_OK)
-            return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: sample %d: config is not in its space", i);
+            return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: sample %d: config is not in its space", i);
         if (!s[i].failed && !(s[i].cost_ms > 0 && isfinite(s[i].cost_ms)))
-            return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: sample %d: cost %g ms (must be > 0 unless failed)", i, s[i].cost_ms);
+            return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: sample %d: cost %g ms (must be > 0 unless failed)", i, s[i].cost_ms);
     }
     return MT_OK;
 }
 
-mt_status mt_costmodel_fit(mt_costmodel *m, const mt_cm_sample *samples, int n) {
-    if (!m) return MT_INVALID_ARG;
-    m->err[0] = '\0';
-    if (n < 1) return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: fit needs at least one sample (got %d)", n);
-    mt_status st = check_samples(m, samples, n);
+mt_status mt_costmodel_fit(mt_costmodel *m, const mt_cm_sample *samples, int n, char *err, size_t errlen) {
+    if (!m) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL model");
+    if (n < 1) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: fit needs at least one sample (got %d)", n);
+    mt_status st = check_samples(samples, n, err, errlen);
     if (st != MT_OK) return st;
-    st = m->iface->fit(m, samples, n, m->err, sizeof m->err);
+    st = m->iface->fit(m, samples, n, err, errlen);
     if (st == MT_OK) m->trained = n;
     return st;
 }
 
-mt_status mt_costmodel_update(mt_costmodel *m, const mt_cm_sample *samples, int n) {
-    if (!m) return MT_INVALID_ARG;
-    m->err[0] = '\0';
-    if (n < 0) return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: negative sample count");
+mt_status mt_costmodel_update(mt_costmodel *m, const mt_cm_sample *samples, int n, char *err, size_t errlen) {
+    if (!m) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL model");
+    if (n < 0) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: negative sample count");
     if (n == 0) return MT_OK;
-    mt_status st = check_samples(m, samples, n);
+    mt_status st = check_samples(samples, n, err, errlen);
     if (st != MT_OK) return st;
-    if (m->iface->update) st = m->iface->update(m, samples, n, m->err, sizeof m->err);
+    if (m->iface->update) st = m->iface->update(m, samples, n, err, errlen);
     if (st == MT_OK) m->trained += n;
     return st;
 }
 
-mt_status mt_costmodel_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores) {
-    if (!m) return MT_INVALID_ARG;
-    m->err[0] = '\0';
-    if (!q || n < 0 || (n > 0 && (!cfgs || !scores))) return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: NULL argument");
-    mt_status st = check_task(m, "query", 0, q->wl, q->tmpl, q->space);
+mt_status mt_costmodel_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores, char *err, size_t errlen) {
+    if (!m) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL model");
+    if (!q || n < 0 || (n > 0 && (!cfgs || !scores))) return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: NULL argument");
+    mt_status st = check_task("query", 0, q->wl, q->tmpl, q->space, err, errlen);
     if (st != MT_OK) return st;
     for (int i = 0; i < n; i++)
         if (mt_space_check(q->space, &cfgs[i]) != MT_OK)
-            return mt__fail(m->err, sizeof m->err, MT_INVALID_ARG, "costmodel: candidate %d is not in the query's space", i);
+            return mt__fail(err, errlen, MT_INVALID_ARG, "costmodel: candidate %d is not in the query's space", i);
     if (n == 0) return MT_OK;
-    return m->iface->predict(m, q, cfgs, n, scores, m->err, sizeof m->err);
+    return m->iface->predict(m, q, cfgs, n, scores, err, errlen);
 }

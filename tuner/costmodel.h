@@ -141,24 +141,20 @@ const char *mt_costmodel_kind_at(int i);
 /* Trains from scratch on samples[0..n), forgetting earlier samples.
  * MT_INVALID_ARG when n < 1 or a sample is malformed. On failure the model
  * is left as it was before the call. */
-mt_status mt_costmodel_fit(mt_costmodel *m, const mt_cm_sample *samples, int n);
+mt_status mt_costmodel_fit(mt_costmodel *m, const mt_cm_sample *samples, int n, char *err, size_t errlen);
 /* Adds newly measured samples to everything seen since the last fit and
  * retrains ("xgb" refits on all of them, like AutoTVM). n == 0 is a no-op.
  * On failure the samples are not added and the previous model stays. */
-mt_status mt_costmodel_update(mt_costmodel *m, const mt_cm_sample *samples, int n);
+mt_status mt_costmodel_update(mt_costmodel *m, const mt_cm_sample *samples, int n, char *err, size_t errlen);
 /* Scores cfgs[0..n) (configs of q->space): scores[i] higher = predicted
  * faster. Configs the template cannot build get MT_COSTMODEL_INVALID_SCORE
  * (finite) from models that look at the kernel ("xgb"), fitted or not. A
  * model never fitted scores every other candidate 0 ("random": still
  * random). */
-mt_status mt_costmodel_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores);
+mt_status mt_costmodel_predict(mt_costmodel *m, const mt_cm_query *q, const mt_config *cfgs, int n, double *scores, char *err, size_t errlen);
 
 /* Samples the current model was trained on (0: not fitted). */
 int64_t mt_costmodel_trained(const mt_costmodel *m);
-
-/* The message of the last failed call on m ("" if none); owned by m, valid
- * until the next call on m. */
-const char *mt_costmodel_last_error(const mt_costmodel *m);
 
 /* Writes a trained model of the gnn kinds or mlp to a model file
  * (gnn/gnn.h) that params.gnn_model can load (gnn-meta: its initial

@@ -410,9 +410,10 @@ static mt_status run_resume(tune_run *s, char *err, size_t errlen) {
         }
         env_total += rs.env_failures;
         if (st == MT_OK && rs.failed_alloc) st = mt__fail(rerr, sizeof rerr, MT_NOMEM, "out of memory");
-        if (st == MT_OK && u->model && rs.nsamples > 0 && (st = mt_costmodel_update(u->model, rs.samples, rs.nsamples)) != MT_OK)
-            snprintf(rerr, sizeof rerr, "the cost model refused the %d records of %s: %s", rs.nsamples, mt_template_name(u->t),
-                     mt_costmodel_last_error(u->model));
+        char why[512] = "";
+        if (st == MT_OK && u->model && rs.nsamples > 0 &&
+            (st = mt_costmodel_update(u->model, rs.samples, rs.nsamples, why, sizeof why)) != MT_OK)
+            snprintf(rerr, sizeof rerr, "the cost model refused the %d records of %s: %s", rs.nsamples, mt_template_name(u->t), why);
         free(rs.samples);
         if (st != MT_OK) return mt__fail(err, errlen, st, "tune: resuming from the database failed: %s", rerr[0] ? rerr : mt_status_str(st));
         s->tr[u->task].trials += u->trials;
@@ -606,8 +607,9 @@ static mt_status round_update_model(tune_run *s, tune_round *r, char *err, size_
     r->nsamp += r->ninvalid;
     unit *u = r->u;
     mt_status st;
-    if (u->model && r->nsamp > 0 && (st = mt_costmodel_update(u->model, s->samples, r->nsamp)) != MT_OK)
-        return mt__fail(err, errlen, st, "tune: cost model update failed: %s", mt_costmodel_last_error(u->model));
+    char why[512] = "";
+    if (u->model && r->nsamp > 0 && (st = mt_costmodel_update(u->model, s->samples, r->nsamp, why, sizeof why)) != MT_OK)
+        return mt__fail(err, errlen, st, "tune: cost model update failed: %s", why);
     return MT_OK;
 }
 

@@ -153,21 +153,21 @@ int main(int argc, char **argv) {
             snprintf(r->tmpl, sizeof r->tmpl, "%s", mt_template_name(t));
             r->big = big;
             double t0 = now_s();
-            if (mt_costmodel_fit(m, train, NTRAIN) != MT_OK) {
-                fprintf(stderr, "bench_cm_speed: fit %s: %s\n", kind, mt_costmodel_last_error(m));
+            if (mt_costmodel_fit(m, train, NTRAIN, err, sizeof err) != MT_OK) {
+                fprintf(stderr, "bench_cm_speed: fit %s: %s\n", kind, err);
                 return 1;
             }
             r->fit_s = now_s() - t0;
             r->params = (long long)mt_costmodel_param_count(m);
             mt_cm_query q = {&wl, t, &sp, NULL};
             /* warm-up: first-call plans and workspaces */
-            if (mt_costmodel_predict(m, &q, cfgs, 100, scores) != MT_OK) return 1;
+            if (mt_costmodel_predict(m, &q, cfgs, 100, scores, NULL, 0) != MT_OK) return 1;
             /* A 1k call takes tens of milliseconds, so one descheduling on a
              * shared machine would move it a lot: the median of 5 calls. */
             double small[5];
             for (int k = 0; k < 5; k++) {
                 t0 = now_s();
-                if (mt_costmodel_predict(m, &q, cfgs, 1000, scores) != MT_OK) return 1;
+                if (mt_costmodel_predict(m, &q, cfgs, 1000, scores, NULL, 0) != MT_OK) return 1;
                 small[k] = 1000 / (now_s() - t0);
             }
             qsort(small, 5, sizeof small[0], cmp_double);
@@ -175,8 +175,8 @@ int main(int argc, char **argv) {
             r->rss_before_kb = status_kb("VmRSS");
             if (can_reset) reset_peak_rss();
             t0 = now_s();
-            if (mt_costmodel_predict(m, &q, cfgs, big, scores) != MT_OK) {
-                fprintf(stderr, "bench_cm_speed: predict %s: %s\n", kind, mt_costmodel_last_error(m));
+            if (mt_costmodel_predict(m, &q, cfgs, big, scores, err, sizeof err) != MT_OK) {
+                fprintf(stderr, "bench_cm_speed: predict %s: %s\n", kind, err);
                 return 1;
             }
             r->big_per_s = big / (now_s() - t0);
@@ -186,8 +186,8 @@ int main(int argc, char **argv) {
             r->buildable = (double)nb / big;
             if (nvalid > 0) {
                 t0 = now_s();
-                if (mt_costmodel_predict(m, &q, valid, big, scores) != MT_OK) {
-                    fprintf(stderr, "bench_cm_speed: predict %s: %s\n", kind, mt_costmodel_last_error(m));
+                if (mt_costmodel_predict(m, &q, valid, big, scores, err, sizeof err) != MT_OK) {
+                    fprintf(stderr, "bench_cm_speed: predict %s: %s\n", kind, err);
                     return 1;
                 }
                 r->valid_per_s = big / (now_s() - t0);
