@@ -64,9 +64,11 @@ static int mark_one(const mt_dataset *ds, const char *a, int *holdout) {
 
 /* Marks the workloads named in list (separated by ';') as held out: a
  * workload, or a network's name for every convolution of that network that
- * has records; returns -1 (after a message) when one is malformed or has
- * no records. */
-static int mark_holdout(const char *cmd, const mt_dataset *ds, const char *list, int *holdout) {
+ * has records; returns -1 (after a message) when one is malformed, or has
+ * no records and need_records is set (an evaluation on nothing). Training
+ * passes 0: a network absent from one platform's records is held out by
+ * being absent. */
+static int mark_holdout(const char *cmd, const mt_dataset *ds, const char *list, int need_records, int *holdout) {
     char *copy = strdup(list);
     if (!copy) return -1;
     int rc = 0;
@@ -90,7 +92,7 @@ static int mark_holdout(const char *cmd, const mt_dataset *ds, const char *list,
             }
             mt_tasks_free(tasks);
             mt_network_free(net);
-            if (!found) {
+            if (!found && need_records) {
                 fprintf(stderr, "mtgpu %s: --holdout: no convolution of %s has records in the database\n", cmd, tok);
                 rc = -1;
                 break;
@@ -103,7 +105,7 @@ static int mark_holdout(const char *cmd, const mt_dataset *ds, const char *list,
             break;
         }
         mt_workload_format(&wl, a, sizeof a);
-        if (!mark_one(ds, a, holdout)) {
+        if (!mark_one(ds, a, holdout) && need_records) {
             fprintf(stderr, "mtgpu %s: --holdout: workload %s has no records in the database\n", cmd, a);
             rc = -1;
             break;
@@ -194,6 +196,7 @@ static void on_meta_progress(int it, double qloss, void *user) {
 
 /* The manifest of a training run (--manifest): what it was trained on and how. */
 static int write_manifest(const char *path, const char *db_path, const char *device, const char *out, const char *kind, int meta, const char *init,
+                          const char *holdout_spec,
                           const mt_costmodel_params *cp, const mt_gnn_meta_params *mp, const mt_dataset *ds, const int *holdout,
                           const mt_cm_sample *train, int ntrain, int64_t params, double train_s) {
     char err[512], date[64], hex[32];
@@ -240,7 +243,11 @@ static int write_manifest(const char *path, const char *db_path, const char *dev
         if (t == ntask) first[ntask++] = i;
         count[t]++;
     }
-    mt__sb_printf(&sb, "],\n    \"training_records\": %d,\n    \"held_out_workloads\": [", ntrain);
+    /* the split as asked (networks by name), beside the workloads it held out of these records */
+    mt__sb_printf(&sb, "],\n    \"training_records\": %d,\n    \"holdout\": ", ntrain);
+    if (holdout_spec) mt__sb_json_str(&sb, holdout_spec);
+    else mt__sb_append(&sb, "null");
+    mt__sb_append(&sb, ",\n    \"held_out_workloads\": [");
     for (int w = 0, k = 0; w < mt_dataset_nworkloads(ds); w++) {
         if (!holdout[w]) continue;
         char text[256];
@@ -410,7 +417,7 @@ int mt_cmd_train(int argc, char **argv) {
     holdout = calloc((size_t)mt_dataset_nworkloads(ds), sizeof *holdout);
     if (!holdout) goto out;
     if (opts[O_HOLD].given) {
-        if (mark_holdout("train", ds, opts[O_HOLD].value, holdout) != 0) {
+        if (mark_holdout("train", ds, opts[O_HOLD].value, 0, holdout) != 0) {
             rc = MT_EXIT_USAGE;
             goto out;
         }
@@ -449,7 +456,7 @@ int mt_cmd_train(int argc, char **argv) {
             mt__sb_append(&init, "}");
         } else mt__sb_append(&init, init_pooled ? "\"pooled\"" : "\"scratch\"");
         int bad = init.failed || write_manifest(opts[O_MANIFEST].value, opts[O_DB].value, opts[O_DEVICE].value, opts[O_OUT].value, kind, meta,
-                                                init.data, &cp, &mp, ds, holdout, train, ntrain, mt_costmodel_param_count(cm), train_s) != 0;
+                                                init.data, opts[O_HOLD].given ? opts[O_HOLD].value : NULL, &cp, &mp, ds, holdout, train, ntrain, mt_costmodel_param_count(cm), train_s) != 0;
         mt__sb_free(&init);
         if (bad) goto out;
     }
@@ -618,7 +625,7 @@ int mt_cmd_eval_model(int argc, char **argv) {
     holdout = calloc((size_t)nw, sizeof *holdout);
     if (!holdout) goto out;
     if (opts[O_HOLD].given) {
-        if (mark_holdout("eval-model", ds, opts[O_HOLD].value, holdout) != 0) {
+        if (mark_holdout("eval-model", ds, opts[O_HOLD].value, 1, holdout) != 0) {
             rc = MT_EXIT_USAGE;
             goto out;
         }

@@ -7,8 +7,9 @@
 #
 # Environment (defaults in brackets): MODELS ["gnn gnn-shared mlp"], EPOCHS
 # [30, mtgpu train's default], OUT [bench/cm_train/results], BUILD_DIR [build-bench].
-# The trained files go to a temporary directory: data/opencl_gnn.model is
-# written by `mtgpu train` itself (data/README.md).
+# The trained files go to a temporary directory: the shipped models
+# (data/opencl_gnn_meta.model, data/opencl_gnn_pooled.model) are made with a
+# held-out split written in their manifests (data/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DB="${1:-data/opencl_dataset.db}"
