@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "costmodel.h"
 #include "dataset.h"
+#include "device-info-json.h"
 #include "file.h"
 #include "gnn.h"
 #include "mtgpu/net.h"
@@ -254,6 +255,13 @@ static int write_manifest(const char *path, const char *db_path, const char *dev
         mt_workload_format(mt_dataset_workload(ds, w), text, sizeof text);
         mt__sb_append(&sb, k++ ? ",\n      " : "\n      ");
         mt__sb_json_str(&sb, text);
+    }
+    /* what each device was, as the context node saw it: the cost model's device features */
+    mt__sb_append(&sb, "],\n    \"devices\": [");
+    for (int d = 0; d < ndev; d++) {
+        if (!devs[d]) continue;
+        mt__sb_append(&sb, d ? ",\n      " : "\n      ");
+        mt__device_info_json(&sb, devs[d]);
     }
     mt__sb_printf(&sb, "],\n    \"tasks\": %d,\n    \"task_list\": [", ntask);
     for (int t = 0; t < ntask; t++) {

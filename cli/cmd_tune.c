@@ -284,7 +284,7 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
         }
         tp->cost_model_file = rq->model_path;
     }
-    if ((opts[O_ASTEPS].given || opts[O_ALR].given) && (!opts[O_MODEL_FILE].given || strcmp(tp->cost_model, "gnn-meta") == 0)) {
+    if ((opts[O_ASTEPS].given || opts[O_ALR].given) && (!tp->cost_model_file || strcmp(tp->cost_model, "gnn-meta") == 0)) {
         fprintf(stderr, "mtgpu tune: --adapt-steps and --adapt-lr are for fine-tuning a --model file (gnn-transfer); gnn-meta adapts with "
                         "the inner procedure stored in its model file\n");
         return MT_EXIT_USAGE;

@@ -156,6 +156,7 @@ MTGPU_MODEL_DIR="$tmp/no-models" expect 1 "tune gnn-meta without a model file an
 contains err "opencl_gnn_meta.model" "names the shipped model it looked for"
 MTGPU_MODEL_DIR="$tmp/no-models" expect 1 "tune gnn-transfer without a model file anywhere" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-transfer
 expect 2 "--adapt-steps for gnn-meta" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-meta --model "$tmp/m.gnn" --adapt-steps 5
+expect 2 "--adapt-steps for xgb" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model xgb --adapt-steps 5
 expect 2 "bad --adapt-lr" -- tune "c=4,h=8,w=8,k=4,r=3,s=3" --cost-model gnn-transfer --model "$tmp/m.gnn" --adapt-lr 0
 data="$(cd "$(dirname "$0")/.." && pwd)/data/opencl_dataset.db"
 if [ -f "$data" ]; then

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -192,8 +193,10 @@ def verdicts(rows, setting, ks):
     wins = [k for k in small if get("gnn-meta", k) and get("gnn-transfer", k) and
             get("gnn-meta", k)["pairwise_acc"] > get("gnn-transfer", k)["pairwise_acc"]]
     if small:
+        margins = ", ".join(f"K={k} {get('gnn-meta', k)['pairwise_acc'] - get('gnn-transfer', k)['pairwise_acc']:+.4f}"
+                            for k in small if get("gnn-meta", k) and get("gnn-transfer", k))
         out.append(f"gnn-meta ranks better than gnn-transfer (pairwise accuracy) at {len(wins)} of the {len(small)} "
-                   f"budgets K <= 16 ({', '.join(f'K={k}' for k in wins) or 'none'}).")
+                   f"budgets K <= 16 ({', '.join(f'K={k}' for k in wins) or 'none'}); the margins: {margins}.")
     for k in ks:
         m, x = get("gnn-meta", k), get("xgb", k)
         if m and x:
@@ -231,8 +234,8 @@ def plot(rows, settings, models, ks, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mtgpu", required=True)
-    ap.add_argument("--db", required=True)
+    ap.add_argument("--mtgpu")
+    ap.add_argument("--db")
     ap.add_argument("--db-b")
     ap.add_argument("--holdout", default="resnet18;squeezenet1_1")
     ap.add_argument("--ks", default="0 4 8 16 32 64")
@@ -246,7 +249,13 @@ def main():
     ap.add_argument("--retrain", action="store_true")
     ap.add_argument("--out", required=True)
     ap.add_argument("--command", default="")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the report from OUT/fewshot.json, measuring nothing")
     args = ap.parse_args()
+    if args.report_only:
+        with open(os.path.join(args.out, "fewshot.json")) as f:
+            return report(json.load(f), args.out)
+    if not args.mtgpu or not args.db:
+        ap.error("--mtgpu and --db are required (unless --report-only)")
     ks = [int(k) for k in args.ks.split()]
     models = args.models.split()
     os.makedirs(args.out, exist_ok=True)
@@ -308,24 +317,34 @@ def main():
         difference = platform_difference(snap_a, dev_a["fingerprint"], snap_b, dev_b["fingerprint"])
 
     wall = time.time() - t_start
-    with open(os.path.join(args.out, "fewshot.csv"), "w", newline="") as f:
+    meta = {"command": args.command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": benchlib.cpu_model(),
+            "cores": os.cpu_count(), "platform_a": dev_a, "platform_b": dev_b, "holdout": args.holdout, "ks": ks,
+            "repeats": args.repeats, "seed": args.seed, "models": models, "settings": settings, "wall_s": round(wall, 1),
+            "manifests": manifests, "platform_difference": difference, "runs": rows}
+    return report(meta, args.out)
+
+
+def report(meta, out):
+    """Writes OUT/fewshot.{csv,json,md,png} from the measurements in meta."""
+    rows, ks, dev_a, dev_b, difference = meta["runs"], meta["ks"], meta["platform_a"], meta["platform_b"], meta["platform_difference"]
+    models = meta.get("models") or list(dict.fromkeys(r["model"] for r in rows))
+    settings = meta.get("settings") or [(s, s) for s in dict.fromkeys(r["setting"] for r in rows)]
+    wall = meta["wall_s"]
+    with open(os.path.join(out, "fewshot.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow(r)
-    meta = {"command": args.command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": benchlib.cpu_model(),
-            "platform_a": dev_a, "platform_b": dev_b, "holdout": args.holdout, "ks": ks, "repeats": args.repeats,
-            "seed": args.seed, "wall_s": round(wall, 1), "manifests": manifests, "platform_difference": difference, "runs": rows}
-    with open(os.path.join(args.out, "fewshot.json"), "w") as f:
+    with open(os.path.join(out, "fewshot.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    have_png = plot(rows, settings, models, ks, os.path.join(args.out, "fewshot.png"))
+    have_png = plot(rows, settings, models, ks, os.path.join(out, "fewshot.png"))
 
     md = ["# Few-shot accuracy on held-out convolutions", "",
-          f"Measured {meta['date']} on {meta['cpu']} ({os.cpu_count()} cores), {wall / 60:.0f} min. "
-          f"Regenerate: `{args.command}`.", "",
-          f"Held out of every pre-training: `{args.holdout}` (networks stand for all their convolutions). "
+          f"Measured {meta['date']} on {meta['cpu']} ({meta.get('cores', 2)} cores), {wall / 60:.0f} min. "
+          f"Regenerate: `{meta['command']}`.", "",
+          f"Held out of every pre-training: `{meta['holdout']}` (networks stand for all their convolutions). "
           f"Each held-out (workload, template, device) group of platform A: the model adapts on K of its measured configs "
-          f"(drawn at random, {args.repeats} draws, seed {args.seed}) and ranks the rest; figures are means over groups and "
+          f"(drawn at random, {meta['repeats']} draws, seed {meta['seed']}) and ranks the rest; figures are means over groups and "
           "draws. gnn-meta adapts with the inner procedure it was meta-trained with (its model file's), gnn-transfer "
           "fine-tunes the pooled model, gnn and xgb learn from the K alone (at K=0 they rank at random).", ""]
     md.append(f"Platform A: `{dev_a['name']}` (fingerprint `{dev_a['fingerprint']}`).")
@@ -349,14 +368,16 @@ def main():
             md += [f"{len(difference)} (workload, template) groups with at least 8 working configs measured on both platforms "
                    f"({sum(d['configs'] for d in difference)} configs). Spearman correlation of their times: median {med:.3f}, "
                    f"range {rhos[0]:.3f} to {rhos[-1]:.3f}. A's best config is outside B's fastest 5% in {out_ab} groups "
-                   f"({100 * out_ab / len(difference):.0f}%), B's best outside A's in {out_ba} ({100 * out_ba / len(difference):.0f}%).", ""]
+                   f"({100 * out_ab / len(difference):.0f}%), B's best outside A's in {out_ba} ({100 * out_ba / len(difference):.0f}%) "
+                   f"(a group's fastest 5% is at least its single fastest config: with "
+                   f"{statistics.median(d['configs'] for d in difference):.0f} shared configs per group, the median, it is exactly that).", ""]
         else:
             md += ["No group has 8 working configs measured on both platforms.", ""]
     md += ["Files: `fewshot.csv` (one row per run), `fewshot.json` (runs, the models' manifests: data set hash, tasks, "
            "held-out workloads, hyper-parameters)" + (", `fewshot.png`." if have_png else ".")]
-    with open(os.path.join(args.out, "fewshot.md"), "w") as f:
+    with open(os.path.join(out, "fewshot.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    log(f"wrote {args.out}/fewshot.md")
+    log(f"wrote {out}/fewshot.md")
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
