@@ -457,8 +457,10 @@ static void good_line(char *line, size_t len) {
              LINE_HEAD, ENT_OLD, RES_OK);
 }
 
-/* Imports path into db and expects status want within a few seconds, the
- * message containing needle. */
+/* Imports path into db and expects status want, the message containing
+ * needle, in bounded time: the bound tells "stopped at the limit" from
+ * "reads forever" (a FIFO, /dev/zero), not fast from slow, so it leaves
+ * room for a 64 MiB line read under ASan on a loaded machine (48 s seen). */
 static void expect_import(mt_db *db, const char *path, mt_status want, const char *needle, mt_autotvm_stats *s) {
     char err[1024] = "";
     double t0 = now_s();
@@ -467,7 +469,7 @@ static void expect_import(mt_db *db, const char *path, mt_status want, const cha
     print_message("    %s -> %s in %.2f s: %s\n", strrchr(path, '/') ? strrchr(path, '/') + 1 : path, mt_status_name(st), el, err);
     assert_int_equal(st, want);
     if (needle) assert_non_null(strstr(err, needle));
-    assert_true(el < 10);
+    assert_true(el < 600);
 }
 
 static void test_import_hostile_files(void **state) {

@@ -456,8 +456,7 @@ static void model_ranking(const char *kind, mt_costmodel_params params, const ch
     printf("# %s: fit on %d samples %.2f s; pairwise accuracy on %d held-out configs %.3f; "
            "predict %d candidates %.3f s (%.0f/s)\n",
            lname, NTRAIN, t_fit, NTEST, acc, NPRED, t_pred, NPRED / t_pred);
-    assert_true(acc > min_acc);
-    assert_true(t_pred < 10.0);
+    assert_true(acc > min_acc); /* speed is bench/cm_speed's to measure, not a test's */
 
     /* Failed configs score lowest-ish: an unbuildable candidate gets the invalid score. */
     mt_config bad;
