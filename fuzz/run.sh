@@ -31,7 +31,7 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=RelWith
   cat "$BUILD.configure.log" >&2; echo "fuzz: configure failed" >&2; exit 1; }
 rm -f "$BUILD.configure.log"
 
-HARNESSES=${HARNESSES:-"fuzz_workload fuzz_config fuzz_autotvm fuzz_gnn_model fuzz_weights"}
+HARNESSES=${HARNESSES:-"fuzz_workload fuzz_config fuzz_autotvm fuzz_records fuzz_gnn_model fuzz_weights"}
 # Only the harness targets: they compile the library sources they need
 # themselves, so an unrelated part of libmtgpu cannot break the fuzz build.
 cmake --build "$BUILD" -j "$JOBS" --target $HARNESSES

@@ -876,6 +876,8 @@ static int decode_row(sqlite3_stmt *s, mt_record *r, const char **why) {
     snprintf(r->message, sizeof r->message, "%s", mt__db_col_text(s, 9));
     r->build_s = sqlite3_column_double(s, 10);
     r->timestamp = sqlite3_column_double(s, 11);
+    /* Infinite ones (1e999 in the sqlite3 shell) mt_db_put_record refuses: merge-db would stop at the row. */
+    if (!isfinite(r->build_s) || !isfinite(r->timestamp)) return *why = "build time or timestamp (not finite)", 0;
     snprintf(r->version, sizeof r->version, "%s", mt__db_col_text(s, 12));
     snprintf(r->source, sizeof r->source, "%s", mt__db_col_text(s, 13));
     return 1;

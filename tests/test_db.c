@@ -982,6 +982,35 @@ static void test_damaged_times(void **state) {
     mt_db_close(db);
 }
 
+/* A build time or timestamp that is not finite (1e999 in the sqlite3 shell)
+ * is damage: mt_db_put_record refuses such a record, so merge-db would stop
+ * at it instead of passing it over (found by fuzz/fuzz_records.c). */
+static void test_damaged_build_time(void **state) {
+    (void)state;
+    char path[512];
+    path_in(path, sizeof path, "build_time.db");
+    mt_db *db = open_db("build_time.db");
+    mt_workload wl = wl_3x3();
+    mt_record r;
+    for (int i = 0; i < 3; i++) {
+        make_record(&r, &wl, FP1, (uint64_t)i, 0.17 + i);
+        assert_int_equal(mt_db_put_record(db, &r, NULL, NULL, 0), MT_OK);
+    }
+    mt_db_close(db);
+    exec_raw(path, "UPDATE records SET build_s = 1e999 WHERE id = 1; UPDATE records SET timestamp = -1e999 WHERE id = 2");
+    db = open_db("build_time.db");
+    int64_t damaged = -1;
+    char err[512];
+    mt_record *got = calloc(17, sizeof *got);
+    assert_int_equal(mt_db_for_each_counted(db, NULL, collect, got, &damaged, err, sizeof err), MT_CORRUPT);
+    assert_int_equal(damaged, 2);
+    assert_int_equal(got[0].id, 1);
+    assert_int_equal(got[1].id, 3);
+    assert_int_equal(mt_db_put_record(db, &got[1], NULL, NULL, 0), MT_OK); /* what a walk passes on, a put takes */
+    free(got);
+    mt_db_close(db);
+}
+
 /* A record of a failure of the environment (a worker killed from outside)
  * gives way to a new record of its key; any other record stays. */
 static void test_env_failure_replaced(void **state) {
@@ -1340,6 +1369,7 @@ int main(void) {
         cmocka_unit_test(test_best_config),
         cmocka_unit_test(test_damaged_rows),
         cmocka_unit_test(test_damaged_times),
+        cmocka_unit_test(test_damaged_build_time),
         cmocka_unit_test(test_env_failure_replaced),
         cmocka_unit_test(test_readonly_reader),
         cmocka_unit_test(test_readonly_media),

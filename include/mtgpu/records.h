@@ -228,7 +228,8 @@ mt_status mt_db_count_filter(mt_db *db, const mt_db_filter *f, int64_t *n, char 
  * (use another handle). Rows that cannot be decoded (damaged by something
  * other than mtgpu: a workload, config, device or status that does not
  * parse, costs that are not a list of finite non-negative numbers, a median
- * that is not a number, or status ok without a finite positive median) are
+ * that is not a number, a build time or timestamp that is not finite, or
+ * status ok without a finite positive median) are
  * not passed to cb; the walk goes on past them, and the call then returns
  * MT_CORRUPT naming the first such row it met (also when cb stopped the walk
  * later), else MT_OK. A read that fails stops the walk with its error
