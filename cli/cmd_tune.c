@@ -29,11 +29,12 @@ static void help(void) {
            "Rerunning with the same database resumes: measured configs count towards --trials.\n"
            "\n"
            "  --trials N        total measurements over all tasks (default %d per task)\n"
-           "  --cost-model M    the model guiding simulated annealing: xgb (XGBoost on loop features,\n"
-           "                    the default), gnn (graph network on the kernel's loop nest, learnt from\n"
-           "                    the task's records), gnn-shared, mlp; gnn-meta (a meta-trained --model,\n"
-           "                    adapted to each task's records as it was meta-trained to be), gnn-transfer\n"
-           "                    (a pooled-trained --model, fine-tuned on the records); or random\n"
+           "  --cost-model M    the model guiding simulated annealing: gnn-meta (the default: a meta-trained\n"
+           "                    graph network, adapted to each task's records as it was meta-trained to\n"
+           "                    be; xgb where no model file is found), xgb (XGBoost on loop features),\n"
+           "                    gnn (graph network on the kernel's loop nest, learnt from the task's\n"
+           "                    records alone), gnn-shared, mlp, gnn-transfer (a pooled-trained model,\n"
+           "                    fine-tuned on the records); or random\n"
            "  --model FILE      the model file of gnn-meta or gnn-transfer ('mtgpu train [--meta]'; default:\n"
            "                    the shipped opencl_gnn_meta.model or opencl_gnn_pooled.model, from\n"
            "                    $MTGPU_MODEL_DIR, the source tree's data/ or the installed share/mtgpu);\n"
@@ -265,6 +266,13 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
     if (opts[O_MODEL].given) {
         if (!known_cost_model(opts[O_MODEL].value)) return MT_EXIT_USAGE;
         tp->cost_model = opts[O_MODEL].value;
+    } else if (opts[O_MODEL_FILE].given || mt_cli_default_model("gnn-meta", rq->model_path, sizeof rq->model_path) == 0) {
+        /* The default: the meta-trained model (bench/meta_table/results), from
+         * --model or the shipped file; XGBoost where neither is there. */
+        tp->cost_model = "gnn-meta";
+    } else {
+        fprintf(stderr, "mtgpu tune: no shipped %s in $MTGPU_MODEL_DIR, the source tree's data/ or the installed share/mtgpu: "
+                        "guiding the search with xgb\n", mt_cli_model_file_name("gnn-meta"));
     }
     int file_kind = strcmp(tp->cost_model, "gnn-meta") == 0 || strcmp(tp->cost_model, "gnn-transfer") == 0;
     if (opts[O_MODEL_FILE].given) {

@@ -121,6 +121,14 @@ grep '"type": "record"' "$tmp/out" > "$tmp/seq1"
 expect 0 "replay with the seed again" -- tune "$rwl" --simulate "$data" --no-db --trials 24 --seed 3 --json
 grep '"type": "record"' "$tmp/out" > "$tmp/seq2"
 if [ "$(wc -l < "$tmp/seq1")" -eq 24 ] && cmp -s "$tmp/seq1" "$tmp/seq2"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: a replay's sequence depends on more than its seed"; fi
+# The default cost model: the shipped meta-trained model where one is found, else xgb, said on stderr.
+if [ -f "$(dirname "$data")/opencl_gnn_meta.model" ]; then
+  expect 0 "replay with the default cost model" -- tune "$rwl" --simulate "$data" --no-db --trials 8
+  contains out "cost model gnn-meta from .*opencl_gnn_meta.model" "the default is the shipped gnn-meta model, and says so"
+fi
+MTGPU_MODEL_DIR="$tmp/no-models" expect 0 "replay with no model file anywhere" -- tune "$rwl" --simulate "$data" --no-db --trials 8
+contains out "cost model xgb" "the default falls back to xgb"
+contains err "guiding the search with xgb" "says it fell back"
 # Meta-training and few-shot evaluation: options, then a small run on the shipped data set.
 expect 0 "train --help" -- train --help
 contains out "--meta" "train help has --meta"
