@@ -266,10 +266,13 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
     if (opts[O_MODEL].given) {
         if (!known_cost_model(opts[O_MODEL].value)) return MT_EXIT_USAGE;
         tp->cost_model = opts[O_MODEL].value;
-    } else if (opts[O_MODEL_FILE].given || mt_cli_default_model("gnn-meta", rq->model_path, sizeof rq->model_path) == 0) {
+    } else if (opts[O_MODEL_FILE].given) {
         /* The default: the meta-trained model (bench/meta_table/results), from
          * --model or the shipped file; XGBoost where neither is there. */
         tp->cost_model = "gnn-meta";
+    } else if (mt_cli_default_model("gnn-meta", rq->model_path, sizeof rq->model_path) == 0) {
+        tp->cost_model = "gnn-meta";
+        tp->cost_model_file = rq->model_path;
     } else {
         fprintf(stderr, "mtgpu tune: no shipped %s in $MTGPU_MODEL_DIR, the source tree's data/ or the installed share/mtgpu: "
                         "guiding the search with xgb\n", mt_cli_model_file_name("gnn-meta"));
@@ -281,7 +284,7 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
             return MT_EXIT_USAGE;
         }
         tp->cost_model_file = opts[O_MODEL_FILE].value;
-    } else if (file_kind) {
+    } else if (file_kind && !tp->cost_model_file) {
         /* The shipped model of this kind (data/README.md), where one is found. */
         if (mt_cli_default_model(tp->cost_model, rq->model_path, sizeof rq->model_path) != 0) {
             fprintf(stderr,
