@@ -19,7 +19,7 @@ static void help(void) {
            "reference and times it. WORKLOAD is e.g. n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1\n"
            "(n, stride, pad, dilation, groups optional; stride/pad/dilation take A or HxW).\n"
            "\n"
-           "  --template T  direct, depthwise, gemm or kvec (default: every template that accepts WORKLOAD)\n"
+           "  --template T  direct, depthwise, gemm, kvec or wino (default: every template that accepts WORKLOAD)\n"
            "  --config CFG  one config in text form, e.g. as printed by this command\n"
            "  --random N    N random valid configs, drawn in turn from each template (default 3)\n"
            "  --seed S      random seed for configs and input data (default 1)\n"

@@ -52,7 +52,7 @@ static void help(void) {
            "  --timeout SEC     per measurement, after which the kernel counts as hung (default 20,\n"
            "                    plus 4x its compile time for the first launch's code generation)\n"
            "  --batch-size N    the network's batch size (default 1)\n"
-           "  --templates LIST  comma-separated templates to tune (direct, depthwise, gemm, kvec;\n"
+           "  --templates LIST  comma-separated templates to tune (direct, depthwise, gemm, kvec, wino;\n"
            "                    default: every template that accepts a task)\n"
            "  --refine K        for a network, then time each convolution's K fastest records and its\n"
            "                    default config inside the network and keep the fastest there as a\n"

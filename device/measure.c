@@ -237,7 +237,7 @@ mt_status mt_conv_compile(mt_device *dev, const mt_workload *wl, const mt_templa
      * generates the work-group code for this block size and caches it on
      * disk, which the timing worker then finds. */
     const size_t bytes[3] = {sizeof(float) * (size_t)mt_workload_input_elems(wl),
-                             sizeof(float) * (size_t)mt_weight_layout_elems(mt_template_weight_layout(t), wl),
+                             sizeof(float) * (size_t)mt_weight_layout_elems(mt_template_config_weight_layout(t, sp, cfg), wl),
                              sizeof(float) * ((size_t)mt_workload_output_elems(wl) + MT__GUARD_ELEMS)};
     for (int i = 0; i < 3 && st == MT_OK; i++) st = mt_dbuf_alloc(dev, bytes[i], &args[i]);
     if (st != MT_OK) {
@@ -284,7 +284,7 @@ mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt
     mt_status st = build_checked(b->dev, &b->wl, t, sp, cfg, &k, &kr, &prog, res);
     if (st != MT_OK) goto done;
     mt_dbuf *wbuf = NULL;
-    if ((st = weights_in(b, mt_template_weight_layout(t), &wbuf, res->message, sizeof res->message)) != MT_OK) goto done;
+    if ((st = weights_in(b, mt_template_config_weight_layout(t, sp, cfg), &wbuf, res->message, sizeof res->message)) != MT_OK) goto done;
     mt_dbuf *args[3] = {b->d_in, wbuf, b->d_out};
     if (p.check) {
         st = check_output(b, prog, args, &kr, p.tolerance, res);

@@ -11,11 +11,15 @@ struct mt_template {
     /* .build   = */ mt_status (*build)(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
                                         mt_kernel **out, char *err, size_t errlen); /* epi: NULL for none */
     /* .weights = */ mt_weight_layout weights; /* how the kernel reads its weight parameter (0: OIHW) */
+    /* .weights_for = */ mt_weight_layout (*weights_for)(const mt_space *sp, const mt_config *cfg);
+    /* NULL: every config reads `weights`; else the layout of one config (wino's depends on its tile) */
+    /* .weights_all = */ unsigned weights_all; /* with weights_for: every layout it can return (a mask) */
 };
 
 extern const mt_template mt__template_direct;
 extern const mt_template mt__template_depthwise;
 extern const mt_template mt__template_gemm;
 extern const mt_template mt__template_kvec;
+extern const mt_template mt__template_wino;
 
 #endif

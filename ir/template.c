@@ -9,7 +9,8 @@
  * known on CPUs and GPUs (bench/common/known_configs.txt, TopHub) unroll to under 900. */
 #define MT__MAX_UNROLLED_STMTS 2048
 
-static const mt_template *const templates[] = {&mt__template_direct, &mt__template_depthwise, &mt__template_gemm, &mt__template_kvec};
+static const mt_template *const templates[] = {&mt__template_direct, &mt__template_depthwise, &mt__template_gemm, &mt__template_kvec,
+                                              &mt__template_wino};
 
 int mt_template_count(void) { return (int)(sizeof templates / sizeof templates[0]); }
 
@@ -25,6 +26,18 @@ const mt_template *mt_template_find(const char *name) {
 const char *mt_template_name(const mt_template *t) { return t ? t->name : "(null)"; }
 
 mt_weight_layout mt_template_weight_layout(const mt_template *t) { return t ? t->weights : MT_WEIGHTS_OIHW; }
+
+mt_weight_layout mt_template_config_weight_layout(const mt_template *t, const mt_space *sp, const mt_config *cfg) {
+    if (!t) return MT_WEIGHTS_OIHW;
+    if (!t->weights_for || !sp || !cfg) return t->weights;
+    mt_weight_layout l = t->weights_for(sp, cfg);
+    return (unsigned)l < MT_WEIGHT_LAYOUT_COUNT ? l : t->weights;
+}
+
+unsigned mt_template_weight_layouts(const mt_template *t) {
+    if (!t) return 0;
+    return t->weights_for ? t->weights_all : 1u << t->weights;
+}
 
 int mt_template_accepts(const mt_template *t, const mt_workload *wl) {
     return t && wl && mt_workload_validate(wl, NULL, 0) == MT_OK && t->accepts(wl);

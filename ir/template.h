@@ -2,7 +2,7 @@
  *
  * Every template's kernel takes three global buffers in this order: input
  * (NCHW), weights (in the template's weight layout, mt_template_weight_layout:
- * OIHW for all but `kvec`), output (NKPQ), all fp32, and writes every output
+ * OIHW for all but `kvec` and `wino`), output (NKPQ), all fp32, and writes every output
  * element exactly once (no accumulation into the output buffer). A fused
  * kernel (mt_template_build_fused) takes, after those, the buffers its
  * epilogue reads: bias (k floats) if any, then the residual (output-sized). */
@@ -60,8 +60,14 @@ typedef struct mt_conv_epilogue {
 mt_status mt_template_build_fused(const mt_template *t, const mt_workload *wl, const mt_space *space, const mt_config *cfg,
                                   const mt_conv_epilogue *epi, mt_kernel **out, char *err, size_t errlen);
 
-/* How the template's kernel reads the weights (mtgpu/workload.h). */
+/* How the template's kernels read the weights (mtgpu/workload.h): the layout
+ * of most configs. wino's layout depends on its tile knob: use
+ * mt_template_config_weight_layout where the config is known. */
 mt_weight_layout mt_template_weight_layout(const mt_template *t);
+/* The layout the kernel of cfg reads its weights in. */
+mt_weight_layout mt_template_config_weight_layout(const mt_template *t, const mt_space *sp, const mt_config *cfg);
+/* Every layout some config of t reads (a mask of 1 << mt_weight_layout). */
+unsigned mt_template_weight_layouts(const mt_template *t);
 
 /* A config is valid on a device when the template can realise it and the
  * kernel fits the device's limits: builds the kernel, analyses it and checks

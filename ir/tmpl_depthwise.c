@@ -50,4 +50,6 @@ const mt_template mt__template_depthwise = {
     /* .space   = */ depthwise_space,
     /* .build   = */ depthwise_build,
     /* .weights = */ MT_WEIGHTS_OIHW,
+    /* .weights_for = */ NULL,
+    /* .weights_all = */ 0,
 };

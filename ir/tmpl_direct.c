@@ -63,4 +63,6 @@ const mt_template mt__template_direct = {
     /* .space   = */ direct_space,
     /* .build   = */ direct_build,
     /* .weights = */ MT_WEIGHTS_OIHW,
+    /* .weights_for = */ NULL,
+    /* .weights_all = */ 0,
 };

@@ -576,4 +576,6 @@ const mt_template mt__template_gemm = {
     /* .space   = */ gemm_space,
     /* .build   = */ gemm_build,
     /* .weights = */ MT_WEIGHTS_OIHW,
+    /* .weights_for = */ NULL,
+    /* .weights_all = */ 0,
 };

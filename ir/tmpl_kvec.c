@@ -350,4 +350,6 @@ const mt_template mt__template_kvec = {
     /* .space   = */ kvec_space,
     /* .build   = */ kvec_build,
     /* .weights = */ MT_WEIGHTS_OIHW16O,
+    /* .weights_for = */ NULL,
+    /* .weights_all = */ 0,
 };

@@ -127,7 +127,7 @@ static mt_status prepare(mt_embed *e, const mt_workload *wl, mt_conv_kernel **ou
     k->tuned_ms = k->from_db ? sel->rec.median_ms : 0;
     k->config = cfgtext;
     snprintf(k->template_name, sizeof k->template_name, "%s", mt_template_name(t));
-    k->weight_layout = mt_template_weight_layout(t);
+    k->weight_layout = mt_template_config_weight_layout(t, &sel->space, &sel->cfg);
     mt_config_format(&sel->space, &sel->cfg, k->config, MT_RECORD_CONFIG_LEN);
     mt_kernel *ir = NULL;
     mt_kernel_resources kr;

@@ -293,6 +293,8 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     mt_kernel_resources kr;
     ex_launch launch = {.layer = i, .nargs = 3 + epi.bias + (epi.residual == MT_RESIDUAL_BUFFER)};
     st = mt_template_build_fused(t, wl, &sel.space, &sel.cfg, &epi, &k, err, errlen);
+    /* The layout the chosen kernel reads (OIHW16o for kvec, wino's by its tile). */
+    const mt_weight_layout layout = mt_template_config_weight_layout(t, &sel.space, &sel.cfg);
     mt_select_result_free(&sel);
     if (st == MT_OK) st = mt_kernel_analyze(k, &kr, err, errlen);
     if (st != MT_OK) {
@@ -335,8 +337,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
         for (int64_t j = 0; j < per_k; j++) wf[o * per_k + j] = (float)((double)wsrc[o * per_k + j] * scale[o]);
         bf[o] = (float)shift[o];
     }
-    /* In the layout the chosen template reads (OIHW16o for kvec). */
-    mt_weight_layout layout = mt_template_weight_layout(t);
+    /* In the layout the chosen kernel reads, converted once here. */
     int64_t nwl = mt_weight_layout_elems(layout, wl);
     if (layout != MT_WEIGHTS_OIHW) {
         if (nwl <= 0 || !(wl_packed = malloc(sizeof(float) * (size_t)nwl))) {

@@ -819,6 +819,104 @@ static void kvec_config(const mt_workload *wl, mt_space *sp, mt_config *cfg, cha
     fail_msg("no valid kvec config drawn");
 }
 
+/* A valid wino config of tile m for wl, in text form. */
+static void wino_config(const mt_workload *wl, int m, char *text, size_t textlen) {
+    const mt_template *t = mt_template_find("wino");
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, wl, &sp), MT_OK);
+    mt_device_limits lim = mt_device_get_limits(g_dev);
+    uint64_t rng = 5 + (uint64_t)m;
+    for (int d = 0; d < 4000; d++) {
+        mt_config cfg;
+        mt_space_random(&sp, &rng, &cfg);
+        if (mt_config_value(&sp, &cfg, "tile") == m && mt_template_check(t, wl, &sp, &cfg, &lim, NULL, 0) == MT_OK) {
+            assert_true(mt_config_format(&sp, &cfg, text, textlen) > 0);
+            mt_space_free(&sp);
+            return;
+        }
+    }
+    fail_msg("no valid wino config of tile %d drawn", m);
+}
+
+/* Records whose fastest config is a Winograd one: the executor picks it
+ * through the database like any template, transforms the weights into the
+ * layout of its tile size when it is built, and matches the reference. When
+ * a faster record of another tile size arrives, the next build reads the
+ * weights in that tile's layout (the transform is redone, never reused from
+ * the previous layout). The embedding API hands out a wino kernel only to a
+ * caller that accepts its layout. */
+static void test_winograd_records(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char path[512], err[1024];
+    snprintf(path, sizeof path, "%s/wino.db", g_dir);
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    const mt_device_info *di = mt_device_get_info(g_dev);
+    assert_int_equal(mt_db_put_device(db, di, NULL, 0), MT_OK);
+    mt_network *net = tiny_net(20, 1); /* two 3x3 stride-1 convolutions on 8x8, k = 20 */
+    static const int tiles[] = {4, 2, 6};
+    mt_workload last;
+    for (int ti = 0; ti < 3; ti++) {
+        const int m = tiles[ti];
+        for (int i = 0; i < mt_network_num_layers(net); i++) {
+            const mt_layer *l = mt_network_layer(net, i);
+            if (l->kind != MT_LAYER_CONV2D) continue;
+            mt_record rec;
+            mt_record_init(&rec);
+            rec.wl = l->conv.wl;
+            snprintf(rec.template_name, sizeof rec.template_name, "wino");
+            wino_config(&l->conv.wl, m, rec.config, sizeof rec.config);
+            memcpy(rec.device, di->fingerprint, sizeof rec.device);
+            rec.ncosts = 1;
+            rec.costs_ms[0] = rec.median_ms = 1e-6 / (ti + 1); /* each tile size's records beat the previous ones */
+            assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
+            last = l->conv.wl;
+        }
+        mt_executor_params p = mt_executor_default_params();
+        mt_weights *w = NULL;
+        assert_int_equal(mt_weights_random(net, 7, &w, err, sizeof err), MT_OK);
+        p.db = db;
+        p.weights = w;
+        mt_executor *ex = NULL;
+        assert_int_equal(mt_executor_build(g_dev, net, &p, &ex, err, sizeof err), MT_OK);
+        char want[16];
+        snprintf(want, sizeof want, "tile=%d,", m);
+        for (int i = 0; i < mt_network_num_layers(net); i++) {
+            const char *tn, *cfg;
+            int from_db;
+            if (mt_executor_conv_choice(ex, i, &tn, &cfg, &from_db) != MT_OK) continue;
+            assert_string_equal(tn, "wino");
+            assert_true(from_db);
+            assert_non_null(strstr(cfg, want));
+        }
+        mt_executor_free(ex);
+        mt_weights_free(w);
+        mt_executor_stats s;
+        double e = run_against_reference(net, db, &s);
+        print_message("wino F(%dx%d) records: max rel err %.3g\n", m, m, e);
+        assert_true(e < NET_TOL);
+        assert_int_equal(s.convs_from_db, 2);
+    }
+    mt_db_close(db);
+    for (int accept = 0; accept < 2; accept++) {
+        mt_embed_params p = mt_embed_default_params();
+        p.db_path = path;
+        p.device = g_dev;
+        p.weight_layouts = accept ? MT_WEIGHT_LAYOUTS_ALL : (1u << MT_WEIGHTS_OIHW16O);
+        mt_embed *em = NULL;
+        assert_int_equal(mt_embed_open(&p, &em, err, sizeof err), MT_OK);
+        const mt_conv_kernel *k = NULL;
+        assert_int_equal(mt_embed_get_conv(em, &last, &k, err, sizeof err), MT_OK);
+        mt_conv_kernel_info info;
+        mt_conv_kernel_get_info(k, &info);
+        assert_string_equal(info.template_name, accept ? "wino" : "kvec");
+        assert_int_equal(info.weight_layout, accept ? MT_WEIGHTS_WINO6 : MT_WEIGHTS_OIHW16O);
+        mt_embed_close(em);
+    }
+    mt_network_free(net);
+}
+
 /* Records whose best template reads packed weights (kvec, OIHW16o): the
  * executor converts the weights for them and matches the reference; the
  * embedding API passes them over unless the caller accepts that layout, and
@@ -1072,7 +1170,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
-        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records),
+        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,22 +110,12 @@ static void run_case(void **state) {
     mt_fill_random(bias, wl.k, 3);
     mt_fill_random(res, nout, 4);
     assert_int_equal(mt_conv_reference(&wl, in, wt, conv), MT_OK);
-    /* The kernel reads the weights in its template's layout. */
-    mt_weight_layout layout = mt_template_weight_layout(fc->t);
-    int64_t nwl = mt_weight_layout_elems(layout, &wl);
-    assert_true(nwl >= nw);
-    float *wtl = malloc(sizeof(float) * (size_t)nwl);
-    assert_non_null(wtl);
-    assert_int_equal(mt_weights_to_layout(layout, &wl, wt, wtl), MT_OK);
     mt_dbuf *b_in = NULL, *b_wt = NULL, *b_out = NULL, *b_bias = NULL, *b_res = NULL;
     assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nin, &b_in), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nwl, &b_wt), MT_OK);
     assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_out), MT_OK);
     assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)wl.k, &b_bias), MT_OK);
     assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_res), MT_OK);
     assert_int_equal(mt_dbuf_write(device, b_in, 0, in, sizeof(float) * (size_t)nin), MT_OK);
-    assert_int_equal(mt_dbuf_write(device, b_wt, 0, wtl, sizeof(float) * (size_t)nwl), MT_OK);
-    free(wtl);
     assert_int_equal(mt_dbuf_write(device, b_bias, 0, bias, sizeof(float) * (size_t)wl.k), MT_OK);
     assert_int_equal(mt_dbuf_write(device, b_res, 0, res, sizeof(float) * (size_t)nout), MT_OK);
 
@@ -141,6 +131,18 @@ static void run_case(void **state) {
         }
         char cfgtext[1024];
         mt_config_format(&sp, &cfg, cfgtext, sizeof cfgtext);
+        /* The kernel reads the weights in its config's layout (wino's depends on its tile). */
+        mt_weight_layout layout = mt_template_config_weight_layout(fc->t, &sp, &cfg);
+        int64_t nwl = mt_weight_layout_elems(layout, &wl);
+        assert_true(nwl >= nw);
+        float *wtl = malloc(sizeof(float) * (size_t)nwl);
+        assert_non_null(wtl);
+        assert_int_equal(mt_weights_to_layout(layout, &wl, wt, wtl), MT_OK);
+        mt_dbuf_free(b_wt);
+        b_wt = NULL;
+        assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nwl, &b_wt), MT_OK);
+        assert_int_equal(mt_dbuf_write(device, b_wt, 0, wtl, sizeof(float) * (size_t)nwl), MT_OK);
+        free(wtl);
         mt_kernel *k = NULL;
         mt_status st = mt_template_build_fused(fc->t, &wl, &sp, &cfg, e, &k, err, sizeof err);
         if (st != MT_OK) fail_msg("%s %s: fused build failed: %s", fc->workload, cfgtext, err);

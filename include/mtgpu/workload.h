@@ -56,12 +56,17 @@ typedef enum mt_weight_layout {
     MT_WEIGHTS_OIHW,    /* [k][c/groups][r][s] (mtgpu/workload.h) */
     MT_WEIGHTS_OIHW16O, /* [ceil(k/16)][c][r][s][16] (groups == 1): blocks of 16 output channels innermost,
                            the channels past k zero */
+    MT_WEIGHTS_WINO2,   /* Winograd F(2x2,3x3): [ceil(k/16)][4*4][c][16], each 3x3 filter as G g G^T
+                           (conv/winograd.h), blocks of 16 output channels innermost, the channels past k zero */
+    MT_WEIGHTS_WINO4,   /* the same for F(4x4,3x3): [ceil(k/16)][6*6][c][16] */
+    MT_WEIGHTS_WINO6,   /* the same for F(6x6,3x3): [ceil(k/16)][8*8][c][16] */
     MT_WEIGHT_LAYOUT_COUNT
 } mt_weight_layout;
 #define MT_WEIGHT_LAYOUTS_ALL ((1u << MT_WEIGHT_LAYOUT_COUNT) - 1u)
 
 const char *mt_weight_layout_name(mt_weight_layout l);
-/* Floats the weights of wl take in layout l; 0 when l cannot hold them (OIHW16o with groups > 1). */
+/* Floats the weights of wl take in layout l; 0 when l cannot hold them (OIHW16o with groups > 1, the
+ * Winograd layouts unless groups == 1 and the filter is 3x3). */
 int64_t mt_weight_layout_elems(mt_weight_layout l, const mt_workload *wl);
 /* Writes wl's weights, given in OIHW (mt_workload_weight_elems floats), into
  * dst (mt_weight_layout_elems floats) in layout l. MT_UNSUPPORTED when l

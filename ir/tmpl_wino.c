@@ -1,0 +1,431 @@
+/* The `wino` template: Winograd F(m x m, 3 x 3) for 3x3 stride-1
+ * convolutions (conv/winograd.h), in one kernel.
+ *
+ * Direct convolution does 9 multiply-adds per output and input channel;
+ * F(m x m, 3 x 3) does alpha^2 / m^2 (alpha = m + 2): 4 at m = 2, 2.25 at
+ * m = 4, 1.78 at m = 6. On a CPU whose direct kernels already run near the
+ * FMA peak, fewer multiplications are the only way to go faster.
+ *
+ * A work-group owns a block of reg_y x reg_x output tiles of one image and
+ * a share (1 / split_k) of the output channels; its work-items
+ * each own reg_k vectors of `vec` channels. The kernel has three phases:
+ *  1. input transform: the work-items share out the input channels and
+ *     write V = B^T d B of every (channel, tile) into local memory, laid out
+ *     [alpha^2][c][tile] so that phase 2 reads it in order. Each input tile
+ *     is transformed once per work-group, so the transform's cost is shared
+ *     by all the group's output channels (with split_k = 1, all of them);
+ *  2. after a barrier, alpha^2 independent matrix products, one per
+ *     transformed position e: M_e[tile][k] = sum_c V_e[c][tile] U_e[c][k],
+ *     each as kvec's register tile: (reg_y x reg_x) x reg_k vector
+ *     accumulators, per input channel reg_k vector loads of transformed
+ *     weights and reg_y x reg_x broadcasts of V from local memory. The
+ *     weights, alpha^2 / 9 times the size of the direct ones, are read once
+ *     per work-group: on the small images of a network's last stages a
+ *     block must hold many tiles, or reading them bounds the kernel. Each position's result goes to a
+ *     private array M;
+ *  3. output transform Y = A^T M A on vectors of channels, then stores: for
+ *     each channel of a vector, each output row of a tile as vectors along
+ *     the row (as kvec stores), with the fused epilogue.
+ * The weights are read in a Winograd layout (mtgpu/workload.h: G g G^T per
+ * filter, [k/16][alpha^2][c][16], so that one position's sum over the input
+ * channels reads one contiguous run: with the channels outside, the run of
+ * one position strode over all of them, and on 512 channels the 7x7 layers
+ * ran 10x slower than direct kvec) that the executor computes once;
+ * which of the three depends on the `tile` knob
+ * (mt_template_config_weight_layout).
+ *
+ * Input tiles that cross the image border read 0 through a clamped address
+ * and a select (kvec's reason: a conditional load becomes a branch on
+ * PoCL). Tiles past the output's last row or column are computed and not
+ * stored; channel vectors past the weights' 16-padded channels read the last
+ * block instead and are not stored.
+ *
+ * Knobs, in order:
+ *   tile     {2,4,6}   output tile m (options past the output's size left out)
+ *   vec      {4,8,16}  channels per vector
+ *   reg_k    {1,2,4}   channel vectors per work-item
+ *   reg_y    {1,2,4}   output tile rows per work-group
+ *   reg_x    {1,2,3,4} output tiles per work-group along the row
+ *   split_k  {1,2,4}   work-groups sharing one tile block's output channels:
+ *                      more work-groups, each input tile transformed that many times
+ *   unroll   {0,1}     phases 1 and 3 loop over the block's tiles and a vector's
+ *                      channels (0) or replicate them (1: constant indices, up to
+ *                      twice as fast on the 56x56 layer of ResNet-50, but large
+ *                      blocks then pass the statement limit of mt_template_check)
+ * Invalid: reg_y x reg_x x reg_k x vec accumulators over MT__WINO_MAX_ACC,
+ * the private M over MT__WINO_MAX_M floats. Local memory (alpha^2 x c x
+ * reg_y x reg_x floats) is checked against the device by mt_template_check. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "template-impl.h"
+#include "tmpl_common.h"
+#include "fail.h"
+#include "winograd.h"
+
+/* Accumulators of phase 2 and the weight registers: AVX-512's 32 registers
+ * hold 512 floats. */
+#define MT__WINO_MAX_ACC 256
+/* M: alpha^2 x reg_y x reg_x x reg_k x vec floats per work-item, 64 KiB. */
+#define MT__WINO_MAX_M 16384
+
+static int wino_accepts(const mt_workload *wl) {
+    return wl && wl->groups == 1 && wl->r == 3 && wl->s == 3 && wl->stride_h == 1 && wl->stride_w == 1 && wl->dil_h == 1 &&
+           wl->dil_w == 1;
+}
+
+typedef struct wino_plan {
+    int n, c, k, k16, h, w, oh, ow, ph, pw;
+    int m, alpha, vec, kr, yr, xr, ko, kt;
+    int nt;                    /* tiles per work-group: yr * xr */
+    int unroll;                /* replicate the loops over tiles and channel lanes of phases 1 and 3 */
+    int ty_n, tx_n, yo, xo;    /* tile rows and columns, work-groups along them */
+    mt_winograd mat;
+    const mt_conv_epilogue *epi;
+} wino_plan;
+
+static mt_status wino_space(const mt_workload *wl, mt_space *out) {
+    if (!wino_accepts(wl) || !out) return MT_UNSUPPORTED;
+    const int oh = mt_workload_out_h(wl), ow = mt_workload_out_w(wl), k16 = (wl->k + 15) / 16 * 16;
+    const int small = oh < ow ? oh : ow;
+    const mt__enum_knob knobs[] = {
+        {"tile", MT__OPTIONS(2, 4, 6), small > 2 ? small : 2},
+        {"vec", MT__OPTIONS(4, 8, 16), k16},
+        {"reg_k", MT__OPTIONS(1, 2, 4), k16 / 4},
+        {"reg_y", MT__OPTIONS(1, 2, 4), (oh + 1) / 2},
+        {"reg_x", MT__OPTIONS(1, 2, 3, 4), (ow + 1) / 2},
+        {"split_k", MT__OPTIONS(1, 2, 4), k16 / 4},
+        {"unroll", MT__OPTIONS(0, 1), INT_MAX},
+    };
+    mt_space_init(out, "wino");
+    mt_status st = mt__space_add_enums(out, knobs, (int)(sizeof knobs / sizeof knobs[0]));
+    if (st != MT_OK) mt_space_free(out);
+    return st;
+}
+
+static mt_weight_layout wino_layout_of_tile(int m) {
+    return m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : m == 6 ? MT_WEIGHTS_WINO6 : MT_WEIGHT_LAYOUT_COUNT;
+}
+
+static mt_weight_layout wino_weights_for(const mt_space *sp, const mt_config *cfg) {
+    return wino_layout_of_tile(mt_config_value(sp, cfg, "tile"));
+}
+
+/* ---- IR building ---- */
+
+typedef struct wino_builder {
+    mt_kernel *k;
+    const wino_plan *p;
+    mt__conv_io io;
+    mt_buffer *vloc;          /* LOCAL [alpha^2][c][nt] */
+    mt_buffer *d, *t;         /* PRIVATE alpha^2: the input tile, B^T d */
+    mt_buffer *acc, *wreg, *mbuf, *tbuf, *ybuf;
+    mt_expr *img, *ty0, *tx0, *k0, *tk;
+    mt_expr *wbase[4];
+} wino_builder;
+
+#define KI(b, v) mt_ir_int((b)->k, (v))
+
+/* sum_i coef[i] * x[i], skipping zero coefficients; +-1 as additions. NULL
+ * terms never occur: every row of the matrices has a non-zero entry. */
+static mt_expr *lincomb(mt_kernel *k, const double *coef, mt_expr *const *x, int n, int lanes) {
+    mt_expr *acc = NULL;
+    for (int i = 0; i < n; i++) {
+        const double c = coef[i];
+        if (c == 0.0) continue;
+        if (!acc) {
+            acc = c == 1.0 ? x[i] : mt_ir_mul(k, x[i], lanes > 1 ? mt_ir_broadcast(k, mt_ir_float(k, (float)c), lanes) : mt_ir_float(k, (float)c));
+        } else if (c == 1.0) {
+            acc = mt_ir_add(k, acc, x[i]);
+        } else if (c == -1.0) {
+            acc = mt_ir_sub(k, acc, x[i]);
+        } else {
+            mt_expr *cf = mt_ir_float(k, (float)c);
+            acc = mt_ir_fma(k, lanes > 1 ? mt_ir_broadcast(k, cf, lanes) : cf, x[i], acc);
+        }
+    }
+    return acc ? acc : (lanes > 1 ? mt_ir_broadcast(k, mt_ir_float(k, 0.0f), lanes) : mt_ir_float(k, 0.0f));
+}
+
+/* Phase 1 for input channel c and tile `tile` = (y, x) of the block: d,
+ * then t = B^T d, then V = t B straight into local memory. */
+static mt_stmt *input_transform(wino_builder *b, mt_expr *c, mt_expr *tile, mt_expr *y, mt_expr *x) {
+    const wino_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int a = p->alpha;
+    mt_stmt_list list = {0};
+    mt_expr *plane = mt_ir_add(k, mt_ir_mul(k, b->img, KI(b, (int64_t)p->c * p->h * p->w)), mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w)));
+    mt_expr *iy0 = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, b->ty0, y), KI(b, p->m)), KI(b, -p->ph));
+    mt_expr *ix0 = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, b->tx0, x), KI(b, p->m)), KI(b, -p->pw));
+    /* Which sides a read can leave the image on. */
+    const int y_lo = p->ph > 0, y_hi = (int64_t)(p->yo * p->yr - 1) * p->m - p->ph + a - 1 >= p->h;
+    const int x_lo = p->pw > 0, x_hi = (int64_t)(p->xo * p->xr - 1) * p->m - p->pw + a - 1 >= p->w;
+    mt_expr *conds[MT_WINO_MAX_ALPHA * MT_WINO_MAX_ALPHA];
+    for (int i = 0; i < a; i++) {
+        mt_expr *iy = mt_ir_add(k, iy0, KI(b, i));
+        mt_expr *yc = mt__range_cond(k, iy, 0, p->h, y_lo, y_hi);
+        for (int j = 0; j < a; j++) {
+            mt_expr *ix = mt_ir_add(k, ix0, KI(b, j));
+            mt_expr *cond = mt_ir_and(k, yc, mt__range_cond(k, ix, 0, p->w, x_lo, x_hi));
+            mt_expr *idx = mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
+            if (cond) idx = mt_ir_select(k, cond, idx, plane);
+            mt_stmt_list_push(k, &list, mt_ir_store(k, b->d, KI(b, i * a + j), mt_ir_load(k, b->io.in, idx)));
+            conds[i * a + j] = cond;
+        }
+    }
+    mt_expr *dv[MT_WINO_MAX_ALPHA * MT_WINO_MAX_ALPHA];
+    for (int e = 0; e < a * a; e++) {
+        dv[e] = mt_ir_load(k, b->d, KI(b, e));
+        if (conds[e]) dv[e] = mt_ir_select(k, conds[e], dv[e], mt_ir_float(k, 0.0f));
+    }
+    /* t[i][j] = sum_r BT[i][r] d[r][j] */
+    for (int i = 0; i < a; i++)
+        for (int j = 0; j < a; j++) {
+            mt_expr *col[MT_WINO_MAX_ALPHA];
+            for (int r = 0; r < a; r++) col[r] = dv[r * a + j];
+            mt_stmt_list_push(k, &list, mt_ir_store(k, b->t, KI(b, i * a + j), lincomb(k, p->mat.bt[i], col, a, 1)));
+        }
+    /* V[i][j] = sum_s t[i][s] BT[j][s], to vloc[((i*a + j) * c + ch) * nt + tile] */
+    mt_expr *vbase = mt_ir_add(k, mt_ir_mul(k, c, KI(b, p->nt)), tile);
+    for (int i = 0; i < a; i++) {
+        mt_expr *row[MT_WINO_MAX_ALPHA];
+        for (int s = 0; s < a; s++) row[s] = mt_ir_load(k, b->t, KI(b, i * a + s));
+        for (int j = 0; j < a; j++) {
+            mt_expr *idx = mt_ir_add(k, vbase, KI(b, (int64_t)(i * a + j) * p->c * p->nt));
+            mt_stmt_list_push(k, &list, mt_ir_store(k, b->vloc, idx, lincomb(k, p->mat.bt[j], row, a, 1)));
+        }
+    }
+    return mt_stmt_list_seq(k, &list);
+}
+
+/* Phase 1: work-item tk transforms channels tk, tk + kt, ... */
+static mt_stmt *phase_transform(wino_builder *b) {
+    const wino_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int64_t rounds = (p->c + p->kt - 1) / p->kt;
+    mt__opt_loop lc;
+    mt_expr *cc = mt__loop_begin(k, &lc, "cc", rounds, MT_LOOP_SERIAL);
+    mt_var *cv = mt_ir_var(k, "ci", MT_TYPE_INT);
+    mt_expr *c = mt_ir_v(k, cv);
+    /* The block's tiles as a loop, replicated when `unroll` is set. */
+    mt__opt_loop lt;
+    mt_expr *tile = mt__loop_begin(k, &lt, "tile", p->nt, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
+    mt_stmt *body = input_transform(b, c, tile, mt_ir_div(k, tile, KI(b, p->xr)), mt_ir_mod(k, tile, KI(b, p->xr)));
+    body = mt_ir_alloc(k, b->d, mt_ir_alloc(k, b->t, mt__loop_end(k, &lt, body)));
+    if (rounds * p->kt > p->c) body = mt_ir_if(k, mt_ir_lt(k, c, KI(b, p->c)), body, NULL);
+    body = mt_ir_let(k, cv, mt_ir_add(k, mt_ir_mul(k, cc, KI(b, p->kt)), b->tk), body);
+    return mt__loop_end(k, &lc, body);
+}
+
+/* Phase 2: for each transformed position e, the nt x reg_k register tile
+ * summed over the input channels, then copied to M[e]. */
+static mt_stmt *phase_products(wino_builder *b) {
+    const wino_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int a2 = p->alpha * p->alpha, vec = p->vec;
+    const int64_t nacc = (int64_t)p->nt * p->kr * vec;
+    mt_var *ev = mt_ir_var(k, "e", MT_TYPE_INT);
+    mt_var *cv = mt_ir_var(k, "c", MT_TYPE_INT);
+    mt_expr *e = mt_ir_v(k, ev), *c = mt_ir_v(k, cv);
+    mt_stmt_list inner = {0};
+    mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, 16));
+    for (int j = 0; j < p->kr; j++)
+        mt_stmt_list_push(k, &inner, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
+    mt_expr *vrow = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, p->nt));
+    for (int x = 0; x < p->nt; x++) {
+        mt_expr *bv = mt_ir_broadcast(k, mt_ir_load(k, b->vloc, mt_ir_add(k, vrow, KI(b, x))), vec);
+        for (int j = 0; j < p->kr; j++) {
+            mt_expr *ai = KI(b, ((int64_t)x * p->kr + j) * vec);
+            mt_expr *wv = mt_ir_load_vec(k, b->wreg, KI(b, (int64_t)j * vec), vec);
+            mt_stmt_list_push(k, &inner, mt_ir_store_vec(k, b->acc, ai, mt_ir_fma(k, bv, wv, mt_ir_load_vec(k, b->acc, ai, vec))));
+        }
+    }
+    mt_stmt *cloop = mt_ir_for(k, cv, p->c, MT_LOOP_SERIAL, 0, mt_ir_alloc(k, b->wreg, mt_stmt_list_seq(k, &inner)));
+    mt_stmt_list copy = {0};
+    mt_expr *mrow = mt_ir_mul(k, e, KI(b, nacc));
+    for (int64_t i = 0; i < nacc; i += vec)
+        mt_stmt_list_push(k, &copy, mt_ir_store_vec(k, b->mbuf, mt_ir_add(k, mrow, KI(b, i)), mt_ir_load_vec(k, b->acc, KI(b, i), vec)));
+    mt_stmt *body = mt_ir_seq2(k, mt_ir_seq2(k, mt__zero_fill(k, b->acc, nacc, vec), cloop), mt_stmt_list_seq(k, &copy));
+    return mt_ir_for(k, ev, a2, MT_LOOP_SERIAL, 0, mt_ir_alloc(k, b->acc, body));
+}
+
+/* Phase 3 for tile `tile` = (y, x) and channel vector j: Y = A^T M A into
+ * ybuf ([m*m][vec]), then the stores, a loop over the vector's channels. */
+static mt_stmt *output_tile(wino_builder *b, mt_expr *tile, mt_expr *y, mt_expr *x, int j) {
+    const wino_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int a = p->alpha, m = p->m, vec = p->vec;
+    const int64_t nacc = (int64_t)p->nt * p->kr * vec;
+    mt_expr *off = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, tile, KI(b, p->kr)), KI(b, j)), KI(b, vec));
+    mt_stmt_list list = {0};
+    /* T[i][s] = sum_r AT[i][r] M[r][s] (m x alpha vectors) */
+    for (int i = 0; i < m; i++)
+        for (int s = 0; s < a; s++) {
+            mt_expr *col[MT_WINO_MAX_ALPHA];
+            for (int r = 0; r < a; r++) col[r] = mt_ir_load_vec(k, b->mbuf, mt_ir_add(k, off, KI(b, (int64_t)(r * a + s) * nacc)), vec);
+            mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->tbuf, KI(b, (int64_t)(i * a + s) * vec), lincomb(k, p->mat.at[i], col, a, vec)));
+        }
+    /* Y[i][jj] = sum_s T[i][s] AT[jj][s] */
+    for (int i = 0; i < m; i++) {
+        mt_expr *row[MT_WINO_MAX_ALPHA];
+        for (int s = 0; s < a; s++) row[s] = mt_ir_load_vec(k, b->tbuf, KI(b, (int64_t)(i * a + s) * vec), vec);
+        for (int jj = 0; jj < m; jj++)
+            mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->ybuf, KI(b, (int64_t)(i * m + jj) * vec), lincomb(k, p->mat.at[jj], row, a, vec)));
+    }
+    /* Stores: channel by channel, row by row; a row of m columns as vectors
+     * (chunks of 4 and 2) where the tile lies inside the output, else
+     * column by column. */
+    static const int chunk[] = {4, 2, 1};
+    const int64_t plane = (int64_t)p->oh * p->ow;
+    mt_expr *oy0 = mt_ir_mul(k, mt_ir_add(k, b->ty0, y), KI(b, m));
+    mt_expr *ox0 = mt_ir_mul(k, mt_ir_add(k, b->tx0, x), KI(b, m));
+    const int x_over = (int64_t)p->xo * p->xr * m > p->ow, y_over = (int64_t)p->yo * p->yr * m > p->oh;
+    const int k_over = (int64_t)p->ko * p->kt * p->kr * vec > p->k;
+    mt_expr *full = x_over ? mt_ir_lt(k, ox0, KI(b, (int64_t)p->ow - m + 1)) : NULL;
+    mt_expr *obase = mt_ir_mul(k, b->img, KI(b, (int64_t)p->k * plane));
+    mt_var *lv = mt_ir_var(k, "lane", MT_TYPE_INT);
+    mt_expr *l = mt_ir_v(k, lv);
+    {
+        mt_expr *ch = mt_ir_add(k, mt_ir_add(k, b->k0, KI(b, (int64_t)j * vec)), l);
+        mt_stmt_list rows = {0};
+        for (int i = 0; i < m; i++) {
+            mt_expr *oy = mt_ir_add(k, oy0, KI(b, i));
+            mt_expr *first = mt_ir_add(k, mt_ir_add(k, obase, mt_ir_mul(k, ch, KI(b, plane))), mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), ox0));
+            mt_stmt_list vecs = {0}, cols = {0};
+            for (int x0 = 0, ci = 0; x0 < m; x0 += chunk[ci]) {
+                while (chunk[ci] > m - x0) ci++;
+                const int n = chunk[ci];
+                mt_expr *ya = mt_ir_add(k, KI(b, (int64_t)(i * m + x0) * vec), l);
+                mt_expr *v = mt_ir_load(k, b->ybuf, n == 1 ? ya : mt_ir_ramp(k, ya, vec, n));
+                mt_expr *idx = mt_ir_add(k, first, KI(b, x0));
+                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, v, ch, idx, n);
+                mt_stmt_list_push(k, &vecs, n == 1 ? mt_ir_store(k, b->io.out, idx, val) : mt_ir_store_vec(k, b->io.out, idx, val));
+            }
+            mt_stmt *row = mt_stmt_list_seq(k, &vecs);
+            if (x_over) {
+                for (int jj = 0; jj < m; jj++) {
+                    mt_expr *idx = mt_ir_add(k, first, KI(b, jj));
+                    mt_expr *val = mt__epilogue_apply(k, &b->io.epi, mt_ir_load(k, b->ybuf, mt_ir_add(k, KI(b, (int64_t)(i * m + jj) * vec), l)), ch, idx, 1);
+                    mt_expr *inside = mt_ir_lt(k, mt_ir_add(k, ox0, KI(b, jj)), KI(b, p->ow));
+                    mt_stmt_list_push(k, &cols, mt_ir_if(k, inside, mt_ir_store(k, b->io.out, idx, val), NULL));
+                }
+                row = mt_ir_if(k, full, row, mt_stmt_list_seq(k, &cols));
+            }
+            if (y_over) row = mt_ir_if(k, mt_ir_lt(k, oy, KI(b, p->oh)), row, NULL);
+            mt_stmt_list_push(k, &rows, row);
+        }
+        mt_stmt *st = mt_stmt_list_seq(k, &rows);
+        if (k_over) st = mt_ir_if(k, mt_ir_lt(k, ch, KI(b, p->k)), st, NULL);
+        mt_stmt_list_push(k, &list, mt_ir_for(k, lv, vec, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL, 0, st));
+    }
+    return mt_stmt_list_seq(k, &list);
+}
+
+static mt_stmt *phase_outputs(wino_builder *b) {
+    const wino_plan *p = b->p;
+    mt_kernel *k = b->k;
+    mt__opt_loop lt;
+    mt_expr *tile = mt__loop_begin(k, &lt, "otile", p->nt, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
+    mt_expr *y = mt_ir_div(k, tile, KI(b, p->xr)), *x = mt_ir_mod(k, tile, KI(b, p->xr));
+    mt_stmt_list list = {0};
+    for (int j = 0; j < p->kr; j++) mt_stmt_list_push(k, &list, output_tile(b, tile, y, x, j));
+    return mt_ir_alloc(k, b->tbuf, mt_ir_alloc(k, b->ybuf, mt__loop_end(k, &lt, mt_stmt_list_seq(k, &list))));
+}
+
+static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err, size_t errlen) {
+    mt_kernel *k = mt_kernel_new("conv2d_wino");
+    if (!k) return mt__fail(err, errlen, MT_NOMEM, "wino: out of memory");
+    wino_builder bb = {.k = k, .p = p};
+    wino_builder *b = &bb;
+    const int a = p->alpha, a2 = a * a, vec = p->vec;
+    const int64_t nacc = (int64_t)p->nt * p->kr * vec;
+    mt__conv_io_params(k, &b->io, (int64_t)p->n * p->c * p->h * p->w, (int64_t)p->k16 * p->c * a2, (int64_t)p->n * p->k * p->oh * p->ow, p->k,
+                       p->epi);
+    b->vloc = mt_ir_buffer(k, "vt", MT_SCOPE_LOCAL, (int64_t)a2 * p->c * p->nt);
+    b->d = mt_ir_buffer(k, "d", MT_SCOPE_PRIVATE, a2);
+    b->t = mt_ir_buffer(k, "bd", MT_SCOPE_PRIVATE, a2);
+    b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, nacc);
+    b->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, (int64_t)p->kr * vec);
+    b->mbuf = mt_ir_buffer(k, "mt", MT_SCOPE_PRIVATE, (int64_t)a2 * nacc);
+    b->tbuf = mt_ir_buffer(k, "at_m", MT_SCOPE_PRIVATE, (int64_t)p->m * a * vec);
+    b->ybuf = mt_ir_buffer(k, "y", MT_SCOPE_PRIVATE, (int64_t)p->m * p->m * vec);
+
+    /* Launch: axis 0 channel shares (split_k) and their work-items, axis 1
+     * tile blocks along the row, axis 2 (image, block of tile rows). */
+    mt__opt_loop g[3], it;
+    mt_expr *bk = mt__loop_begin(k, &g[0], "bk", p->ko, MT_LOOP_BLOCK);
+    mt_expr *bx = mt__loop_begin(k, &g[1], "bx", p->xo, MT_LOOP_BLOCK);
+    mt_expr *bz = mt__loop_begin(k, &g[2], "bz", (int64_t)p->n * p->yo, MT_LOOP_BLOCK);
+    b->tk = mt__loop_begin(k, &it, "tk", p->kt, MT_LOOP_THREAD);
+    for (int i = 0; i < 3; i++) g[i].axis = i;
+    it.axis = 0;
+
+    mt__let_chain l = {0};
+    b->img = mt__let_bind(k, &l, "img", mt_ir_div(k, bz, KI(b, p->yo)));
+    b->ty0 = mt__let_bind(k, &l, "ty0", mt_ir_mul(k, mt_ir_mod(k, bz, KI(b, p->yo)), KI(b, p->yr)));
+    b->tx0 = mt__let_bind(k, &l, "tx0", mt_ir_mul(k, bx, KI(b, p->xr)));
+    b->k0 = mt__let_bind(k, &l, "k0", mt_ir_add(k, mt_ir_mul(k, bk, KI(b, (int64_t)p->kt * p->kr * vec)), mt_ir_mul(k, b->tk, KI(b, (int64_t)p->kr * vec))));
+    const int64_t block_stride = (int64_t)p->c * a2 * 16;
+    for (int j = 0; j < p->kr; j++) {
+        mt_expr *first = mt_ir_add(k, b->k0, KI(b, (int64_t)j * vec));
+        if ((int64_t)p->ko * p->kt * p->kr * vec > p->k16) first = mt_ir_min(k, first, KI(b, p->k16 - vec));
+        char name[16];
+        snprintf(name, sizeof name, "wb%d", j);
+        b->wbase[j] = mt__let_bind(k, &l, name, mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, first, KI(b, 16)), KI(b, block_stride)), mt_ir_mod(k, first, KI(b, 16))));
+    }
+    mt_stmt *work = mt_ir_seq2(k, mt_ir_seq2(k, phase_transform(b), mt_ir_barrier(k)),
+                               mt_ir_alloc(k, b->mbuf, mt_ir_seq2(k, phase_products(b), phase_outputs(b))));
+    mt_stmt *body = mt__let_wrap(k, &l, mt_ir_alloc(k, b->vloc, work));
+    body = mt__loop_end(k, &it, body);
+    for (int i = 2; i >= 0; i--) body = mt__loop_end(k, &g[i], body);
+    const mt__rt_plan rp = {.unroll_explicit = 1}; /* the printer replicates the UNROLLED loops */
+    return mt__rt_finish(k, body, &rp, 0, "wino", out, err, errlen);
+}
+
+static mt_status wino_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi, mt_kernel **out,
+                            char *err, size_t errlen) {
+    if (!wino_accepts(wl)) return mt__fail(err, errlen, MT_UNSUPPORTED, "wino: only 3x3 stride-1 undilated dense convolutions");
+    wino_plan p = {0};
+    p.n = wl->n, p.c = wl->c, p.k = wl->k, p.k16 = (wl->k + 15) / 16 * 16, p.h = wl->h, p.w = wl->w;
+    p.oh = mt_workload_out_h(wl), p.ow = mt_workload_out_w(wl), p.ph = wl->pad_h, p.pw = wl->pad_w;
+    p.m = mt_config_value(sp, cfg, "tile");
+    p.vec = mt_config_value(sp, cfg, "vec");
+    p.kr = mt_config_value(sp, cfg, "reg_k");
+    p.yr = mt_config_value(sp, cfg, "reg_y");
+    p.xr = mt_config_value(sp, cfg, "reg_x");
+    p.ko = mt_config_value(sp, cfg, "split_k");
+    p.unroll = mt_config_value(sp, cfg, "unroll");
+    p.epi = epi;
+    if (mt_winograd_init(&p.mat, p.m) != MT_OK || p.vec < 1 || 16 % p.vec || p.kr < 1 || p.kr > 4 || p.yr < 1 || p.xr < 1 || p.ko < 1 || p.unroll < 0)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "wino: config does not match this workload's space");
+    p.alpha = p.m + 2;
+    const int64_t per_item = (int64_t)p.kr * p.vec;
+    if (per_item > p.k16) return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %d channel vectors of %d exceed the %d channels (padded to 16)", p.kr, p.vec, p.k16);
+    const int64_t items = (p.k + per_item - 1) / per_item;
+    if (p.ko > items) return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: split_k %d over %lld channel vectors", p.ko, (long long)items);
+    p.kt = (int)((items + p.ko - 1) / p.ko);
+    p.ty_n = (p.oh + p.m - 1) / p.m;
+    p.tx_n = (p.ow + p.m - 1) / p.m;
+    p.xo = (p.tx_n + p.xr - 1) / p.xr;
+    p.yo = (p.ty_n + p.yr - 1) / p.yr;
+    p.nt = p.yr * p.xr;
+    const int64_t nacc = (int64_t)p.nt * per_item;
+    if (nacc > MT__WINO_MAX_ACC)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %lld accumulators per work-item (%dx%d tiles x %d vectors of %d) exceed %d",
+                        (long long)nacc, p.yr, p.xr, p.kr, p.vec, MT__WINO_MAX_ACC);
+    if ((int64_t)p.alpha * p.alpha * nacc > MT__WINO_MAX_M)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %lld transformed outputs per work-item exceed %d", (long long)p.alpha * p.alpha * nacc,
+                        MT__WINO_MAX_M);
+    return wino_build_plan(&p, out, err, errlen);
+}
+
+const mt_template mt__template_wino = {
+    /* .name    = */ "wino",
+    /* .accepts = */ wino_accepts,
+    /* .space   = */ wino_space,
+    /* .build   = */ wino_build,
+    /* .weights = */ MT_WEIGHTS_WINO4,
+    /* .weights_for = */ wino_weights_for,
+    /* .weights_all = */ (1u << MT_WEIGHTS_WINO2) | (1u << MT_WEIGHTS_WINO4) | (1u << MT_WEIGHTS_WINO6),
+};
