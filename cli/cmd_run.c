@@ -29,7 +29,9 @@ static void help(void) {
            "  --image-size S    input height and width (default 224)\n"
            "  --repeat N        timed passes (default 10)\n"
            "  --warmup N        untimed passes first (default 2)\n"
-           "  --profile         device time per layer and per operation kind (median pass)\n"
+           "  --profile         device time per layer and per operation kind (median pass); each\n"
+           "                    convolution's GFLOP/s (direct-convolution FLOPs, also for Winograd)\n"
+           "                    and fraction of the device's FMA peak, measured after the passes\n"
            "  --reference       also run the CPU reference and print the max relative error\n"
            "                    (normalised by the largest reference value) and the time ratio\n"
            "  --weights FILE    weights file (net/WEIGHTS.md); default: seeded random He weights\n"
@@ -83,6 +85,8 @@ typedef struct {
     double kind_ms[MT_LAYER_KIND_COUNT];
     int kind_n[MT_LAYER_KIND_COUNT];
     double device_ms;     /* sum of the layers' medians */
+    double peak_gflops;   /* --profile: the device's FMA peak, measured in this run (0: the probe failed) */
+    double conv_ms, conv_flops; /* --profile: the convolutions' summed medians and useful FLOPs */
     double ref_ms, max_err;
 } run_state;
 
@@ -223,7 +227,17 @@ static int time_passes(const run_request *rq, run_state *rs) {
             rs->kind_ms[l->kind] += rs->lt[i].kernel_ms;
             rs->kind_n[l->kind]++;
             rs->device_ms += rs->lt[i].kernel_ms;
+            if (l->kind == MT_LAYER_CONV2D) {
+                rs->conv_ms += rs->lt[i].kernel_ms;
+                rs->conv_flops += mt_workload_flops(&l->conv.wl);
+            }
         }
+    /* The FMA peak, measured after the passes in the same window of the
+     * machine: each convolution's speed as a fraction of it. */
+    if (rq->profile && mt_device_measure_peak(rs->dev, &rs->peak_gflops, err, sizeof err) != MT_OK) {
+        fprintf(stderr, "mtgpu run: measuring the FMA peak failed (no fractions of peak): %s\n", err);
+        rs->peak_gflops = 0;
+    }
     return MT_EXIT_OK;
 }
 
@@ -253,7 +267,10 @@ static int compare_reference(run_state *rs) {
 
 /* --profile's part of the JSON object: device time per kind and per layer. */
 static void json_profile(mt_strbuf *sb, const run_state *rs) {
-    mt__sb_printf(sb, ", \"device_ms\": %.6g, \"kinds\": {", rs->device_ms);
+    mt__sb_printf(sb, ", \"device_ms\": %.6g, \"conv_ms\": %.6g, \"conv_gflop\": %.6g", rs->device_ms, rs->conv_ms, rs->conv_flops * 1e-9);
+    if (rs->peak_gflops > 0)
+        mt__sb_printf(sb, ", \"peak_gflops\": %.6g, \"conv_peak_bound_ms\": %.6g", rs->peak_gflops, rs->conv_flops / (rs->peak_gflops * 1e6));
+    mt__sb_append(sb, ", \"kinds\": {");
     int first = 1;
     for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
         if (!rs->kind_n[k] || k == MT_LAYER_INPUT || k == MT_LAYER_FLATTEN) continue;
@@ -271,6 +288,9 @@ static void json_profile(mt_strbuf *sb, const run_state *rs) {
             mt_workload_format(&l->conv.wl, wtext, sizeof wtext);
             mt__sb_append(sb, ", \"workload\": ");
             mt__sb_json_str(sb, wtext);
+            const double gf = rs->lt[i].kernel_ms > 0 ? mt_workload_flops(&l->conv.wl) / (rs->lt[i].kernel_ms * 1e6) : 0;
+            mt__sb_printf(sb, ", \"gflops\": %.6g", gf);
+            if (rs->peak_gflops > 0) mt__sb_printf(sb, ", \"peak_fraction\": %.4g", gf / rs->peak_gflops);
         }
         const char *tn, *cfg;
         int fdb;
@@ -318,9 +338,11 @@ static int print_run_json(const run_request *rq, const run_state *rs) {
     return MT_EXIT_OK;
 }
 
-/* --profile's tables: each layer's kernel time, then per kind. */
+/* --profile's tables: each layer's kernel time (a convolution's also as
+ * GFLOP/s, counting its direct-convolution FLOPs whatever the algorithm, and
+ * as a fraction of the measured FMA peak), then per kind. */
 static void print_profile(const run_state *rs) {
-    printf("\n%-28s %-16s %10s  %s\n", "layer", "kind", "ms", "kernel");
+    printf("\n%-28s %-16s %10s %9s %6s  %s\n", "layer", "kind", "ms", "GFLOP/s", "peak", "kernel");
     for (int i = 0; i < rs->nl; i++) {
         const mt_layer *l = mt_network_layer(rs->net, i);
         if (l->kind == MT_LAYER_INPUT || l->kind == MT_LAYER_FLATTEN) continue;
@@ -328,7 +350,13 @@ static void print_profile(const run_state *rs) {
         int fdb = 0;
         char what[64] = "";
         if (mt_executor_conv_choice(rs->ex, i, &tn, &cfg, &fdb) == MT_OK) snprintf(what, sizeof what, "%s (%s)", tn, fdb ? "tuned" : "default");
-        printf("%-28s %-16s %10.3f  %s\n", l->name, mt_layer_kind_name(l->kind), rs->lt[i].kernel_ms, what);
+        char gf[16] = "", frac[16] = "";
+        if (l->kind == MT_LAYER_CONV2D && rs->lt[i].kernel_ms > 0) {
+            const double g = mt_workload_flops(&l->conv.wl) / (rs->lt[i].kernel_ms * 1e6);
+            snprintf(gf, sizeof gf, "%.1f", g);
+            if (rs->peak_gflops > 0) snprintf(frac, sizeof frac, "%.0f%%", 100.0 * g / rs->peak_gflops);
+        }
+        printf("%-28s %-16s %10.3f %9s %6s  %s\n", l->name, mt_layer_kind_name(l->kind), rs->lt[i].kernel_ms, gf, frac, what);
     }
     printf("\n%-20s %10s %7s %6s\n", "operation kind", "ms", "share", "layers");
     for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
@@ -336,7 +364,14 @@ static void print_profile(const run_state *rs) {
         printf("%-20s %10.3f %6.1f%% %6d\n", mt_layer_kind_name((mt_layer_kind)k), rs->kind_ms[k],
                rs->device_ms > 0 ? 100.0 * rs->kind_ms[k] / rs->device_ms : 0.0, rs->kind_n[k]);
     }
-    printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n\n", "total", rs->device_ms);
+    printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n", "total", rs->device_ms);
+    if (rs->peak_gflops > 0)
+        printf("convolutions: %.3f ms for %.2f GFLOP = %.1f GFLOP/s, %.0f%% of the FMA peak measured now (%.1f GFLOP/s);\n"
+               "              at that peak they would take %.3f ms (direct-convolution FLOPs)\n",
+               rs->conv_ms, rs->conv_flops * 1e-9, rs->conv_ms > 0 ? rs->conv_flops / (rs->conv_ms * 1e6) : 0.0,
+               rs->conv_ms > 0 ? 100.0 * rs->conv_flops / (rs->conv_ms * 1e6) / rs->peak_gflops : 0.0, rs->peak_gflops,
+               rs->conv_flops / (rs->peak_gflops * 1e6));
+    printf("\n");
 }
 
 static void print_run_text(const run_request *rq, const run_state *rs) {
