@@ -560,7 +560,8 @@ static void make_record(const tune_run *s, const unit *u, const mt_config *cfg, 
     snprintf(rec->template_name, sizeof rec->template_name, "%s", mt_template_name(u->t));
     mt_config_format(&u->space, cfg, rec->config, sizeof rec->config);
     rec->config_index = (int64_t)mt_space_config_index(&u->space, cfg);
-    snprintf(rec->device, sizeof rec->device, "%s", s->dev.fingerprint);
+    /* The device that timed it: the tuner's, or the one a remote measurement names. */
+    snprintf(rec->device, sizeof rec->device, "%s", res->device[0] ? res->device : s->dev.fingerprint);
     rec->ncosts = res->m.nruns < MT_RECORD_MAX_COSTS ? res->m.nruns : MT_RECORD_MAX_COSTS;
     for (int c = 0; c < rec->ncosts; c++) rec->costs_ms[c] = res->m.run_ms[c];
     rec->median_ms = res->m.status == MT_OK ? res->m.median_ms : 0;
