@@ -24,6 +24,7 @@
 
 #include "costmodel.h"
 #include "config_search.h"
+#include "farm.h"
 #include "measurer.h"
 #include "replay.h"
 #include "tune-impl.h"
@@ -81,6 +82,8 @@ typedef struct {
     mt_device_limits limits;
     const mt_device_limits *lim;  /* &limits, or NULL for a replayed device the recording does not describe */
     mt_measurer *meas;            /* measuring on the device */
+    const mt__farm *farm;         /* measuring elsewhere (then meas is NULL); farm_started: its stop is due */
+    int farm_started;
     mt__replay *replay;           /* replaying a recording (then meas is NULL) */
     mt__sink sink;                /* where every record goes */
     char source[MT_RECORD_SOURCE_LEN]; /* the records' source: "" (measured) or "replay:<fingerprint>" */
@@ -277,7 +280,11 @@ static mt_status run_open_device(tune_run *s, mt_tune_summary *out, char *err, s
         if (!p->no_db && (st = mt__sink_db(p->db_path, &s->sink, err, errlen)) != MT_OK) return st;
         mt_measurer_params mp = p->measurer;
         mp.stop = p->stop;
-        if ((st = mt_measurer_start(&mp, &s->meas, &s->dev, err, errlen)) != MT_OK) return st;
+        if (s->farm) {
+            if ((st = s->farm->iface->start(s->farm->ctx, &mp, &s->dev, err, errlen)) != MT_OK) return st;
+            s->farm_started = 1;
+        } else if ((st = mt_measurer_start(&mp, &s->meas, &s->dev, err, errlen)) != MT_OK)
+            return st;
         s->limits = mt_device_info_limits(&s->dev);
         s->lim = &s->limits;
     }
@@ -549,6 +556,8 @@ static void round_measure(tune_run *s, tune_round *r) {
     const mt_workload *wl = &s->tasks[u->task].wl;
     if (s->replay)
         r->measured = mt__replay_measure_batch(s->replay, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
+    else if (s->farm)
+        r->measured = s->farm->iface->measure_batch(s->farm->ctx, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
     else
         r->measured = mt_measurer_measure_batch(s->meas, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
 }
@@ -682,15 +691,23 @@ static void run_close(tune_run *s, mt_tune_summary *out) {
     free(s->records);
     free(s->samples);
     mt_measurer_stop(s->meas);
+    if (s->farm_started) s->farm->iface->stop(s->farm->ctx);
     mt__replay_close(s->replay);
     mt__sink_close(&s->sink);
 }
 
 mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params, mt_tune_summary *out, char *err, size_t errlen) {
+    return mt__tune_farmed(tasks, ntasks, params, NULL, out, err, errlen);
+}
+
+mt_status mt__tune_farmed(const mt_task *tasks, int ntasks, const mt_tune_params *params, const mt__farm *farm, mt_tune_summary *out, char *err,
+                          size_t errlen) {
     if (out) memset(out, 0, sizeof *out);
     if (!tasks || ntasks <= 0 || !params || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no tasks");
+    if (farm && params->simulate_db) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: a replay measures nothing: no farm");
     tune_run s;
     mt_status st = run_init(&s, tasks, ntasks, params, err, errlen);
+    s.farm = farm;
     if (st == MT_OK) st = run_open_device(&s, out, err, errlen);
     if (st == MT_OK) st = run_make_units(&s, err, errlen);
     if (st == MT_OK) st = run_resume(&s, err, errlen);
