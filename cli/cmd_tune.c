@@ -11,6 +11,9 @@
 #include "template.h"
 #include "mtgpu/tuner.h"
 #include "strbuf.h"
+#ifdef MTGPU_HAVE_MPI
+#include "mpi_tune.h"
+#endif
 
 /* Trials per task when --trials is not given, and the default time limit:
  * together they keep `mtgpu tune resnet50` within 30 minutes on 2 cores. */
@@ -209,6 +212,8 @@ typedef struct {
     char model_path[4096]; /* the shipped model file when --model is not given */
     mt_cli_devices devices; /* --device as a list (n = 0: one spec, or none) */
     char device_list[MT_CLI_MAX_DEVICES * 32]; /* the devices tuned together, comma-separated */
+    int mpi_size;       /* > 1: rank 0 of an MPI job of that many ranks */
+    int mpi_clean;      /* 0: a rank was lost with a measurement in flight */
 } tune_request;
 
 /* 1 when m names a cost model (or random search); prints why not. */
@@ -368,7 +373,13 @@ static int run_tune(tune_request *rq, const mt_cli_target *target, int *interrup
     fflush(stdout);
     char err[2048];
     mt_tune_summary sum;
-    mt_status st = mt_tune(target->tasks, target->ntasks, tp, &sum, err, sizeof err);
+    mt_status st;
+#ifdef MTGPU_HAVE_MPI
+    if (rq->mpi_size > 1)
+        st = mt_cli_mpi_tune(target->tasks, target->ntasks, tp, rq->mpi_size, &sum, &rq->mpi_clean, err, sizeof err);
+    else
+#endif
+        st = mt_tune(target->tasks, target->ntasks, tp, &sum, err, sizeof err);
     mt_cli_release_stop(&saved);
     if (pc.tty && !pc.json) printf("\n");
     if (st != MT_OK) fprintf(stderr, "mtgpu tune: %s\n", err);
@@ -387,6 +398,11 @@ static int tune_and_refine(tune_request *rq, const mt_cli_target *target) {
     if (rc != MT_EXIT_OK) return rc; /* interrupted: no refinement either */
     /* A network's convolutions are then chosen inside the network (not in a
      * replay, which has no device, nor without a database to choose from). */
+    if (target->is_network && rq->rp.candidates > 0 && !interrupted && !rq->tp.simulate_db && !rq->tp.no_db && rq->mpi_size > 1) {
+        fprintf(stderr, "mtgpu tune: no refinement under MPI (rank 0 may have no device): run 'mtgpu refine %s' on a machine of the "
+                        "tuned device\n", rq->target);
+        return MT_EXIT_OK;
+    }
     if (target->is_network && rq->rp.candidates > 0 && !interrupted && !rq->tp.simulate_db && !rq->tp.no_db) {
         char first[64] = "";
         const char *dev = rq->tp.measurer.device;
@@ -400,8 +416,40 @@ int mt_cmd_tune(int argc, char **argv) {
     tune_request rq;
     int rc = parse_tune_options(argc, argv, &rq);
     if (rc >= 0) return rc;
+    rq.mpi_clean = 1;
+#ifdef MTGPU_HAVE_MPI
+    int rank = 0, size = 1;
+    int in_job = mt_cli_mpi_begin(&rank, &size);
+    if (in_job < 0) return MT_EXIT_FAIL;
+    if (in_job && size > 1 && (rq.devices.ngroups > 1 || rq.tp.simulate_db)) {
+        if (rank == 0)
+            fprintf(stderr, "mtgpu tune: under MPI each rank measures on its own --device, one fingerprint for the job: no %s\n",
+                    rq.tp.simulate_db ? "--simulate" : "--per-device-records");
+        mt_cli_mpi_end(1);
+        return MT_EXIT_USAGE;
+    }
+    if (in_job && size > 1 && rank > 0) {
+        rc = mt_cli_mpi_serve(&rq.tp.measurer, rank);
+        mt_cli_mpi_end(1);
+        return rc;
+    }
+    if (in_job && size == 1) mt_cli_mpi_end(1); /* one rank measures here, as without MPI */
+    if (in_job && size > 1) rq.mpi_size = size;
+#endif
     mt_cli_target target;
-    if ((rc = mt_cli_target_open("tune", rq.target, rq.batch_size, &target)) != MT_EXIT_OK) return rc;
+    if ((rc = mt_cli_target_open("tune", rq.target, rq.batch_size, &target)) != MT_EXIT_OK) {
+#ifdef MTGPU_HAVE_MPI
+        if (rq.mpi_size > 1) {
+            char err[256];
+            mt_tune_summary sum;
+            mt_tune_params none = rq.tp;
+            /* The ranks wait for work: a run with no tasks tells them to quit. */
+            mt_cli_mpi_tune(NULL, 0, &none, rq.mpi_size, &sum, &rq.mpi_clean, err, sizeof err);
+            mt_cli_mpi_end(1);
+        }
+#endif
+        return rc;
+    }
     if (rq.tp.trials < 0) rq.tp.trials = DEFAULT_TRIALS_PER_TASK * target.ntasks;
     /* Per-device records: each fingerprint's devices tune in turn. */
     int ngroups = rq.devices.ngroups > 1 ? rq.devices.ngroups : 1;
@@ -414,5 +462,8 @@ int mt_cmd_tune(int argc, char **argv) {
         rc = tune_and_refine(&rq, &target);
     }
     mt_cli_target_free(&target);
+#ifdef MTGPU_HAVE_MPI
+    if (rq.mpi_size > 1) mt_cli_mpi_end(rq.mpi_clean);
+#endif
     return rc;
 }
