@@ -161,9 +161,10 @@ static void print_summary(const mt_tune_summary *s, const char *target, const ch
         mt__sb_append(&sb, ", \"device\": ");
         mt__sb_json_str(&sb, s->device.name);
         mt__sb_printf(&sb, ", \"fingerprint\": \"%s\", \"trials_done\": %d, \"measured_this_run\": %d, \"resumed\": %d, \"wall_s\": %.3f, "
-                           "\"network_ms\": %.6g, \"interrupted\": %s, \"timed_out\": %s, \"tasks\": [",
+                           "\"network_ms\": %.6g, \"interrupted\": %s, \"timed_out\": %s, \"search_s\": %.4f, \"measure_s\": %.4f, "
+                           "\"commit_s\": %.4f, \"model_s\": %.4f, \"tasks\": [",
                       s->device.fingerprint, s->trials_done, s->measured_this_run, s->resumed, s->wall_s, s->network_ms,
-                      s->interrupted ? "true" : "false", s->timed_out ? "true" : "false");
+                      s->interrupted ? "true" : "false", s->timed_out ? "true" : "false", s->search_s, s->measure_s, s->commit_s, s->model_s);
         for (int i = 0; i < s->ntasks; i++) {
             const mt_tune_task_result *t = &s->tasks[i];
             char wtext[256];

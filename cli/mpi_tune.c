@@ -360,8 +360,11 @@ static void describe_inflight(const farm_ctx *c, const mt_template *t, const mt_
     if (!any) snprintf(msg, len, "nothing");
 }
 
-/* Deals config i to rank r; 0 on success. */
-static int deal(farm_ctx *c, int r, const char *wltext, const mt_template *t, const mt_space *sp, const mt_config *cfgs, int i, long long *seqs) {
+/* Deals config *next to rank r and counts it (*next, *outstanding);
+ * MT_UNAVAILABLE (why in msg) when it cannot be sent. */
+static mt_status deal(farm_ctx *c, int r, const char *wltext, const mt_template *t, const mt_space *sp, const mt_config *cfgs, int *next,
+                      int *outstanding, long long *seqs, char *msg, size_t msglen) {
+    int i = *next;
     char cfgtext[2048];
     mt_config_format(sp, &cfgs[i], cfgtext, sizeof cfgtext);
     mt_strbuf sb = {0};
@@ -374,11 +377,15 @@ static int deal(farm_ctx *c, int r, const char *wltext, const mt_template *t, co
     mt__proto_end(&sb);
     int rc = send_sb(&sb, r, TAG_WORK);
     mt__sb_free(&sb);
-    if (rc == 0) {
-        c->inflight[r] = i;
-        c->sent_at[r] = now_s();
+    if (rc != 0) {
+        snprintf(msg, msglen, "cannot send work to rank %d", r);
+        return MT_UNAVAILABLE;
     }
-    return rc;
+    c->inflight[r] = i;
+    c->sent_at[r] = now_s();
+    (*next)++;
+    (*outstanding)++;
+    return MT_OK;
 }
 
 static mt_status farm_measure(void *ctx, const mt_workload *wl, const mt_template *t, const mt_space *sp, const mt_config *cfgs, int n,
@@ -395,15 +402,7 @@ static mt_status farm_measure(void *ctx, const mt_workload *wl, const mt_templat
     int next = 0, outstanding = 0;
     mt_status ret = MT_OK, worst = MT_OK; /* worst: the first rank's measurer failure */
     char first_msg[1024] = "";
-    for (int r = 1; r < c->size && next < n && ret == MT_OK; r++) {
-        if (deal(c, r, wltext, t, sp, cfgs, next, seqs) != 0) {
-            ret = MT_UNAVAILABLE;
-            snprintf(first_msg, sizeof first_msg, "cannot send work to rank %d", r);
-            break;
-        }
-        next++;
-        outstanding++;
-    }
+    for (int r = 1; r < c->size && next < n && ret == MT_OK; r++) ret = deal(c, r, wltext, t, sp, cfgs, &next, &outstanding, seqs, first_msg, sizeof first_msg);
     int stopped = 0;
     while (outstanding > 0 && ret == MT_OK) {
         MPI_Status ps;
@@ -443,15 +442,7 @@ static mt_status farm_measure(void *ctx, const mt_workload *wl, const mt_templat
             worst = bst;
             snprintf(first_msg, sizeof first_msg, "rank %d: %.1000s", r, bmsg);
         }
-        if (next < n && !(c->stop && *c->stop)) {
-            if (deal(c, r, wltext, t, sp, cfgs, next, seqs) != 0) {
-                ret = MT_UNAVAILABLE;
-                snprintf(first_msg, sizeof first_msg, "cannot send work to rank %d", r);
-                break;
-            }
-            next++;
-            outstanding++;
-        }
+        if (next < n && !(c->stop && *c->stop)) ret = deal(c, r, wltext, t, sp, cfgs, &next, &outstanding, seqs, first_msg, sizeof first_msg);
     }
     /* Not dealt, or dealt and not answered: nothing to record. */
     for (int k = 0; k < n; k++) {

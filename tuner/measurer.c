@@ -880,6 +880,23 @@ void mt_measurer_stop(mt_measurer *m) {
 
 /* ---------------------------------------------------- parallel compiles */
 
+/* cfg's text for a request into buf; -1 (r set to invalid_config) when it
+ * does not fit the protocol's limit. */
+static int config_text(const mt_space *sp, const mt_config *cfg, char *buf, size_t len, mt_measure_result *r) {
+    int clen = mt_config_format(sp, cfg, buf, len);
+    if (clen >= 0 && (size_t)clen < len) return 0;
+    r->status = MT_INVALID_CONFIG;
+    snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
+    return -1;
+}
+
+/* A config not measured because stop was requested: nothing is recorded for it. */
+static void mark_skipped(mt_measurer_result *res) {
+    res->skipped = 1;
+    res->m.status = MT_UNAVAILABLE;
+    snprintf(res->m.message, sizeof res->m.message, "not measured: stop requested");
+}
+
 typedef struct compile_job {
     mt_measurer *m;
     const mt_workload *wl;
@@ -924,12 +941,7 @@ static int compile_in(compile_job *j, proc *w, long long seq, int i) {
     mt_measurer *m = j->m;
     mt_measure_result *r = &j->res[i].m;
     char cfgtext[2048];
-    int clen = mt_config_format(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext);
-    if (clen < 0 || (size_t)clen >= sizeof cfgtext) {
-        r->status = MT_INVALID_CONFIG;
-        snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
-        return 0;
-    }
+    if (config_text(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext, r) != 0) return 0;
     mt_strbuf sb = {0};
     mt__proto_put(&sb, "compile");
     mt__proto_put_int(&sb, seq);
@@ -1217,12 +1229,7 @@ static mt_status time_config(timing_job *j, proc *w, int i, int *failures, char 
     mt_measure_result *r = &j->res[i].m;
     *give_back = 0;
     char cfgtext[2048];
-    int clen = mt_config_format(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext);
-    if (clen < 0 || (size_t)clen >= sizeof cfgtext) {
-        r->status = MT_INVALID_CONFIG;
-        snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
-        return MT_OK;
-    }
+    if (config_text(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext, r) != 0) return MT_OK;
     mt_status ret = MT_OK;
     int outcome = NOT_SENT;
     int first_lost = -1; /* the signal that ended the worker the first time it died on this config (0: it exited) */
@@ -1288,11 +1295,8 @@ static void *timing_worker(void *arg) {
     for (;;) {
         int i = timing_take(j);
         if (i < 0) return NULL;
-        mt_measure_result *r = &j->res[i].m;
         if (m->p.stop && *m->p.stop) {
-            j->res[i].skipped = 1;
-            r->status = MT_UNAVAILABLE;
-            snprintf(r->message, sizeof r->message, "not measured: stop requested");
+            mark_skipped(&j->res[i]);
             continue;
         }
         char msg[1024] = "";
@@ -1337,9 +1341,7 @@ static mt_status time_all(timing_job *j) {
         mt_measure_result *r = &j->res[i].m;
         left++;
         if (m->p.stop && *m->p.stop) {
-            j->res[i].skipped = 1;
-            r->status = MT_UNAVAILABLE;
-            snprintf(r->message, sizeof r->message, "not measured: stop requested");
+            mark_skipped(&j->res[i]);
             continue;
         }
         r->status = j->failed;

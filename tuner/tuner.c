@@ -96,6 +96,7 @@ typedef struct {
     int measured_this_run;
     int resumed;
     char note[512];               /* what resuming went past (mt_tune_progress.note) */
+    double search_s, measure_s, commit_s, model_s; /* the rounds' time, by part (the summary's) */
     /* A round's scratch: batch entries each (cfgs 2 x batch; samples, see tune_round). */
     mt_config *cfgs;
     mt_measurer_result *results;
@@ -650,7 +651,9 @@ static void report_progress(tune_run *s, const tune_round *r) {
 /* One round of the unit picked: draw, measure, commit, learn, report. */
 static mt_status run_round(tune_run *s, unit *u, char *err, size_t errlen) {
     tune_round r = {.u = u};
+    double t = now_s();
     mt_status st = round_draw(s, &r, err, errlen);
+    s->search_s += now_s() - t;
     if (st != MT_OK) return st;
     if (r.n == 0) {
         /* Nothing to measure: the model still learns the invalid draws. */
@@ -658,9 +661,17 @@ static mt_status run_round(tune_run *s, unit *u, char *err, size_t errlen) {
         if (r.exhausted || r.gave_up) u->done = 1;
         return MT_OK;
     }
+    t = now_s();
     round_measure(s, &r);
-    if ((st = round_commit(s, &r, err, errlen)) != MT_OK) return st;
-    if ((st = round_update_model(s, &r, err, errlen)) != MT_OK) return st;
+    s->measure_s += now_s() - t;
+    t = now_s();
+    st = round_commit(s, &r, err, errlen);
+    s->commit_s += now_s() - t;
+    if (st != MT_OK) return st;
+    t = now_s();
+    st = round_update_model(s, &r, err, errlen);
+    s->model_s += now_s() - t;
+    if (st != MT_OK) return st;
     if (s->p.early_stop > 0 && u->trials - u->last_improvement >= s->p.early_stop) u->done = 1;
     if (r.measured != MT_OK && r.measured != MT_DEVICE) return mt__fail(err, errlen, r.measured, "tune: measurement failed: %s", r.merr);
     fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
@@ -674,6 +685,10 @@ static void run_close(tune_run *s, mt_tune_summary *out) {
     out->measured_this_run = s->measured_this_run;
     out->trials_done = s->done_total;
     out->resumed = s->resumed;
+    out->search_s = s->search_s;
+    out->measure_s = s->measure_s;
+    out->commit_s = s->commit_s;
+    out->model_s = s->model_s;
     snprintf(out->note, sizeof out->note, "%s", s->note);
     if (s->units) fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
     out->tasks = s->tr;

@@ -138,6 +138,10 @@ typedef struct mt_tune_summary {
     int timed_out;              /* 1: stopped by the time limit */
     mt_device_info device;
     char note[512];             /* mt_tune_progress.note of the run, or "" */
+    /* Where this run's rounds spent their time, in seconds: drawing configs
+     * (the search and the cost model's scoring), measuring (waiting for the
+     * measurer, or the ranks), committing records, updating the cost model. */
+    double search_s, measure_s, commit_s, model_s;
 } mt_tune_summary;
 
 /* Tunes tasks[0..ntasks). Scheduling: every unit first gets one round; after
