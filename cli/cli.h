@@ -105,6 +105,36 @@ int mt_cli_device(const char *cmd, const char *spec, mt_device **out);
  * commands whose device is opened later, by the library). */
 int mt_cli_device_spec(const char *cmd, const char *spec);
 
+/* ---- several devices (device_list.c) ---- */
+
+#define MT_CLI_MAX_DEVICES 64
+
+typedef struct mt_cli_device_entry {
+    char spec[32];        /* "opencl:N" */
+    char name[128];
+    char fingerprint[17];
+    int group;            /* devices of one fingerprint share a group: 0..ngroups) in order of appearance */
+} mt_cli_device_entry;
+
+typedef struct mt_cli_devices {
+    mt_cli_device_entry dev[MT_CLI_MAX_DEVICES];
+    int n;                /* 0: a single device spec, left to the library to open */
+    int ngroups;          /* distinct fingerprints among dev[0..n) */
+} mt_cli_devices;
+
+/* --device TEXT of a command that times on several devices: a spec (opencl:N,
+ * cuda:N, N; checked only, n = 0), a comma-separated list of specs, or `all`
+ * (every device of the first device's backend), `opencl:all`, `cuda:all`. A
+ * list is resolved against the devices there are (each named once), with
+ * their fingerprints. Returns MT_EXIT_OK, MT_EXIT_USAGE for a malformed list,
+ * MT_EXIT_FAIL for a device that is not there; prints why as "mtgpu CMD: ...". */
+int mt_cli_device_list(const char *cmd, const char *text, mt_cli_devices *out);
+/* The specs of group `group`'s devices, comma-separated, into specs; returns
+ * how many (-1 when len is too small). */
+int mt_cli_device_group(const mt_cli_devices *d, int group, char *specs, size_t len);
+/* One line per fingerprint: "  fingerprint FP ('NAME'): opencl:0 opencl:1". */
+void mt_cli_device_print_groups(FILE *f, const mt_cli_devices *d);
+
 /* TARGET of tune and best: a workload when the text has an '=', else a
  * network whose convolution tasks are tuned or looked up. */
 typedef struct mt_cli_target {

@@ -11,6 +11,9 @@
 #include "template.h"
 #include "mtgpu/tuner.h"
 #include "strbuf.h"
+#ifdef MTGPU_HAVE_MPI
+#include "mpi_tune.h"
+#endif
 
 /* Trials per task when --trials is not given, and the default time limit:
  * together they keep `mtgpu tune resnet50` within 30 minutes on 2 cores. */
@@ -19,7 +22,7 @@
 
 static void help(void) {
     printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--adapt-steps N] [--adapt-lr R]\n"
-           "                  [--device D] [--db PATH | --no-db] [--seed S] [--time-limit SEC] [--batch N]\n"
+           "                  [--device D[,D...] | --device all [--per-device-records]] [--db PATH | --no-db] [--seed S] [--time-limit SEC] [--batch N]\n"
            "                  [--early-stop N] [--timeout SEC] [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
            "                  [--simulate DB [--simulate-device FP]]\n"
            "\n"
@@ -41,7 +44,14 @@ static void help(void) {
            "                    with gnn, gnn-shared or mlp: fine-tuned as gnn-transfer\n"
            "  --adapt-steps N   gnn-transfer: Adam steps per update (default %d)\n"
            "  --adapt-lr R      gnn-transfer: their step size (default %g)\n"
-           "  --device D        opencl:N, cuda:N or N (default: the first device)\n"
+           "  --device D        opencl:N, cuda:N or N (default: the first device); a comma-separated list\n"
+           "                    (opencl:0,opencl:1) or all (every device of the first device's backend;\n"
+           "                    opencl:all, cuda:all) times each round's configs on every device at once,\n"
+           "                    one timing worker per device, compiler processes shared; each config is\n"
+           "                    timed once. Devices tune one record set together only when they share a\n"
+           "                    fingerprint ('mtgpu devices'): a list that mixes fingerprints is refused\n"
+           "  --per-device-records  with a mixed list: tune each fingerprint's devices into records of\n"
+           "                    their own, one fingerprint after the other\n"
            "  --db PATH         records database (default $MTGPU_DB or ~/.cache/mtgpu/tuning.db); a missing\n"
            "                    file is created, its directory must exist\n"
            "  --no-db           store no records and resume from none (no refinement either)\n"
@@ -67,6 +77,10 @@ static void help(void) {
            "                    with --no-db, nowhere; one of the two is required. No refinement.\n"
            "  --simulate-device FP  the recorded device to replay (default: the one with the most\n"
            "                    records of these tasks; when two tie, the error lists them)\n"
+           "\n"
+           "Under mpirun (or srun) with more than one rank, rank 0 runs the search and the cost model and\n"
+           "writes the database; every other rank compiles and times the configs it is dealt on its own\n"
+           "--device and sends the results back (docs/distributed.md).\n"
            "\n"
            "Ctrl-C stops after the measurement in flight and prints the summary; a second Ctrl-C exits at once,\n"
            "ending the workers too. Exit status: 0 success, 1 failure, 2 bad usage, 130 interrupted.\n",
@@ -147,9 +161,10 @@ static void print_summary(const mt_tune_summary *s, const char *target, const ch
         mt__sb_append(&sb, ", \"device\": ");
         mt__sb_json_str(&sb, s->device.name);
         mt__sb_printf(&sb, ", \"fingerprint\": \"%s\", \"trials_done\": %d, \"measured_this_run\": %d, \"resumed\": %d, \"wall_s\": %.3f, "
-                           "\"network_ms\": %.6g, \"interrupted\": %s, \"timed_out\": %s, \"tasks\": [",
+                           "\"network_ms\": %.6g, \"interrupted\": %s, \"timed_out\": %s, \"search_s\": %.4f, \"measure_s\": %.4f, "
+                           "\"commit_s\": %.4f, \"model_s\": %.4f, \"tasks\": [",
                       s->device.fingerprint, s->trials_done, s->measured_this_run, s->resumed, s->wall_s, s->network_ms,
-                      s->interrupted ? "true" : "false", s->timed_out ? "true" : "false");
+                      s->interrupted ? "true" : "false", s->timed_out ? "true" : "false", s->search_s, s->measure_s, s->commit_s, s->model_s);
         for (int i = 0; i < s->ntasks; i++) {
             const mt_tune_task_result *t = &s->tasks[i];
             char wtext[256];
@@ -196,6 +211,10 @@ typedef struct {
     int batch_size;
     int json;
     char model_path[4096]; /* the shipped model file when --model is not given */
+    mt_cli_devices devices; /* --device as a list (n = 0: one spec, or none) */
+    char device_list[MT_CLI_MAX_DEVICES * 32]; /* the devices tuned together, comma-separated */
+    int mpi_size;       /* > 1: rank 0 of an MPI job of that many ranks */
+    int mpi_clean;      /* 0: a rank was lost with a measurement in flight */
 } tune_request;
 
 /* 1 when m names a cost model (or random search); prints why not. */
@@ -224,7 +243,7 @@ static int check_combinations(const mt_opt *simulate, const mt_opt *sim_device, 
 /* Parses the options into *rq. Returns -1 to go on, else the exit status. */
 static int parse_tune_options(int argc, char **argv, tune_request *rq) {
     enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_ASTEPS, O_ALR, O_DEVICE, O_DB, O_NO_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE,
-           O_JSON, O_SIMULATE, O_SIM_DEVICE, O_COUNT };
+           O_JSON, O_SIMULATE, O_SIM_DEVICE, O_PER_DEVICE, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
         [O_MODEL] = {.name = "cost-model", .takes_value = 1},
@@ -245,6 +264,7 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
         [O_JSON] = {.name = "json"},
         [O_SIMULATE] = {.name = "simulate", .takes_value = 1},
         [O_SIM_DEVICE] = {.name = "simulate-device", .takes_value = 1},
+        [O_PER_DEVICE] = {.name = "per-device-records"},
     };
     const char *pos[1];
     int rc = mt_cli_begin("tune", argc, argv, opts, O_COUNT, pos, 1, 1, "one TARGET, a network name or a workload", help);
@@ -309,8 +329,21 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
     tp->no_db = opts[O_NO_DB].given;
     tp->simulate_db = opts[O_SIMULATE].value;
     tp->simulate_device = opts[O_SIM_DEVICE].value;
-    if (mt_cli_device_spec("tune", opts[O_DEVICE].value) != MT_EXIT_OK) return MT_EXIT_USAGE;
+    int drc = mt_cli_device_list("tune", opts[O_DEVICE].value, &rq->devices);
+    if (drc != MT_EXIT_OK) return drc;
     tp->measurer.device = opts[O_DEVICE].value;
+    if (rq->devices.ngroups > 1 && !opts[O_PER_DEVICE].given) {
+        fprintf(stderr, "mtgpu tune: the devices of --device %s have %d different fingerprints:\n", opts[O_DEVICE].value, rq->devices.ngroups);
+        mt_cli_device_print_groups(stderr, &rq->devices);
+        fprintf(stderr, "mtgpu tune: devices tune one record set together only when they share a fingerprint (their kernels' speed "
+                        "may differ); list devices of one fingerprint, or add --per-device-records to tune each fingerprint's devices "
+                        "into records of their own\n");
+        return MT_EXIT_USAGE;
+    }
+    if (rq->devices.ngroups == 1) {
+        mt_cli_device_group(&rq->devices, 0, rq->device_list, sizeof rq->device_list);
+        tp->measurer.device = rq->device_list;
+    }
     if (opts[O_TEMPLATES].given) {
         char terr[256];
         if (mt_tune_check_templates(opts[O_TEMPLATES].value, terr, sizeof terr) != MT_OK) {
@@ -341,7 +374,13 @@ static int run_tune(tune_request *rq, const mt_cli_target *target, int *interrup
     fflush(stdout);
     char err[2048];
     mt_tune_summary sum;
-    mt_status st = mt_tune(target->tasks, target->ntasks, tp, &sum, err, sizeof err);
+    mt_status st;
+#ifdef MTGPU_HAVE_MPI
+    if (rq->mpi_size > 1)
+        st = mt_cli_mpi_tune(target->tasks, target->ntasks, tp, rq->mpi_size, &sum, &rq->mpi_clean, err, sizeof err);
+    else
+#endif
+        st = mt_tune(target->tasks, target->ntasks, tp, &sum, err, sizeof err);
     mt_cli_release_stop(&saved);
     if (pc.tty && !pc.json) printf("\n");
     if (st != MT_OK) fprintf(stderr, "mtgpu tune: %s\n", err);
@@ -352,21 +391,80 @@ static int run_tune(tune_request *rq, const mt_cli_target *target, int *interrup
     return st != MT_OK ? MT_EXIT_FAIL : *interrupted ? MT_EXIT_INTERRUPTED : MT_EXIT_OK;
 }
 
+/* One tuning run on the devices of rq->tp.measurer.device, then, for a
+ * network, its refinement on the first of them. Returns the exit status. */
+static int tune_and_refine(tune_request *rq, const mt_cli_target *target) {
+    int interrupted = 0;
+    int rc = run_tune(rq, target, &interrupted);
+    if (rc != MT_EXIT_OK) return rc; /* interrupted: no refinement either */
+    /* A network's convolutions are then chosen inside the network (not in a
+     * replay, which has no device, nor without a database to choose from). */
+    if (target->is_network && rq->rp.candidates > 0 && !interrupted && !rq->tp.simulate_db && !rq->tp.no_db && rq->mpi_size > 1) {
+        fprintf(stderr, "mtgpu tune: no refinement under MPI (rank 0 may have no device): run 'mtgpu refine %s' on a machine of the "
+                        "tuned device\n", rq->target);
+        return MT_EXIT_OK;
+    }
+    if (target->is_network && rq->rp.candidates > 0 && !interrupted && !rq->tp.simulate_db && !rq->tp.no_db) {
+        char first[64] = "";
+        const char *dev = rq->tp.measurer.device;
+        if (dev) snprintf(first, sizeof first, "%.*s", (int)strcspn(dev, ","), dev);
+        return mt_cli_refine_network(rq->target, rq->batch_size, rq->tp.db_path, dev ? first : NULL, &rq->rp, rq->json, 1);
+    }
+    return MT_EXIT_OK;
+}
+
 int mt_cmd_tune(int argc, char **argv) {
     tune_request rq;
     int rc = parse_tune_options(argc, argv, &rq);
     if (rc >= 0) return rc;
+    rq.mpi_clean = 1;
+#ifdef MTGPU_HAVE_MPI
+    int rank = 0, size = 1;
+    int in_job = mt_cli_mpi_begin(&rank, &size);
+    if (in_job < 0) return MT_EXIT_FAIL;
+    if (in_job && size > 1 && (rq.devices.ngroups > 1 || rq.tp.simulate_db)) {
+        if (rank == 0)
+            fprintf(stderr, "mtgpu tune: under MPI each rank measures on its own --device, one fingerprint for the job: no %s\n",
+                    rq.tp.simulate_db ? "--simulate" : "--per-device-records");
+        mt_cli_mpi_end(1);
+        return MT_EXIT_USAGE;
+    }
+    if (in_job && size > 1 && rank > 0) {
+        rc = mt_cli_mpi_serve(&rq.tp.measurer, rank);
+        mt_cli_mpi_end(1);
+        return rc;
+    }
+    if (in_job && size == 1) mt_cli_mpi_end(1); /* one rank measures here, as without MPI */
+    if (in_job && size > 1) rq.mpi_size = size;
+#endif
     mt_cli_target target;
-    if ((rc = mt_cli_target_open("tune", rq.target, rq.batch_size, &target)) != MT_EXIT_OK) return rc;
+    if ((rc = mt_cli_target_open("tune", rq.target, rq.batch_size, &target)) != MT_EXIT_OK) {
+#ifdef MTGPU_HAVE_MPI
+        if (rq.mpi_size > 1) {
+            char err[256];
+            mt_tune_summary sum;
+            mt_tune_params none = rq.tp;
+            /* The ranks wait for work: a run with no tasks tells them to quit. */
+            mt_cli_mpi_tune(NULL, 0, &none, rq.mpi_size, &sum, &rq.mpi_clean, err, sizeof err);
+            mt_cli_mpi_end(1);
+        }
+#endif
+        return rc;
+    }
     if (rq.tp.trials < 0) rq.tp.trials = DEFAULT_TRIALS_PER_TASK * target.ntasks;
-    int interrupted = 0;
-    rc = run_tune(&rq, &target, &interrupted);
-    int is_network = target.is_network;
+    /* Per-device records: each fingerprint's devices tune in turn. */
+    int ngroups = rq.devices.ngroups > 1 ? rq.devices.ngroups : 1;
+    for (int g = 0; g < ngroups && rc == MT_EXIT_OK; g++) {
+        if (rq.devices.ngroups > 1) {
+            mt_cli_device_group(&rq.devices, g, rq.device_list, sizeof rq.device_list);
+            rq.tp.measurer.device = rq.device_list;
+            if (!rq.json) printf("%sdevices %s (fingerprint %d of %d)\n", g ? "\n" : "", rq.device_list, g + 1, ngroups);
+        }
+        rc = tune_and_refine(&rq, &target);
+    }
     mt_cli_target_free(&target);
-    if (rc != MT_EXIT_OK) return rc; /* interrupted: no refinement either */
-    /* A network's convolutions are then chosen inside the network (not in a
-     * replay, which has no device, nor without a database to choose from). */
-    if (is_network && rq.rp.candidates > 0 && !interrupted && !rq.tp.simulate_db && !rq.tp.no_db)
-        return mt_cli_refine_network(rq.target, rq.batch_size, rq.tp.db_path, rq.tp.measurer.device, &rq.rp, rq.json, 1);
-    return MT_EXIT_OK;
+#ifdef MTGPU_HAVE_MPI
+    if (rq.mpi_size > 1) mt_cli_mpi_end(rq.mpi_clean);
+#endif
+    return rc;
 }

@@ -5,7 +5,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang
       pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
-      libcmocka-dev libsqlite3-dev libxgboost-dev libopenblas-dev "$@")
+      libcmocka-dev libsqlite3-dev libxgboost-dev libopenblas-dev
+      libopenmpi-dev openmpi-bin "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

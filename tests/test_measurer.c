@@ -211,6 +211,54 @@ static void test_batch_ok(void **state) {
     assert_no_children();
 }
 
+/* ---- two devices of one fingerprint: every config timed once, by either ---- */
+
+static void test_two_devices(void **state) {
+    (void)state;
+    mt_measurer_params p = test_params(20);
+    p.device = "opencl:0,opencl:1";
+    if (device) {
+        mt_device_info list[4];
+        int count = 0;
+        mt_device_list(list, 4, &count, NULL, 0);
+        int opencl = 0;
+        for (int i = 0; i < count && i < 4; i++) opencl += list[i].backend == MT_BACKEND_OPENCL;
+        if (opencl < 2) {
+            print_message("skipped: %d OpenCL device (PoCL lists two with POCL_DEVICES=\"pthread pthread\")\n", opencl);
+            skip();
+        }
+    }
+    mt_measurer *m = start_or_skip(&p);
+    assert_int_equal(mt_measurer_device_count(m), 2);
+    long pids[2];
+    assert_int_equal(mt_measurer_worker_pids(m, pids, 2), 2);
+    assert_true(pids[0] > 0 && pids[1] > 0 && pids[0] != pids[1]);
+    enum { N = 2 * NCFG };
+    mt_config many[N];
+    for (int i = 0; i < N; i++) many[i] = cfgs[i % NCFG];
+    mt_measurer_result res[N];
+    char err[1024];
+    mt_status st = mt_measurer_measure_batch(m, &wl, tmpl, &space, many, N, res, err, sizeof err);
+    assert_int_equal(st, MT_OK);
+    int by[2] = {0, 0};
+    for (int i = 0; i < N; i++) {
+        assert_ok_result(&res[i], i % NCFG);
+        assert_true(res[i].timer == 0 || res[i].timer == 1);
+        by[res[i].timer]++;
+    }
+    print_message("%d configs: %d timed on opencl:0, %d on opencl:1\n", N, by[0], by[1]);
+    /* Each worker takes the next config when it is done: both take some. */
+    assert_true(by[0] > 0 && by[1] > 0);
+    mt_measurer_stop(m);
+    assert_no_children();
+
+    /* A list that names a device twice is refused before anything starts. */
+    p.device = "opencl:0,opencl:0";
+    assert_int_equal(mt_measurer_start(&p, &m, NULL, err, sizeof err), MT_INVALID_ARG);
+    assert_non_null(strstr(err, "twice"));
+    assert_no_children();
+}
+
 /* ---- a config that hangs the worker ---- */
 
 static void test_hang(void **state) {
@@ -544,10 +592,14 @@ static int group_teardown(void **state) {
 }
 
 int main(void) {
+    /* PoCL lists two CPU devices (one fingerprint) for test_two_devices;
+     * a device list set from outside is kept. */
+    setenv("POCL_DEVICES", "pthread pthread", 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proto_roundtrip),
         cmocka_unit_test(test_missing_worker),
         cmocka_unit_test(test_batch_ok),
+        cmocka_unit_test(test_two_devices),
         cmocka_unit_test(test_hang),
         cmocka_unit_test(test_crash),
         cmocka_unit_test(test_killed_once),

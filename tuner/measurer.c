@@ -224,25 +224,30 @@ typedef struct proc {
     char prepared[512]; /* workload text this worker has prepared; "" none */
     int start_failed;   /* compiler processes: one could not start, so this slot compiles in the tuner's process */
     int lost_signal;    /* the signal that ended the worker worker_lost last reaped; 0: none (it exited) */
+    const char *spec;   /* the device it opens (owned by the measurer) */
 } proc;
 
 struct mt_measurer {
     mt_measurer_params p;
-    char *device_spec; /* copies of p's strings (p's pointers point at these) */
+    char *device_spec; /* copies of p's strings (p's pointers point at these); the whole list when several */
+    char **specs;      /* each listed device's spec: specs[0..ntimers) */
     char *worker_path; /* resolved */
     char *cache_dir;
     mt_device *dev;    /* the tuner's own handle: limits, and compiles when no compiler process runs */
     mt_device_info info;
     int warm_launch;   /* compilers also make the first launch (OpenCL: PoCL generates code there) */
 
-    proc timer;        /* the worker that times, one kernel at a time */
+    /* The workers that time, one per listed device, each one kernel at a
+     * time: timers[0..ntimers). */
+    proc *timers;
+    int ntimers;
     /* Compiler processes, one per parallel compile, started on first use.
      * Processes rather than threads: PoCL compiles one kernel at a time per
      * process, and a compiler that crashes takes only its own process down. */
     proc *compilers;
     int ncompilers;
     int compile_here;  /* params.compile_in_process: compile in this process's threads, no compiler processes */
-    long long seq;
+    _Atomic long long seq; /* request numbers; compile and timing threads draw them */
 
     pthread_mutex_t stale_mu;
     pid_t stale[MT__MAX_STALE]; /* killed workers not reaped yet */
@@ -579,7 +584,7 @@ static mt_status worker_start(mt_measurer *m, proc *w, char *err, size_t errlen)
     argv[argc++] = "--out";
     argv[argc++] = "4";
     argv[argc++] = "--device";
-    argv[argc++] = m->device_spec ? m->device_spec : "";
+    argv[argc++] = w->spec ? w->spec : "";
     if (m->cache_dir) {
         argv[argc++] = "--cache-dir";
         argv[argc++] = m->cache_dir;
@@ -638,11 +643,17 @@ static mt_status worker_start(mt_measurer *m, proc *w, char *err, size_t errlen)
                         m->worker_path, v, MT__PROTO_VERSION);
     }
     if (strcmp(f[3], m->info.fingerprint) != 0) {
-        char name[160];
+        char name[160], fp[17];
         snprintf(name, sizeof name, "%s", f[4]);
+        snprintf(fp, sizeof fp, "%s", f[3]);
         worker_kill(m, w, NULL);
-        return mt__fail(err, errlen, MT_DEVICE, "measurement worker opened another device ('%s', fingerprint %.16s) than this process ('%s', %s)",
-                        name, f[3], m->info.name, m->info.fingerprint);
+        if (m->ntimers > 1 && w->spec && strcmp(w->spec, m->specs[0]) != 0)
+            return mt__fail(err, errlen, MT_INVALID_ARG,
+                            "device %s ('%s', fingerprint %s) differs from %s ('%s', fingerprint %s): only devices of one fingerprint "
+                            "measure for the same records",
+                            w->spec, name, fp, m->specs[0], m->info.name, m->info.fingerprint);
+        return mt__fail(err, errlen, MT_DEVICE, "measurement worker opened another device ('%s', fingerprint %s) than this process ('%s', %s)",
+                        name, fp, m->info.name, m->info.fingerprint);
     }
     return MT_OK;
 }
@@ -672,9 +683,8 @@ static void worker_quit(mt_measurer *m, proc *w) {
         worker_kill(m, w, NULL);
 }
 
-/* Makes sure a worker is running with workload `wltext` prepared. */
-static mt_status worker_ready(mt_measurer *m, const char *wltext, char *err, size_t errlen) {
-    proc *w = &m->timer;
+/* Makes sure timing worker w is running with workload `wltext` prepared. */
+static mt_status worker_ready(mt_measurer *m, proc *w, const char *wltext, char *err, size_t errlen) {
     if (w->pid <= 0) {
         mt_status st = worker_start(m, w, err, errlen);
         if (st != MT_OK) return st;
@@ -725,6 +735,36 @@ static mt_status worker_ready(mt_measurer *m, const char *wltext, char *err, siz
 
 /* ------------------------------------------------------- start and stop */
 
+/* m->device_spec, a device spec or a comma-separated list of them, into
+ * m->specs and one (not yet started) timing worker each. A list names each
+ * device once; "" (the first device) stands alone. */
+static mt_status split_devices(mt_measurer *m, char *err, size_t errlen) {
+    int n = 1;
+    for (const char *c = m->device_spec; *c; c++) n += *c == ',';
+    if (n > MT_MEASURER_MAX_DEVICES)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "%d devices listed; a measurer times on at most %d", n, MT_MEASURER_MAX_DEVICES);
+    m->specs = calloc((size_t)n, sizeof *m->specs);
+    m->timers = calloc((size_t)n, sizeof *m->timers);
+    if (!m->specs || !m->timers) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
+    const char *p = m->device_spec;
+    for (int i = 0; i < n; i++) {
+        size_t len = strcspn(p, ",");
+        m->specs[i] = malloc(len + 1);
+        if (!m->specs[i]) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
+        memcpy(m->specs[i], p, len);
+        m->specs[i][len] = '\0';
+        proc_init(&m->timers[i]);
+        m->timers[i].spec = m->specs[i];
+        m->ntimers = i + 1;
+        p += len + (p[len] == ',');
+        if (n > 1 && len == 0) return mt__fail(err, errlen, MT_INVALID_ARG, "device list '%s' has an empty entry", m->device_spec);
+        for (int k = 0; k < i; k++)
+            if (strcmp(m->specs[k], m->specs[i]) == 0)
+                return mt__fail(err, errlen, MT_INVALID_ARG, "device list '%s' names %s twice", m->device_spec, m->specs[i]);
+    }
+    return MT_OK;
+}
+
 mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out, mt_device_info *info_out, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
     if (!out) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_measurer_start: NULL output");
@@ -742,7 +782,6 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
 
     mt_measurer *m = calloc(1, sizeof *m);
     if (!m) return mt__fail(err, errlen, MT_NOMEM, "out of memory");
-    proc_init(&m->timer);
     pthread_mutex_init(&m->stale_mu, NULL);
     mt_status st = resolve_worker(p.worker_path, &m->worker_path, err, errlen);
     if (st != MT_OK) {
@@ -756,6 +795,10 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
         mt_measurer_stop(m);
         return mt__fail(err, errlen, MT_NOMEM, "out of memory");
     }
+    if ((st = split_devices(m, err, errlen)) != MT_OK) {
+        mt_measurer_stop(m);
+        return st;
+    }
     p.device = m->device_spec;
     p.worker_path = m->worker_path;
     p.cache_dir = m->cache_dir;
@@ -763,7 +806,7 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
 
     mt_device_params dp = mt_device_default_params();
     dp.cache_dir = m->cache_dir;
-    st = mt_device_open(m->device_spec, &dp, &m->dev, err, errlen);
+    st = mt_device_open(m->specs[0], &dp, &m->dev, err, errlen);
     if (st != MT_OK) {
         mt_measurer_stop(m);
         return st;
@@ -777,18 +820,30 @@ mt_status mt_measurer_start(const mt_measurer_params *params, mt_measurer **out,
         return mt__fail(err, errlen, MT_NOMEM, "out of memory");
     }
     m->ncompilers = p.compile_threads;
-    for (int i = 0; i < m->ncompilers; i++) proc_init(&m->compilers[i]);
-    st = worker_start(m, &m->timer, err, errlen);
-    if (st != MT_OK) {
-        mt_measurer_stop(m);
-        return st;
+    for (int i = 0; i < m->ncompilers; i++) {
+        proc_init(&m->compilers[i]);
+        m->compilers[i].spec = m->specs[0];
+    }
+    for (int i = 0; i < m->ntimers; i++) {
+        if ((st = worker_start(m, &m->timers[i], err, errlen)) != MT_OK) {
+            mt_measurer_stop(m);
+            return st;
+        }
     }
     if (info_out) *info_out = m->info;
     *out = m;
     return MT_OK;
 }
 
-long mt_measurer_worker_pid(const mt_measurer *m) { return m && m->timer.pid > 0 ? (long)m->timer.pid : -1; }
+long mt_measurer_worker_pid(const mt_measurer *m) { return m && m->ntimers > 0 && m->timers[0].pid > 0 ? (long)m->timers[0].pid : -1; }
+
+int mt_measurer_device_count(const mt_measurer *m) { return m ? m->ntimers : 0; }
+
+int mt_measurer_worker_pids(const mt_measurer *m, long *pids, int max) {
+    int n = 0;
+    for (int i = 0; m && i < m->ntimers && i < max; i++) pids[n++] = m->timers[i].pid > 0 ? (long)m->timers[i].pid : -1;
+    return n;
+}
 
 int mt_measurer_compiler_pids(const mt_measurer *m, long *pids, int max) {
     int n = 0;
@@ -802,7 +857,10 @@ int mt_measurer_compiler_pids(const mt_measurer *m, long *pids, int max) {
 
 void mt_measurer_stop(mt_measurer *m) {
     if (!m) return;
-    worker_quit(m, &m->timer);
+    for (int i = 0; i < m->ntimers; i++) {
+        worker_quit(m, &m->timers[i]);
+        free(m->timers[i].buf);
+    }
     for (int i = 0; i < m->ncompilers; i++) {
         worker_quit(m, &m->compilers[i]);
         free(m->compilers[i].buf);
@@ -811,7 +869,9 @@ void mt_measurer_stop(mt_measurer *m) {
     reap_stale(m, 2.0);
     pthread_mutex_destroy(&m->stale_mu);
     mt_device_close(m->dev);
-    free(m->timer.buf);
+    free(m->timers);
+    for (int i = 0; m->specs && i < m->ntimers; i++) free(m->specs[i]);
+    free(m->specs);
     free(m->device_spec);
     free(m->worker_path);
     free(m->cache_dir);
@@ -819,6 +879,23 @@ void mt_measurer_stop(mt_measurer *m) {
 }
 
 /* ---------------------------------------------------- parallel compiles */
+
+/* cfg's text for a request into buf; -1 (r set to invalid_config) when it
+ * does not fit the protocol's limit. */
+static int config_text(const mt_space *sp, const mt_config *cfg, char *buf, size_t len, mt_measure_result *r) {
+    int clen = mt_config_format(sp, cfg, buf, len);
+    if (clen >= 0 && (size_t)clen < len) return 0;
+    r->status = MT_INVALID_CONFIG;
+    snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
+    return -1;
+}
+
+/* A config not measured because stop was requested: nothing is recorded for it. */
+static void mark_skipped(mt_measurer_result *res) {
+    res->skipped = 1;
+    res->m.status = MT_UNAVAILABLE;
+    snprintf(res->m.message, sizeof res->m.message, "not measured: stop requested");
+}
 
 typedef struct compile_job {
     mt_measurer *m;
@@ -864,12 +941,7 @@ static int compile_in(compile_job *j, proc *w, long long seq, int i) {
     mt_measurer *m = j->m;
     mt_measure_result *r = &j->res[i].m;
     char cfgtext[2048];
-    int clen = mt_config_format(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext);
-    if (clen < 0 || (size_t)clen >= sizeof cfgtext) {
-        r->status = MT_INVALID_CONFIG;
-        snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
-        return 0;
-    }
+    if (config_text(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext, r) != 0) return 0;
     mt_strbuf sb = {0};
     mt__proto_put(&sb, "compile");
     mt__proto_put_int(&sb, seq);
@@ -977,7 +1049,7 @@ static void *compile_worker(void *arg) {
     for (;;) {
         pthread_mutex_lock(&j->mu);
         int i = j->next < j->n ? j->next++ : -1;
-        long long seq = ++j->m->seq;
+        long long seq = ++j->m->seq; /* atomic */
         pthread_mutex_unlock(&j->mu);
         if (i < 0) return NULL;
         compile_one(j, ct->w, seq, i);
@@ -1049,13 +1121,13 @@ static int parse_result(char *line, long long seq, mt_measure_result *r) {
     return 0;
 }
 
-/* Sends one config to the worker and waits for its answer. Returns ANSWERED
- * (r filled), NOT_SENT (the worker was gone before the request), or LOST /
- * TIMED_OUT / GARBLED with the worker killed and reaped and r set to the error. */
-static int measure_one(mt_measurer *m, const mt_template *t, const char *cfgtext, mt_measurer_result *res) {
+/* Sends one config to timing worker w and waits for its answer. Returns
+ * ANSWERED (r filled), NOT_SENT (the worker was gone before the request), or
+ * LOST / TIMED_OUT / GARBLED with the worker killed and reaped and r set to
+ * the error. */
+static int measure_one(mt_measurer *m, proc *w, const mt_template *t, const char *cfgtext, mt_measurer_result *res) {
     mt_measure_result *r = &res->m;
     const mt_measure_params *mp = &m->p.measure;
-    proc *w = &m->timer;
     long long seq = ++m->seq;
     mt_strbuf sb = {0};
     mt__proto_put(&sb, "measure");
@@ -1114,6 +1186,171 @@ static void result_init(mt_measurer_result *res) {
     res->m.max_rel_err = -1;
 }
 
+/* The timing of one batch, shared by one thread per timing worker: each
+ * takes the next compiled config, so a device that finishes early takes
+ * more, and every config is timed once, on one device. */
+typedef struct timing_job {
+    mt_measurer *m;
+    const char *wltext;
+    const mt_template *t;
+    const mt_space *sp;
+    const mt_config *cfgs;
+    mt_measurer_result *res;
+    const int *ready;
+    int n;
+    pthread_mutex_t mu;
+    int next;          /* configs [0, next) were taken */
+    int *returned;     /* configs a failed worker gave back, for the others: returned[0..nreturned) */
+    int nreturned;
+    mt_status failed;  /* the last failure that stopped a worker's thread; MT_OK: none */
+    char abort_msg[1024];
+} timing_job;
+
+/* The next compiled config to time, or -1 when none is left. */
+static int timing_take(timing_job *j) {
+    pthread_mutex_lock(&j->mu);
+    int i = -1;
+    if (j->nreturned > 0) i = j->returned[--j->nreturned];
+    while (i < 0 && j->next < j->n) {
+        int k = j->next++;
+        if (j->ready[k]) i = k;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return i;
+}
+
+/* Times config i in worker w. Returns MT_OK, or the failure that ends this
+ * worker's part of the batch (its message in msg): the worker could not be
+ * (re)started or prepared (config i then goes back, unmeasured), or failed
+ * max_consecutive_failures times in a row (config i keeps its result).
+ * *failures counts w's crashes and timeouts since its last answer. */
+static mt_status time_config(timing_job *j, proc *w, int i, int *failures, char *msg, size_t msglen, int *give_back) {
+    mt_measurer *m = j->m;
+    mt_measure_result *r = &j->res[i].m;
+    *give_back = 0;
+    char cfgtext[2048];
+    if (config_text(j->sp, &j->cfgs[i], cfgtext, sizeof cfgtext, r) != 0) return MT_OK;
+    mt_status ret = MT_OK;
+    int outcome = NOT_SENT;
+    int first_lost = -1; /* the signal that ended the worker the first time it died on this config (0: it exited) */
+    int retried = 0;     /* the config went to a fresh worker after that */
+    while (ret == MT_OK) {
+        char why[1024];
+        mt_status st = worker_ready(m, w, j->wltext, why, sizeof why);
+        if (st != MT_OK) {
+            ret = st;
+            snprintf(msg, msglen, "%s", why);
+            break;
+        }
+        retried = first_lost >= 0;
+        j->res[i].timer = (int)(w - m->timers);
+        outcome = measure_one(m, w, j->t, cfgtext, &j->res[i]);
+        if (outcome == ANSWERED) {
+            *failures = 0;
+            break;
+        }
+        /* The worker died while measuring: the kernel, or a kill from
+         * outside (the out-of-memory killer, an operator). Once more in a
+         * fresh worker; only a crash that repeats is the config's. */
+        if (outcome == LOST && first_lost < 0) {
+            first_lost = w->lost_signal; /* measure_one kept r->build_s */
+            continue;
+        }
+        if (outcome == LOST) {
+            char last[sizeof r->message];
+            snprintf(last, sizeof last, "%s", r->message);
+            r->status = twice_lost(first_lost, w->lost_signal, "measurement worker", last, r->message, sizeof r->message, MT_LAUNCH);
+        }
+        if (++*failures >= m->p.max_consecutive_failures) {
+            ret = MT_DEVICE;
+            snprintf(msg, msglen, "the measurement worker failed %d times in a row (last: %.900s); batch abandoned", *failures,
+                     outcome == NOT_SENT ? "gone before a request" : r->message);
+        }
+        if (outcome != NOT_SENT) break;
+        /* The worker died between requests: start another and resend. */
+    }
+    /* It died on the config and no fresh worker could try it again: not
+     * shown to be the config's fault. */
+    if (outcome == LOST && first_lost >= 0 && !retried) {
+        char last[sizeof r->message];
+        snprintf(last, sizeof last, "%s", r->message);
+        r->status = twice_lost(first_lost, -1, "measurement worker", last, r->message, sizeof r->message, MT_LAUNCH);
+    }
+    *give_back = outcome == NOT_SENT;
+    return ret;
+}
+
+typedef struct timing_thread {
+    timing_job *job;
+    proc *w;
+} timing_thread;
+
+/* One timing worker's part of the batch: configs until none is left, the
+ * stop flag is set (the rest come back skipped) or the worker fails. */
+static void *timing_worker(void *arg) {
+    timing_thread *tt = arg;
+    timing_job *j = tt->job;
+    mt_measurer *m = j->m;
+    int failures = 0;
+    for (;;) {
+        int i = timing_take(j);
+        if (i < 0) return NULL;
+        if (m->p.stop && *m->p.stop) {
+            mark_skipped(&j->res[i]);
+            continue;
+        }
+        char msg[1024] = "";
+        int give_back = 0;
+        mt_status st = time_config(j, tt->w, i, &failures, msg, sizeof msg, &give_back);
+        if (st == MT_OK) continue;
+        pthread_mutex_lock(&j->mu);
+        if (give_back) j->returned[j->nreturned++] = i;
+        j->failed = st;
+        snprintf(j->abort_msg, sizeof j->abort_msg, "%s", msg);
+        pthread_mutex_unlock(&j->mu);
+        return NULL;
+    }
+}
+
+/* Times every compiled config with one thread per timing worker (this one
+ * included). Configs no worker could take (every one failed) come back
+ * with the failure, or skipped when stop was requested. MT_OK when every
+ * compiled config got its own result. */
+static mt_status time_all(timing_job *j) {
+    mt_measurer *m = j->m;
+    int threads = m->ntimers;
+    j->returned = calloc((size_t)threads, sizeof *j->returned);
+    if (!j->returned) {
+        snprintf(j->abort_msg, sizeof j->abort_msg, "out of memory");
+        j->failed = MT_NOMEM;
+    } else {
+        timing_thread tts[MT_MEASURER_MAX_DEVICES];
+        pthread_t tids[MT_MEASURER_MAX_DEVICES];
+        for (int i = 0; i < threads; i++) tts[i] = (timing_thread){j, &m->timers[i]};
+        int started = 0;
+        for (int i = 1; i < threads; i++) {
+            if (pthread_create(&tids[started], NULL, timing_worker, &tts[i]) != 0) break; /* fewer devices then */
+            started++;
+        }
+        timing_worker(&tts[0]);
+        for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    }
+    /* What is left: every worker failed. */
+    int left = 0;
+    for (int i; (i = timing_take(j)) >= 0;) {
+        mt_measure_result *r = &j->res[i].m;
+        left++;
+        if (m->p.stop && *m->p.stop) {
+            mark_skipped(&j->res[i]);
+            continue;
+        }
+        r->status = j->failed;
+        snprintf(r->message, sizeof r->message, "not measured: %.1000s", j->abort_msg);
+    }
+    free(j->returned);
+    return left > 0 || (threads == 1 && j->failed != MT_OK) ? j->failed : MT_OK;
+}
+
 mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const mt_template *t, const mt_space *sp,
                                     const mt_config *cfgs, int n, mt_measurer_result *results, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
@@ -1139,76 +1376,12 @@ mt_status mt_measurer_measure_batch(mt_measurer *m, const mt_workload *wl, const
     compile_all(&job);
     pthread_mutex_destroy(&job.mu);
 
-    /* 2: time the ones that compiled, one at a time, in the worker. */
-    mt_status ret = MT_OK;
-    char abort_msg[1024] = "";
-    int failures = 0; /* worker crashes/timeouts since the last answer */
-    for (int i = 0; i < n; i++) {
-        if (!ready[i]) continue;
-        mt_measure_result *r = &results[i].m;
-        if (m->p.stop && *m->p.stop) {
-            results[i].skipped = 1;
-            r->status = MT_UNAVAILABLE;
-            snprintf(r->message, sizeof r->message, "not measured: stop requested");
-            continue;
-        }
-        if (ret == MT_OK) {
-            char cfgtext[2048];
-            int clen = mt_config_format(sp, &cfgs[i], cfgtext, sizeof cfgtext);
-            if (clen < 0 || (size_t)clen >= sizeof cfgtext) {
-                r->status = MT_INVALID_CONFIG;
-                snprintf(r->message, sizeof r->message, "config text does not fit the protocol's limit");
-                continue;
-            }
-            int outcome = NOT_SENT;
-            int first_lost = -1; /* the signal that ended the worker the first time it died on this config (0: it exited) */
-            int retried = 0;     /* the config went to a fresh worker after that */
-            while (ret == MT_OK) {
-                char why[1024];
-                st = worker_ready(m, wltext, why, sizeof why);
-                if (st != MT_OK) {
-                    ret = st;
-                    snprintf(abort_msg, sizeof abort_msg, "%s", why);
-                    break;
-                }
-                retried = first_lost >= 0;
-                outcome = measure_one(m, t, cfgtext, &results[i]);
-                if (outcome == ANSWERED) {
-                    failures = 0;
-                    break;
-                }
-                /* The worker died while measuring: the kernel, or a kill from
-                 * outside (the out-of-memory killer, an operator). Once more
-                 * in a fresh worker; only a crash that repeats is the config's. */
-                if (outcome == LOST && first_lost < 0) {
-                    first_lost = m->timer.lost_signal; /* measure_one kept r->build_s */
-                    continue;
-                }
-                if (outcome == LOST) {
-                    char last[sizeof r->message];
-                    snprintf(last, sizeof last, "%s", r->message);
-                    r->status = twice_lost(first_lost, m->timer.lost_signal, "measurement worker", last, r->message, sizeof r->message, MT_LAUNCH);
-                }
-                if (++failures >= m->p.max_consecutive_failures) {
-                    ret = MT_DEVICE;
-                    snprintf(abort_msg, sizeof abort_msg, "the measurement worker failed %d times in a row (last: %.900s); batch abandoned",
-                             failures, outcome == NOT_SENT ? "gone before a request" : r->message);
-                }
-                if (outcome != NOT_SENT) break;
-                /* The worker died between requests: start another and resend. */
-            }
-            /* It died on the config and no fresh worker could try it again:
-             * not shown to be the config's fault. */
-            if (outcome == LOST && first_lost >= 0 && !retried) {
-                char last[sizeof r->message];
-                snprintf(last, sizeof last, "%s", r->message);
-                r->status = twice_lost(first_lost, -1, "measurement worker", last, r->message, sizeof r->message, MT_LAUNCH);
-            }
-            if (outcome != NOT_SENT) continue;
-        }
-        r->status = ret;
-        snprintf(r->message, sizeof r->message, "not measured: %.1000s", abort_msg);
-    }
+    /* 2: time the ones that compiled, one at a time per device, in the timing workers. */
+    timing_job tj = {m, wltext, t, sp, cfgs, results, ready, n, PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0, MT_OK, ""};
+    mt_status ret = time_all(&tj);
+    pthread_mutex_destroy(&tj.mu);
+    char abort_msg[1024];
+    snprintf(abort_msg, sizeof abort_msg, "%s", tj.abort_msg);
     free(ready);
     if (ret != MT_OK) mt__fail(err, errlen, ret, "%s", abort_msg);
     return ret;

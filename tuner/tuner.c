@@ -24,6 +24,7 @@
 
 #include "costmodel.h"
 #include "config_search.h"
+#include "farm.h"
 #include "measurer.h"
 #include "replay.h"
 #include "tune-impl.h"
@@ -81,6 +82,8 @@ typedef struct {
     mt_device_limits limits;
     const mt_device_limits *lim;  /* &limits, or NULL for a replayed device the recording does not describe */
     mt_measurer *meas;            /* measuring on the device */
+    const mt__farm *farm;         /* measuring elsewhere (then meas is NULL); farm_started: its stop is due */
+    int farm_started;
     mt__replay *replay;           /* replaying a recording (then meas is NULL) */
     mt__sink sink;                /* where every record goes */
     char source[MT_RECORD_SOURCE_LEN]; /* the records' source: "" (measured) or "replay:<fingerprint>" */
@@ -93,6 +96,7 @@ typedef struct {
     int measured_this_run;
     int resumed;
     char note[512];               /* what resuming went past (mt_tune_progress.note) */
+    double search_s, measure_s, commit_s, model_s; /* the rounds' time, by part (the summary's) */
     /* A round's scratch: batch entries each (cfgs 2 x batch; samples, see tune_round). */
     mt_config *cfgs;
     mt_measurer_result *results;
@@ -277,7 +281,11 @@ static mt_status run_open_device(tune_run *s, mt_tune_summary *out, char *err, s
         if (!p->no_db && (st = mt__sink_db(p->db_path, &s->sink, err, errlen)) != MT_OK) return st;
         mt_measurer_params mp = p->measurer;
         mp.stop = p->stop;
-        if ((st = mt_measurer_start(&mp, &s->meas, &s->dev, err, errlen)) != MT_OK) return st;
+        if (s->farm) {
+            if ((st = s->farm->iface->start(s->farm->ctx, &mp, &s->dev, err, errlen)) != MT_OK) return st;
+            s->farm_started = 1;
+        } else if ((st = mt_measurer_start(&mp, &s->meas, &s->dev, err, errlen)) != MT_OK)
+            return st;
         s->limits = mt_device_info_limits(&s->dev);
         s->lim = &s->limits;
     }
@@ -549,6 +557,8 @@ static void round_measure(tune_run *s, tune_round *r) {
     const mt_workload *wl = &s->tasks[u->task].wl;
     if (s->replay)
         r->measured = mt__replay_measure_batch(s->replay, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
+    else if (s->farm)
+        r->measured = s->farm->iface->measure_batch(s->farm->ctx, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
     else
         r->measured = mt_measurer_measure_batch(s->meas, wl, u->t, &u->space, s->cfgs, r->n, s->results, r->merr, sizeof r->merr);
 }
@@ -560,7 +570,8 @@ static void make_record(const tune_run *s, const unit *u, const mt_config *cfg, 
     snprintf(rec->template_name, sizeof rec->template_name, "%s", mt_template_name(u->t));
     mt_config_format(&u->space, cfg, rec->config, sizeof rec->config);
     rec->config_index = (int64_t)mt_space_config_index(&u->space, cfg);
-    snprintf(rec->device, sizeof rec->device, "%s", s->dev.fingerprint);
+    /* The device that timed it: the tuner's, or the one a remote measurement names. */
+    snprintf(rec->device, sizeof rec->device, "%s", res->device[0] ? res->device : s->dev.fingerprint);
     rec->ncosts = res->m.nruns < MT_RECORD_MAX_COSTS ? res->m.nruns : MT_RECORD_MAX_COSTS;
     for (int c = 0; c < rec->ncosts; c++) rec->costs_ms[c] = res->m.run_ms[c];
     rec->median_ms = res->m.status == MT_OK ? res->m.median_ms : 0;
@@ -640,7 +651,9 @@ static void report_progress(tune_run *s, const tune_round *r) {
 /* One round of the unit picked: draw, measure, commit, learn, report. */
 static mt_status run_round(tune_run *s, unit *u, char *err, size_t errlen) {
     tune_round r = {.u = u};
+    double t = now_s();
     mt_status st = round_draw(s, &r, err, errlen);
+    s->search_s += now_s() - t;
     if (st != MT_OK) return st;
     if (r.n == 0) {
         /* Nothing to measure: the model still learns the invalid draws. */
@@ -648,9 +661,17 @@ static mt_status run_round(tune_run *s, unit *u, char *err, size_t errlen) {
         if (r.exhausted || r.gave_up) u->done = 1;
         return MT_OK;
     }
+    t = now_s();
     round_measure(s, &r);
-    if ((st = round_commit(s, &r, err, errlen)) != MT_OK) return st;
-    if ((st = round_update_model(s, &r, err, errlen)) != MT_OK) return st;
+    s->measure_s += now_s() - t;
+    t = now_s();
+    st = round_commit(s, &r, err, errlen);
+    s->commit_s += now_s() - t;
+    if (st != MT_OK) return st;
+    t = now_s();
+    st = round_update_model(s, &r, err, errlen);
+    s->model_s += now_s() - t;
+    if (st != MT_OK) return st;
     if (s->p.early_stop > 0 && u->trials - u->last_improvement >= s->p.early_stop) u->done = 1;
     if (r.measured != MT_OK && r.measured != MT_DEVICE) return mt__fail(err, errlen, r.measured, "tune: measurement failed: %s", r.merr);
     fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
@@ -664,6 +685,10 @@ static void run_close(tune_run *s, mt_tune_summary *out) {
     out->measured_this_run = s->measured_this_run;
     out->trials_done = s->done_total;
     out->resumed = s->resumed;
+    out->search_s = s->search_s;
+    out->measure_s = s->measure_s;
+    out->commit_s = s->commit_s;
+    out->model_s = s->model_s;
     snprintf(out->note, sizeof out->note, "%s", s->note);
     if (s->units) fill_task_results(s->units, s->nunits, s->tr, s->ntasks);
     out->tasks = s->tr;
@@ -681,15 +706,23 @@ static void run_close(tune_run *s, mt_tune_summary *out) {
     free(s->records);
     free(s->samples);
     mt_measurer_stop(s->meas);
+    if (s->farm_started) s->farm->iface->stop(s->farm->ctx);
     mt__replay_close(s->replay);
     mt__sink_close(&s->sink);
 }
 
 mt_status mt_tune(const mt_task *tasks, int ntasks, const mt_tune_params *params, mt_tune_summary *out, char *err, size_t errlen) {
+    return mt__tune_farmed(tasks, ntasks, params, NULL, out, err, errlen);
+}
+
+mt_status mt__tune_farmed(const mt_task *tasks, int ntasks, const mt_tune_params *params, const mt__farm *farm, mt_tune_summary *out, char *err,
+                          size_t errlen) {
     if (out) memset(out, 0, sizeof *out);
     if (!tasks || ntasks <= 0 || !params || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: no tasks");
+    if (farm && params->simulate_db) return mt__fail(err, errlen, MT_INVALID_ARG, "tune: a replay measures nothing: no farm");
     tune_run s;
     mt_status st = run_init(&s, tasks, ntasks, params, err, errlen);
+    s.farm = farm;
     if (st == MT_OK) st = run_open_device(&s, out, err, errlen);
     if (st == MT_OK) st = run_make_units(&s, err, errlen);
     if (st == MT_OK) st = run_resume(&s, err, errlen);

@@ -24,7 +24,9 @@ extern "C" {
 /* How candidates are measured: in worker processes (mtgpu-worker), compiled
  * in parallel, timed one at a time (see tuner/measurer.h). */
 typedef struct mt_measurer_params {
-    const char *device;          /* device spec for mt_device_open; NULL or "": the first device */
+    const char *device;          /* device spec for mt_device_open; NULL or "": the first device. A comma-separated
+                                    list ("opencl:0,opencl:1") times on every device listed at once, one timing
+                                    worker each, compiler processes shared; the devices must share one fingerprint */
     const char *worker_path;     /* NULL: $MTGPU_WORKER, else the build tree's, else the installed mtgpu-worker */
     const char *cache_dir;       /* compiled-binary cache shared by tuner and worker; NULL: the device default */
     double timeout_s;            /* per measurement, request to answer (default 20) */
@@ -136,6 +138,10 @@ typedef struct mt_tune_summary {
     int timed_out;              /* 1: stopped by the time limit */
     mt_device_info device;
     char note[512];             /* mt_tune_progress.note of the run, or "" */
+    /* Where this run's rounds spent their time, in seconds: drawing configs
+     * (the search and the cost model's scoring), measuring (waiting for the
+     * measurer, or the ranks), committing records, updating the cost model. */
+    double search_s, measure_s, commit_s, model_s;
 } mt_tune_summary;
 
 /* Tunes tasks[0..ntasks). Scheduling: every unit first gets one round; after
