@@ -803,39 +803,59 @@ static void test_embed_readonly_media(void **state) {
 }
 
 /* A valid kvec config of wl on the test device (the first of a seeded draw). */
-static void kvec_config(const mt_workload *wl, mt_space *sp, mt_config *cfg, char *text, size_t textlen) {
-    const mt_template *t = mt_template_find("kvec");
+/* A valid config of template `name` for wl, in text form, drawn with seed;
+ * with tile > 0 (wino) one of that output tile. */
+static void valid_config(const char *name, const mt_workload *wl, int tile, uint64_t seed, char *text, size_t textlen) {
+    const mt_template *t = mt_template_find(name);
     assert_non_null(t);
-    assert_int_equal(mt_template_space(t, wl, sp), MT_OK);
-    mt_device_limits lim = mt_device_get_limits(g_dev);
-    uint64_t rng = 99;
-    for (int d = 0; d < 1000; d++) {
-        mt_space_random(sp, &rng, cfg);
-        if (mt_template_check(t, wl, sp, cfg, &lim, NULL, 0) == MT_OK) {
-            assert_true(mt_config_format(sp, cfg, text, textlen) > 0);
-            return;
-        }
-    }
-    fail_msg("no valid kvec config drawn");
-}
-
-/* A valid wino config of tile m for wl, in text form. */
-static void wino_config(const mt_workload *wl, int m, char *text, size_t textlen) {
-    const mt_template *t = mt_template_find("wino");
     mt_space sp;
     assert_int_equal(mt_template_space(t, wl, &sp), MT_OK);
     mt_device_limits lim = mt_device_get_limits(g_dev);
-    uint64_t rng = 5 + (uint64_t)m;
+    uint64_t rng = seed;
     for (int d = 0; d < 4000; d++) {
         mt_config cfg;
         mt_space_random(&sp, &rng, &cfg);
-        if (mt_config_value(&sp, &cfg, "tile") == m && mt_template_check(t, wl, &sp, &cfg, &lim, NULL, 0) == MT_OK) {
+        if ((tile <= 0 || mt_config_value(&sp, &cfg, "tile") == tile) && mt_template_check(t, wl, &sp, &cfg, &lim, NULL, 0) == MT_OK) {
             assert_true(mt_config_format(&sp, &cfg, text, textlen) > 0);
             mt_space_free(&sp);
             return;
         }
     }
-    fail_msg("no valid wino config of tile %d drawn", m);
+    fail_msg("no valid %s config drawn", name);
+}
+
+/* Opens (creating) the database g_dir/name with this device's row. */
+static mt_db *records_db(const char *name, char *path, size_t pathlen) {
+    char err[1024];
+    snprintf(path, pathlen, "%s/%s", g_dir, name);
+    mt_db *db = NULL;
+    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
+    assert_int_equal(mt_db_put_device(db, mt_device_get_info(g_dev), NULL, 0), MT_OK);
+    return db;
+}
+
+/* Stores, for every convolution of net, one record of template `tmpl` (a
+ * valid config drawn as valid_config does) taking `ms`; returns how many, the
+ * last one's workload in *last. */
+static int put_conv_records(mt_db *db, const mt_network *net, const char *tmpl, int tile, uint64_t seed, double ms, mt_workload *last) {
+    const mt_device_info *di = mt_device_get_info(g_dev);
+    int n = 0;
+    for (int i = 0; i < mt_network_num_layers(net); i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        if (l->kind != MT_LAYER_CONV2D) continue;
+        mt_record rec;
+        mt_record_init(&rec);
+        rec.wl = l->conv.wl;
+        snprintf(rec.template_name, sizeof rec.template_name, "%s", tmpl);
+        valid_config(tmpl, &l->conv.wl, tile, seed, rec.config, sizeof rec.config);
+        memcpy(rec.device, di->fingerprint, sizeof rec.device);
+        rec.ncosts = 1;
+        rec.costs_ms[0] = rec.median_ms = ms;
+        assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
+        *last = l->conv.wl;
+        n++;
+    }
+    return n;
 }
 
 /* Records whose fastest config is a Winograd one: the executor picks it
@@ -849,30 +869,14 @@ static void test_winograd_records(void **state) {
     (void)state;
     NEED_DEVICE();
     char path[512], err[1024];
-    snprintf(path, sizeof path, "%s/wino.db", g_dir);
-    mt_db *db = NULL;
-    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
-    const mt_device_info *di = mt_device_get_info(g_dev);
-    assert_int_equal(mt_db_put_device(db, di, NULL, 0), MT_OK);
+    mt_db *db = records_db("wino.db", path, sizeof path);
     mt_network *net = tiny_net(20, 1); /* two 3x3 stride-1 convolutions on 8x8, k = 20 */
     static const int tiles[] = {4, 2, 6};
     mt_workload last;
     for (int ti = 0; ti < 3; ti++) {
         const int m = tiles[ti];
-        for (int i = 0; i < mt_network_num_layers(net); i++) {
-            const mt_layer *l = mt_network_layer(net, i);
-            if (l->kind != MT_LAYER_CONV2D) continue;
-            mt_record rec;
-            mt_record_init(&rec);
-            rec.wl = l->conv.wl;
-            snprintf(rec.template_name, sizeof rec.template_name, "wino");
-            wino_config(&l->conv.wl, m, rec.config, sizeof rec.config);
-            memcpy(rec.device, di->fingerprint, sizeof rec.device);
-            rec.ncosts = 1;
-            rec.costs_ms[0] = rec.median_ms = 1e-6 / (ti + 1); /* each tile size's records beat the previous ones */
-            assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
-            last = l->conv.wl;
-        }
+        /* each tile size's records beat the previous ones */
+        assert_int_equal(put_conv_records(db, net, "wino", m, 5 + (uint64_t)m, 1e-6 / (ti + 1), &last), 2);
         mt_executor_params p = mt_executor_default_params();
         mt_weights *w = NULL;
         assert_int_equal(mt_weights_random(net, 7, &w, err, sizeof err), MT_OK);
@@ -925,33 +929,10 @@ static void test_packed_weight_records(void **state) {
     (void)state;
     NEED_DEVICE();
     char path[512], err[1024];
-    snprintf(path, sizeof path, "%s/kvec.db", g_dir);
-    mt_db *db = NULL;
-    assert_int_equal(mt_db_open(path, NULL, &db, err, sizeof err), MT_OK);
-    const mt_device_info *di = mt_device_get_info(g_dev);
-    assert_int_equal(mt_db_put_device(db, di, NULL, 0), MT_OK);
+    mt_db *db = records_db("kvec.db", path, sizeof path);
     mt_network *net = tiny_net(20, 1); /* k = 20: a padded last channel block */
-    int nconv = 0;
     mt_workload last;
-    for (int i = 0; i < mt_network_num_layers(net); i++) {
-        const mt_layer *l = mt_network_layer(net, i);
-        if (l->kind != MT_LAYER_CONV2D) continue;
-        mt_space sp;
-        mt_config cfg;
-        mt_record rec;
-        mt_record_init(&rec);
-        rec.wl = l->conv.wl;
-        snprintf(rec.template_name, sizeof rec.template_name, "kvec");
-        kvec_config(&l->conv.wl, &sp, &cfg, rec.config, sizeof rec.config);
-        mt_space_free(&sp);
-        memcpy(rec.device, di->fingerprint, sizeof rec.device);
-        rec.ncosts = 1;
-        rec.costs_ms[0] = rec.median_ms = 1e-6; /* faster than anything */
-        assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
-        last = l->conv.wl;
-        nconv++;
-    }
-    assert_int_equal(nconv, 2);
+    assert_int_equal(put_conv_records(db, net, "kvec", 0, 99, 1e-6 /* faster than anything */, &last), 2);
     mt_executor_stats s;
     double e = run_against_reference(net, db, &s);
     assert_true(e < NET_TOL);

@@ -25,6 +25,7 @@
 #include "template.h"
 
 #include "conv_workloads.h"
+#include "fused_check.h"
 
 /* Kernels unrolling to more statements than this are not drawn (compile time). */
 #define FUSED_MAX_UNROLLED 400
@@ -64,14 +65,6 @@ static const mt_conv_epilogue variants[] = {
 };
 #define NVARIANTS (int)(sizeof variants / sizeof variants[0])
 
-static float host_epilogue(const mt_conv_epilogue *e, double v, float bias, float res) {
-    if (e->bias) v += bias;
-    if (e->residual != MT_RESIDUAL_NONE) v += res;
-    if (e->act != MT_EPILOGUE_NONE && v < 0) v = 0;
-    if (e->act == MT_EPILOGUE_RELU6 && v > 6) v = 6;
-    return (float)v;
-}
-
 /* A random config of the space that builds, fits the device and is quick to compile. */
 static int draw_config(const mt_template *t, const mt_workload *wl, const mt_space *sp, uint64_t *rng, mt_config *cfg) {
     mt_device_limits lim = mt_device_get_limits(device);
@@ -98,27 +91,8 @@ static void run_case(void **state) {
     assert_int_equal(mt_workload_parse(fc->workload, &wl, err, sizeof err), MT_OK);
     mt_space sp;
     assert_int_equal(mt_template_space(fc->t, &wl, &sp), MT_OK);
-    int64_t nin = mt_workload_input_elems(&wl), nw = mt_workload_weight_elems(&wl), nout = mt_workload_output_elems(&wl);
-    int64_t plane = (int64_t)mt_workload_out_h(&wl) * mt_workload_out_w(&wl);
-    float *in = malloc(sizeof(float) * (size_t)nin), *wt = malloc(sizeof(float) * (size_t)nw);
-    float *bias = malloc(sizeof(float) * (size_t)wl.k), *res = malloc(sizeof(float) * (size_t)nout);
-    float *conv = malloc(sizeof(float) * (size_t)nout), *want = malloc(sizeof(float) * (size_t)nout);
-    float *got = malloc(sizeof(float) * (size_t)nout);
-    assert_non_null(in && wt && bias && res && conv && want && got);
-    mt_fill_random(in, nin, 1);
-    mt_fill_random(wt, nw, 2);
-    mt_fill_random(bias, wl.k, 3);
-    mt_fill_random(res, nout, 4);
-    assert_int_equal(mt_conv_reference(&wl, in, wt, conv), MT_OK);
-    mt_dbuf *b_in = NULL, *b_wt = NULL, *b_out = NULL, *b_bias = NULL, *b_res = NULL;
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nin, &b_in), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_out), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)wl.k, &b_bias), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_res), MT_OK);
-    assert_int_equal(mt_dbuf_write(device, b_in, 0, in, sizeof(float) * (size_t)nin), MT_OK);
-    assert_int_equal(mt_dbuf_write(device, b_bias, 0, bias, sizeof(float) * (size_t)wl.k), MT_OK);
-    assert_int_equal(mt_dbuf_write(device, b_res, 0, res, sizeof(float) * (size_t)nout), MT_OK);
-
+    fused_data d;
+    fused_data_init(&d, device, &wl, 1);
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)fc->workload;
     int tested = 0;
     for (int j = 0; j < 2; j++) {
@@ -129,67 +103,14 @@ static void run_case(void **state) {
         } else if (!draw_config(fc->t, &wl, &sp, &rng, &cfg)) {
             continue;
         }
-        char cfgtext[1024];
-        mt_config_format(&sp, &cfg, cfgtext, sizeof cfgtext);
-        /* The kernel reads the weights in its config's layout (wino's depends on its tile). */
-        mt_weight_layout layout = mt_template_config_weight_layout(fc->t, &sp, &cfg);
-        int64_t nwl = mt_weight_layout_elems(layout, &wl);
-        assert_true(nwl >= nw);
-        float *wtl = malloc(sizeof(float) * (size_t)nwl);
-        assert_non_null(wtl);
-        assert_int_equal(mt_weights_to_layout(layout, &wl, wt, wtl), MT_OK);
-        mt_dbuf_free(b_wt);
-        b_wt = NULL;
-        assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nwl, &b_wt), MT_OK);
-        assert_int_equal(mt_dbuf_write(device, b_wt, 0, wtl, sizeof(float) * (size_t)nwl), MT_OK);
-        free(wtl);
-        mt_kernel *k = NULL;
-        mt_status st = mt_template_build_fused(fc->t, &wl, &sp, &cfg, e, &k, err, sizeof err);
-        if (st != MT_OK) fail_msg("%s %s: fused build failed: %s", fc->workload, cfgtext, err);
-        mt_kernel_resources kr;
-        assert_int_equal(mt_kernel_analyze(k, &kr, err, sizeof err), MT_OK);
-        /* The parameters follow the contract of template.h: input, weight, output, [bias], [residual]. */
-        assert_int_equal(k->nparams, 3 + e->bias + (e->residual == MT_RESIDUAL_BUFFER));
-        mt_program *prog = NULL;
-        st = mt_program_build(device, k, &prog, err, sizeof err);
-        mt_kernel_free(k);
-        if (st != MT_OK) fail_msg("%s %s: compile failed: %s", fc->workload, cfgtext, err);
-        /* Poison the output so an unwritten element cannot pass; in place, it
-         * holds the residual (an unwritten element then lacks the convolution). */
-        for (int64_t i = 0; i < nout; i++) got[i] = e->residual == MT_RESIDUAL_IN_OUTPUT ? res[i] : NAN;
-        assert_int_equal(mt_dbuf_write(device, b_out, 0, got, sizeof(float) * (size_t)nout), MT_OK);
-        mt_dbuf *args[5] = {b_in, b_wt, b_out};
-        int na = 3;
-        if (e->bias) args[na++] = b_bias;
-        if (e->residual == MT_RESIDUAL_BUFFER) args[na++] = b_res;
-        double ms = 0;
-        st = mt_program_run(device, prog, args, na, kr.grid, kr.block, 0, 1, &ms, err, sizeof err);
-        mt_program_free(prog);
-        if (st != MT_OK) fail_msg("%s %s: launch failed: %s", fc->workload, cfgtext, err);
-        assert_int_equal(mt_dbuf_read(device, b_out, 0, got, sizeof(float) * (size_t)nout), MT_OK);
-        for (int64_t i = 0; i < nout; i++) want[i] = host_epilogue(e, conv[i], bias[(i / plane) % wl.k], res[i]);
-        double max_err = 0;
-        int64_t bad = -1;
-        st = mt_compare(got, want, nout, &max_err, &bad);
-        if (st != MT_OK || max_err > 1e-4)
-            fail_msg("%s %s %s (bias %d residual %d act %d): max relative error %.3g (first bad element %lld: %g, want %g)",
-                     mt_template_name(fc->t), fc->workload, cfgtext, e->bias, e->residual, (int)e->act, max_err, (long long)bad,
-                     bad >= 0 ? got[bad] : 0.0, bad >= 0 ? want[bad] : 0.0);
+        char what[1400];
+        int n = snprintf(what, sizeof what, "%s %s ", mt_template_name(fc->t), fc->workload);
+        mt_config_format(&sp, &cfg, what + n, sizeof what - (size_t)n);
+        fused_run(&d, device, fc->t, &sp, &cfg, e, 1e-4, what);
         tested++;
     }
     if (tested == 0) print_message("note: %s %s: no quick valid config drawn\n", mt_template_name(fc->t), fc->workload);
-    mt_dbuf_free(b_in);
-    mt_dbuf_free(b_wt);
-    mt_dbuf_free(b_out);
-    mt_dbuf_free(b_bias);
-    mt_dbuf_free(b_res);
-    free(in);
-    free(wt);
-    free(bias);
-    free(res);
-    free(conv);
-    free(want);
-    free(got);
+    fused_data_free(&d);
     mt_space_free(&sp);
 }
 

@@ -27,6 +27,7 @@
 #include "winograd.h"
 
 #include "conv_workloads.h"
+#include "fused_check.h"
 
 /* Normalised error allowed per tile size. F(2x2) keeps fp32 accuracy; the
  * larger tiles' transforms have coefficients up to 5 (F(4x4)) and 10.6
@@ -169,14 +170,6 @@ static int config_of(const mt_space *sp, int m, const char *shape, mt_config *cf
     return mt_config_value(sp, cfg, "tile") == m;
 }
 
-static float host_epilogue(const mt_conv_epilogue *e, double v, float bias, float res) {
-    if (e->bias) v += bias;
-    if (e->residual != MT_RESIDUAL_NONE) v += res;
-    if (e->act != MT_EPILOGUE_NONE && v < 0) v = 0;
-    if (e->act == MT_EPILOGUE_RELU6 && v > 6) v = 6;
-    return (float)v;
-}
-
 static void run_workload(void **state) {
     const char *text = *state;
     if (!device) {
@@ -189,102 +182,36 @@ static void run_workload(void **state) {
     assert_int_equal(mt_workload_parse(text, &wl, err, sizeof err), MT_OK);
     mt_space sp;
     assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-    const int64_t nin = mt_workload_input_elems(&wl), nw = mt_workload_weight_elems(&wl), nout = mt_workload_output_elems(&wl);
-    const int64_t plane = (int64_t)mt_workload_out_h(&wl) * mt_workload_out_w(&wl);
-    float *in = malloc(sizeof(float) * (size_t)nin), *wt = malloc(sizeof(float) * (size_t)nw), *bias = malloc(sizeof(float) * (size_t)wl.k);
-    float *res = malloc(sizeof(float) * (size_t)nout), *conv = malloc(sizeof(float) * (size_t)nout), *want = malloc(sizeof(float) * (size_t)nout);
-    float *got = malloc(sizeof(float) * (size_t)nout);
-    assert_true(in && wt && bias && res && conv && want && got);
-    mt_fill_random(in, nin, 11);
-    mt_fill_random(wt, nw, 12);
-    mt_fill_random(bias, wl.k, 13);
-    mt_fill_random(res, nout, 14);
-    assert_int_equal(mt_conv_reference(&wl, in, wt, conv), MT_OK);
-    mt_dbuf *b_in = NULL, *b_wt = NULL, *b_out = NULL, *b_bias = NULL, *b_res = NULL;
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nin, &b_in), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_out), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)wl.k, &b_bias), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nout, &b_res), MT_OK);
-    assert_int_equal(mt_dbuf_write(device, b_in, 0, in, sizeof(float) * (size_t)nin), MT_OK);
-    assert_int_equal(mt_dbuf_write(device, b_bias, 0, bias, sizeof(float) * (size_t)wl.k), MT_OK);
-    assert_int_equal(mt_dbuf_write(device, b_res, 0, res, sizeof(float) * (size_t)nout), MT_OK);
+    fused_data d;
+    fused_data_init(&d, device, &wl, 11);
     mt_device_limits lim = mt_device_get_limits(device);
     int tested = 0;
     for (int m = 2; m <= 6; m += 2) {
         int tested_m = 0;
-        /* The weights in this tile size's layout, converted once for its configs. */
         mt_config cfg;
         for (int sh = 0; sh < NSHAPES; sh++) {
             if (!config_of(&sp, m, config_shapes[sh], &cfg)) break; /* the space lacks this tile (output smaller than it) */
-            char cfgtext[256];
-            mt_config_format(&sp, &cfg, cfgtext, sizeof cfgtext);
+            char what[512];
+            int n = snprintf(what, sizeof what, "%s ", text);
+            mt_config_format(&sp, &cfg, what + n, sizeof what - (size_t)n);
             if (mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err) != MT_OK) {
-                print_message("  %s %s: not valid here: %s\n", text, cfgtext, err);
+                print_message("  %s: not valid here: %s\n", what, err);
                 continue;
             }
-            const mt_weight_layout layout = mt_template_config_weight_layout(t, &sp, &cfg);
-            assert_int_equal(layout, m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : MT_WEIGHTS_WINO6);
-            if (!b_wt) {
-                const int64_t nwl = mt_weight_layout_elems(layout, &wl);
-                float *wtl = malloc(sizeof(float) * (size_t)nwl);
-                assert_non_null(wtl);
-                assert_int_equal(mt_weights_to_layout(layout, &wl, wt, wtl), MT_OK);
-                assert_int_equal(mt_dbuf_alloc(device, sizeof(float) * (size_t)nwl, &b_wt), MT_OK);
-                assert_int_equal(mt_dbuf_write(device, b_wt, 0, wtl, sizeof(float) * (size_t)nwl), MT_OK);
-                free(wtl);
-            }
+            assert_int_equal(mt_template_config_weight_layout(t, &sp, &cfg), m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : MT_WEIGHTS_WINO6);
             /* Two epilogues per config, in turn, so every config meets the plain kernel or a fused one. */
             for (int j = 0; j < 2; j++) {
                 const mt_conv_epilogue *e = &epilogues[(sh + j * 2) % NEPI];
-                mt_kernel *k = NULL;
-                mt_status st = mt_template_build_fused(t, &wl, &sp, &cfg, e, &k, err, sizeof err);
-                if (st != MT_OK) fail_msg("%s %s: build failed: %s", text, cfgtext, err);
-                mt_kernel_resources kr;
-                assert_int_equal(mt_kernel_analyze(k, &kr, err, sizeof err), MT_OK);
-                mt_program *prog = NULL;
-                st = mt_program_build(device, k, &prog, err, sizeof err);
-                mt_kernel_free(k);
-                if (st != MT_OK) fail_msg("%s %s: compile failed: %s", text, cfgtext, err);
-                for (int64_t i = 0; i < nout; i++) got[i] = e->residual == MT_RESIDUAL_IN_OUTPUT ? res[i] : NAN;
-                assert_int_equal(mt_dbuf_write(device, b_out, 0, got, sizeof(float) * (size_t)nout), MT_OK);
-                mt_dbuf *args[5] = {b_in, b_wt, b_out};
-                int na = 3;
-                if (e->bias) args[na++] = b_bias;
-                if (e->residual == MT_RESIDUAL_BUFFER) args[na++] = b_res;
-                double ms = 0;
-                st = mt_program_run(device, prog, args, na, kr.grid, kr.block, 0, 1, &ms, err, sizeof err);
-                mt_program_free(prog);
-                if (st != MT_OK) fail_msg("%s %s: launch failed: %s", text, cfgtext, err);
-                assert_int_equal(mt_dbuf_read(device, b_out, 0, got, sizeof(float) * (size_t)nout), MT_OK);
-                for (int64_t i = 0; i < nout; i++) want[i] = host_epilogue(e, conv[i], bias[(i / plane) % wl.k], res[i]);
-                double max_err = 0;
-                int64_t bad = -1;
-                st = mt_compare(got, want, nout, &max_err, &bad);
-                print_message("  %s %s epilogue(bias %d residual %d act %d): error %.2g\n", text, cfgtext, e->bias, e->residual, (int)e->act, max_err);
-                if (st != MT_OK || !(max_err <= tolerance_of(m)))
-                    fail_msg("%s %s (bias %d residual %d act %d): normalised error %.3g over %.1g (first bad element %lld: %g, want %g)", text,
-                             cfgtext, e->bias, e->residual, (int)e->act, max_err, tolerance_of(m), (long long)bad, bad >= 0 ? got[bad] : 0.0,
-                             bad >= 0 ? want[bad] : 0.0);
+                double max_err = fused_run(&d, device, t, &sp, &cfg, e, tolerance_of(m), what);
+                print_message("  %s epilogue(bias %d residual %d act %d): error %.2g\n", what, e->bias, e->residual, (int)e->act, max_err);
                 if (max_err > worst_seen[m]) worst_seen[m] = max_err;
                 tested++, tested_m++;
             }
         }
-        mt_dbuf_free(b_wt);
-        b_wt = NULL;
         if (tested_m == 0) print_message("  %s: no F(%dx%d) config (output %dx%d)\n", text, m, m, mt_workload_out_h(&wl), mt_workload_out_w(&wl));
     }
     assert_true(tested > 0);
-    mt_dbuf_free(b_in);
-    mt_dbuf_free(b_out);
-    mt_dbuf_free(b_bias);
-    mt_dbuf_free(b_res);
-    free(in);
-    free(wt);
-    free(bias);
-    free(res);
-    free(conv);
-    free(want);
-    free(got);
+    fused_data_free(&d);
     mt_space_free(&sp);
 }
 
