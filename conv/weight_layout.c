@@ -17,16 +17,6 @@ const char *mt_weight_layout_name(mt_weight_layout l) {
     }
 }
 
-/* The output tile of a Winograd layout; 0 for the others. */
-static int wino_tile(mt_weight_layout l) {
-    switch (l) {
-    case MT_WEIGHTS_WINO2: return 2;
-    case MT_WEIGHTS_WINO4: return 4;
-    case MT_WEIGHTS_WINO6: return 6;
-    default: return 0;
-    }
-}
-
 int64_t mt_weight_layout_elems(mt_weight_layout l, const mt_workload *wl) {
     if (!wl) return 0;
     const int64_t k16 = (int64_t)(wl->k + 15) / 16 * 16;
@@ -36,7 +26,7 @@ int64_t mt_weight_layout_elems(mt_weight_layout l, const mt_workload *wl) {
     case MT_WEIGHTS_WINO2:
     case MT_WEIGHTS_WINO4:
     case MT_WEIGHTS_WINO6: {
-        const int64_t alpha = wino_tile(l) + 2;
+        const int64_t alpha = mt_winograd_layout_tile(l) + 2;
         return wl->groups == 1 && wl->r == 3 && wl->s == 3 ? k16 * wl->c * alpha * alpha : 0;
     }
     default: return 0;
@@ -62,7 +52,7 @@ mt_status mt_weights_to_layout(mt_weight_layout l, const mt_workload *wl, const 
     /* Winograd: dst[((k/16 * alpha^2 + e) * c + ci) * 16 + k%16] = (G g G^T)[e] of filter (k, ci): a
      * kernel that sums over the input channels for one position e reads one contiguous run. */
     mt_winograd w;
-    mt_status st = mt_winograd_init(&w, wino_tile(l));
+    mt_status st = mt_winograd_init(&w, mt_winograd_layout_tile(l));
     if (st != MT_OK) return st;
     const int64_t a2 = (int64_t)w.alpha * w.alpha;
     double u[MT_WINO_MAX_ALPHA * MT_WINO_MAX_ALPHA];

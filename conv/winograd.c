@@ -30,6 +30,14 @@ static void poly_from_roots(int n, int skip, double *coef) {
     }
 }
 
+mt_weight_layout mt_winograd_layout(int m) {
+    return m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : m == 6 ? MT_WEIGHTS_WINO6 : MT_WEIGHT_LAYOUT_COUNT;
+}
+
+int mt_winograd_layout_tile(mt_weight_layout l) {
+    return l == MT_WEIGHTS_WINO2 ? 2 : l == MT_WEIGHTS_WINO4 ? 4 : l == MT_WEIGHTS_WINO6 ? 6 : 0;
+}
+
 mt_status mt_winograd_init(mt_winograd *w, int m) {
     if (!w) return MT_INVALID_ARG;
     if (m != 2 && m != 4 && m != 6) return MT_UNSUPPORTED;

@@ -13,6 +13,7 @@
 #define MTGPU_CONV_WINOGRAD_H
 
 #include "mtgpu/status.h"
+#include "mtgpu/workload.h"
 
 #define MT_WINO_MAX_ALPHA 8 /* m = 6 */
 
@@ -25,6 +26,11 @@ typedef struct mt_winograd {
 
 /* The matrices of F(m x m, 3 x 3); MT_UNSUPPORTED unless m is 2, 4 or 6. */
 mt_status mt_winograd_init(mt_winograd *w, int m);
+
+/* The weight layout of tile size m (MT_WEIGHTS_WINO2/4/6; MT_WEIGHT_LAYOUT_COUNT
+ * for other m), and the tile size of a layout (0 for the non-Winograd ones). */
+mt_weight_layout mt_winograd_layout(int m);
+int mt_winograd_layout_tile(mt_weight_layout l);
 
 /* U = G g G^T of one 3 x 3 filter (row-major g), alpha x alpha values into u. */
 void mt_winograd_filter(const mt_winograd *w, const float *g, double *u);

@@ -104,12 +104,8 @@ static mt_status wino_space(const mt_workload *wl, mt_space *out) {
     return st;
 }
 
-static mt_weight_layout wino_layout_of_tile(int m) {
-    return m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : m == 6 ? MT_WEIGHTS_WINO6 : MT_WEIGHT_LAYOUT_COUNT;
-}
-
 static mt_weight_layout wino_weights_for(const mt_space *sp, const mt_config *cfg) {
-    return wino_layout_of_tile(mt_config_value(sp, cfg, "tile"));
+    return mt_winograd_layout(mt_config_value(sp, cfg, "tile"));
 }
 
 /* ---- IR building ---- */
