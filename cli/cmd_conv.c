@@ -8,6 +8,7 @@
 #include "cuda_backend.h"
 #include "mtgpu/device.h"
 #include "measure.h"
+#include "select.h"
 #include "template.h"
 #include "strbuf.h"
 
@@ -20,7 +21,9 @@ static void help(void) {
            "(n, stride, pad, dilation, groups optional; stride/pad/dilation take A or HxW).\n"
            "\n"
            "  --template T  direct, depthwise, gemm, kvec or wino (default: every template that accepts WORKLOAD)\n"
-           "  --config CFG  one config in text form, e.g. as printed by this command\n"
+           "  --config CFG  one config in text form, e.g. as printed by this command; 'default':\n"
+           "                each template's default config on the device (what the tuner measures\n"
+           "                first and a network runs where nothing is tuned)\n"
            "  --random N    N random valid configs, drawn in turn from each template (default 3)\n"
            "  --seed S      random seed for configs and input data (default 1)\n"
            "  --device D    opencl:N, cuda:N or N (default: the first device)\n"
@@ -274,6 +277,19 @@ static int parse_config(const conv_request *rq, const tmpl_space *ts, int nts, c
     return MT_EXIT_USAGE;
 }
 
+/* --config default: each template's default config on dev (mt_default_config),
+ * the one the tuner measures first and an executor runs without records. */
+static int default_configs(const conv_request *rq, const tmpl_space *ts, int nts, mt_device *dev, config_list *cl) {
+    for (int i = 0; i < nts; i++) {
+        char err[512];
+        if (mt_default_config(ts[i].t, &rq->wl, mt_device_get_info(dev), &ts[i].space, &cl->cfgs[cl->n], err, sizeof err) == MT_OK)
+            cl->which[cl->n++] = i;
+        else
+            fprintf(stderr, "mtgpu conv: %s has no default config for this workload: %s\n", mt_template_name(ts[i].t), err);
+    }
+    return cl->n ? MT_EXIT_OK : MT_EXIT_FAIL;
+}
+
 /* --random: valid configs drawn from the templates in turn, giving up on a
  * template after many invalid draws; valid on dev, or without a device (to
  * print sources) any the template realises. */
@@ -357,7 +373,8 @@ int mt_cmd_conv(int argc, char **argv) {
     int nts = 0;
     mt_device *dev = NULL;
     mt_conv_bench *bench = NULL;
-    config_list cl = {.cap = rq.config ? 1 : (int)rq.nrandom};
+    const int want_defaults = rq.config && strcmp(rq.config, "default") == 0;
+    config_list cl = {.cap = want_defaults ? MAX_TEMPLATES : rq.config ? 1 : (int)rq.nrandom};
     rc = template_spaces(&rq, ts, &nts);
     if (rc == MT_EXIT_OK) {
         cl.which = calloc((size_t)cl.cap, sizeof *cl.which);
@@ -368,9 +385,10 @@ int mt_cmd_conv(int argc, char **argv) {
         }
     }
     /* A device only to run configs: its limits decide which drawn configs are valid. */
-    if (rc == MT_EXIT_OK && !rq.source) rc = mt_cli_device("conv", rq.device, &dev);
+    if (rc == MT_EXIT_OK && (!rq.source || want_defaults)) rc = mt_cli_device("conv", rq.device, &dev);
     if (rc == MT_EXIT_OK) {
-        if (rq.config) rc = parse_config(&rq, ts, nts, &cl);
+        if (want_defaults) rc = default_configs(&rq, ts, nts, dev, &cl);
+        else if (rq.config) rc = parse_config(&rq, ts, nts, &cl);
         else draw_configs(&rq, ts, nts, dev, &cl);
     }
     if (rc == MT_EXIT_OK) {

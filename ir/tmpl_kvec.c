@@ -17,8 +17,9 @@
  *
  * Each work-item keeps reg_k x reg_y x reg_x vector accumulators (reg_k
  * vectors of `vec` channels for each of its reg_y x reg_x pixels) and runs
- * the reduction c > r > s, loading per tap its reg_k weight vectors and then
- * doing, pixel by pixel, one broadcast and reg_k FMAs. At the end it stores
+ * the reduction c > r > (tile row) > s, loading per tap its reg_k weight
+ * vectors and then doing, pixel by pixel, one broadcast and reg_k FMAs; an
+ * input row in the padding is skipped by one branch (row_taps). At the end it stores
  * its tile channel by channel: a vector's lanes are different channels, so
  * different planes of the NCHW output, but one channel's reg_x columns are
  * neighbours, so each row goes out as vector stores along x, with the fused
@@ -125,8 +126,8 @@ typedef struct kvec_builder {
 
 #define KI(b, v) mt_ir_int((b)->k, (v))
 
-/* One tap (c, r, s): the weight vectors, then the tile's input values, then
- * per pixel a broadcast and reg_k FMAs.
+/* One tap (c, r, s) of tile row y: the weight vectors, then the row's input
+ * values, then per pixel a broadcast and reg_k FMAs.
  *
  * Input values go through the private buffer `ival`, loaded unconditionally
  * from an address that is clamped into the image (the plane's first value
@@ -136,8 +137,10 @@ typedef struct kvec_builder {
  * a branch per pixel and tap, with the values staged through the stack, and
  * the 3x3 layers ran at half the speed of the 1x1 ones. A load from a
  * private array can be speculated, so the select becomes a blend. Pixels
- * that cannot leave the image use ival too: one template, one graph shape. */
-static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s) {
+ * that cannot leave the image use ival too: one template, one graph shape.
+ * Only the column test is made here: the row test is a branch around the
+ * row's taps (row_taps). */
+static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     const int vec = p->vec;
@@ -146,43 +149,60 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s) {
     for (int j = 0; j < p->kr; j++)
         mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
     mt_expr *plane = mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w)));
-    mt_expr *iy0 = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->y0, KI(b, p->sh)), KI(b, -p->ph)), mt_ir_mul(k, r, KI(b, p->dh)));
+    mt_expr *iy = mt_ir_add(k, mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->y0, KI(b, p->sh)), KI(b, -p->ph)), mt_ir_mul(k, r, KI(b, p->dh))),
+                            KI(b, (int64_t)y * p->sh));
     mt_expr *ix0 = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, -p->pw)), mt_ir_mul(k, s, KI(b, p->dw)));
     mt_expr *conds[MT__KVEC_MAX_PRIVATE_FLOATS];
-    int npix = 0;
-    for (int y = 0; y < p->yr; y++) {
-        mt_expr *iy = mt_ir_add(k, iy0, KI(b, (int64_t)y * p->sh));
-        mt_expr *ycond = mt__range_cond(k, iy, 0, p->h, p->iy_lo, p->iy_hi);
-        for (int x = 0; x < p->xr; x++, npix++) {
-            mt_expr *ix = mt_ir_add(k, ix0, KI(b, (int64_t)x * p->sw));
-            mt_expr *cond = mt_ir_and(k, ycond, mt__range_cond(k, ix, 0, p->w, p->ix_lo, p->ix_hi));
-            mt_expr *idx = mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
-            if (cond) idx = mt_ir_select(k, cond, idx, plane); /* an address inside the image */
-            mt_stmt_list_push(k, &list, mt_ir_store(k, b->ival, KI(b, npix), mt_ir_load(k, b->io.in, idx)));
-            conds[npix] = cond;
-        }
+    for (int x = 0; x < p->xr; x++) {
+        mt_expr *ix = mt_ir_add(k, ix0, KI(b, (int64_t)x * p->sw));
+        mt_expr *cond = mt__range_cond(k, ix, 0, p->w, p->ix_lo, p->ix_hi);
+        mt_expr *idx = mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
+        if (cond) idx = mt_ir_select(k, cond, idx, plane); /* an address inside the image */
+        mt_stmt_list_push(k, &list, mt_ir_store(k, b->ival, KI(b, x), mt_ir_load(k, b->io.in, idx)));
+        conds[x] = cond;
     }
-    for (int px = 0; px < npix; px++) {
-        mt_expr *v = mt_ir_load(k, b->ival, KI(b, px));
-        if (conds[px]) v = mt_ir_select(k, conds[px], v, mt_ir_float(k, 0.0f)); /* the padding reads 0 */
+    for (int x = 0; x < p->xr; x++) {
+        mt_expr *v = mt_ir_load(k, b->ival, KI(b, x));
+        if (conds[x]) v = mt_ir_select(k, conds[x], v, mt_ir_float(k, 0.0f)); /* the padding reads 0 */
         mt_expr *bv = mt_ir_broadcast(k, v, vec);
         for (int j = 0; j < p->kr; j++) {
-            int64_t a = ((int64_t)px * p->kr + j) * vec;
+            int64_t a = (((int64_t)y * p->xr + x) * p->kr + j) * vec;
             mt_expr *wv = mt_ir_load_vec(k, b->wreg, KI(b, (int64_t)j * vec), vec);
             mt_expr *acc = mt_ir_load_vec(k, b->acc, KI(b, a), vec);
             mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_fma(k, bv, wv, acc)));
         }
     }
-    return mt_ir_alloc(k, b->wreg, mt_ir_alloc(k, b->ival, mt_stmt_list_seq(k, &list)));
+    return mt_stmt_list_seq(k, &list);
+}
+
+/* The taps s of kernel row r for tile row y, behind one branch on whether
+ * the input row lies inside the image (a padding row adds nothing). With
+ * the row test inside each value's select instead, every input value of
+ * every tap was a masked load and a broadcast from a register, which runs
+ * on the port that AVX-512 FMAs also need; behind the branch the loads of
+ * the rows inside are plain broadcasts from memory. */
+static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    mt__opt_loop ls;
+    mt_expr *s = mt__loop_begin(k, &ls, "s", p->s, p->unroll_rs >= 1 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
+    mt_stmt *taps = mt__loop_end(k, &ls, tap(b, c, r, s, y));
+    mt_expr *iy = mt_ir_add(k, mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->y0, KI(b, p->sh)), KI(b, -p->ph)), mt_ir_mul(k, r, KI(b, p->dh))),
+                            KI(b, (int64_t)y * p->sh));
+    mt_expr *ycond = mt__range_cond(k, iy, 0, p->h, p->iy_lo, p->iy_hi);
+    return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
 
 static mt_stmt *reduction(kvec_builder *b) {
     const mt__rt_plan *p = b->p;
-    mt__opt_loop lc, lr, ls;
+    mt__opt_loop lc, lr;
     mt_expr *c = mt__loop_begin(b->k, &lc, "c", p->c, MT_LOOP_SERIAL);
     mt_expr *r = mt__loop_begin(b->k, &lr, "r", p->r, p->unroll_rs >= 2 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
-    mt_expr *s = mt__loop_begin(b->k, &ls, "s", p->s, p->unroll_rs >= 1 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
-    return mt__loop_end(b->k, &lc, mt__loop_end(b->k, &lr, mt__loop_end(b->k, &ls, tap(b, c, r, s))));
+    mt_stmt_list rows = {0};
+    for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, row_taps(b, c, r, y));
+    /* The tap registers are declared once for all rows (each row's taps reuse them). */
+    mt_stmt *body = mt_ir_alloc(b->k, b->wreg, mt_ir_alloc(b->k, b->ival, mt_stmt_list_seq(b->k, &rows)));
+    return mt__loop_end(b->k, &lc, mt__loop_end(b->k, &lr, body));
 }
 
 /* Accumulator of lane l of channel vector j at tile pixel (y, x). */
@@ -286,7 +306,7 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
     const int64_t nacc = (int64_t)p->kr * p->yr * p->xr * vec;
     b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, nacc);
     b->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, (int64_t)p->kr * vec);
-    b->ival = mt_ir_buffer(k, "ival", MT_SCOPE_PRIVATE, (int64_t)p->yr * p->xr);
+    b->ival = mt_ir_buffer(k, "ival", MT_SCOPE_PRIVATE, p->xr);
 
     const int64_t kspan = (int64_t)p->ko * p->kt * p->kr * vec;
     b->k_over = kspan > p->k;

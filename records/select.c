@@ -119,8 +119,13 @@ typedef struct cpu_pref {
 } cpu_pref;
 
 static const cpu_pref cpu_prefs[] = {
-    {"gemm", "thread_k", {1}}, {"gemm", "reg_k", {4}}, {"gemm", "thread_y", {1}}, {"gemm", "reg_y", {1}},
-    {"gemm", "thread_x", {1}}, {"gemm", "reg_x", {24}}, {"gemm", "tile_red", {0, 1}}, {"gemm", "vec", {8}},
+    /* gemm: 6 channels x 32 pixels in vectors as wide as the device's
+     * registers (12 AVX-512 accumulators, 8 loads per 12 FMAs; with 8-lane
+     * vectors 4 x 24, see cpu_preferred_config); 4 x 24 in 8-lane vectors
+     * on AVX-512 ran the 64 -> 256 1x1 layer of ResNet-50 at 56x56 in
+     * 1.00-1.04 ms against 0.33-0.61 ms, four runs of each in turns. */
+    {"gemm", "thread_k", {1}}, {"gemm", "reg_k", {6}}, {"gemm", "thread_y", {1}}, {"gemm", "reg_y", {1}},
+    {"gemm", "thread_x", {1}}, {"gemm", "reg_x", {32}}, {"gemm", "tile_red", {0, 1}}, {"gemm", "vec", {8}},
     {"gemm", "stage_local", {0}}, {"gemm", "auto_unroll_max_step", {512}}, {"gemm", "unroll_explicit", {1}},
     {"direct", "tile_f", {0, 1, 1, 8}}, {"direct", "tile_y", {0, 1, 0, 1}}, {"direct", "tile_x", {0, 1, 1, 8}},
     {"direct", "tile_rc", {0, 1}}, {"direct", "auto_unroll_max_step", {512}}, {"direct", "unroll_explicit", {0}},
@@ -156,9 +161,13 @@ static int cpu_preferred_config(const mt_template *t, const mt_device_info *dev,
         if (!pref) continue;
         any = 1;
         cpu_pref own = *pref;
-        /* Channel vectors as wide as the device's registers (AVX2 8, AVX-512 16). */
-        if ((!strcmp(own.tmpl, "kvec") || !strcmp(own.tmpl, "wino")) && !strcmp(own.knob, "vec") && dev->native_vector_width >= 4)
+        /* Vectors (of channels; gemm's of pixels) as wide as the device's registers (AVX2 8, AVX-512 16). */
+        if ((!strcmp(own.tmpl, "kvec") || !strcmp(own.tmpl, "wino") || !strcmp(own.tmpl, "gemm")) && !strcmp(own.knob, "vec") &&
+            dev->native_vector_width >= 4)
             own.part[0] = dev->native_vector_width;
+        /* gemm's tile in 8-lane vectors (AVX2: 16 registers): 4 x 24, 12 accumulators. */
+        if (!strcmp(own.tmpl, "gemm") && dev->native_vector_width < 16 && !strcmp(own.knob, "reg_k")) own.part[0] = 4;
+        if (!strcmp(own.tmpl, "gemm") && dev->native_vector_width < 16 && !strcmp(own.knob, "reg_x")) own.part[0] = 24;
         pref = &own;
         int64_t best = -1;
         for (int o = 0; o < kn->noptions; o++) {
@@ -237,16 +246,51 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
     return MT_OK;
 }
 
+/* On a CPU, the template whose default config runs a layer of this shape
+ * fastest, or NULL for the rule for the rest (depthwise for depthwise
+ * layers, else kvec). Each template's
+ * default config on every convolution of ResNet-50, MobileNetV2 and VGG-16,
+ * side by side (bench/default_configs/results/default_configs.md):
+ * - wino (F(4x4)) on 3x3 stride-1 layers with 16 to 64 input channels and
+ *   56x56 outputs or more: 2.4-2.6x faster than kvec on the 64-channel
+ *   layers at 56x56 and 224x224 (0.8-1.2x at 112x112, from one run to the
+ *   next); with 128 and 256 channels at 56x56 to 112x112 the two swapped
+ *   places between runs (0.7-1.4x), and on 28x28 and smaller kvec was
+ *   1.3-2.8x faster: wino's transformed weights are 4x the direct ones and
+ *   its input transform is repeated per block of output channels;
+ * - gemm (6 channels x 32 pixels) on unpadded 1x1 stride-1 layers with at
+ *   most 160 input channels and 28x28 outputs or more: 1.0-7.3x faster than
+ *   kvec (ResNet-50's 64 -> 64 at 56x56: 0.85x in one run, 1.36x in the
+ *   other), whose per-work-item store transposition weighs most on short
+ *   reductions; on 14x14 and smaller, or with long reductions, kvec wins;
+ * - gemm on depthwise layers with 28x28 outputs or fewer: 2.0-5.0x faster
+ *   than the depthwise template's default, except one 14x14 stride-2 layer
+ *   (1.4x slower); on larger outputs the depthwise template wins. */
+static const mt_template *cpu_default_template(const mt_workload *wl, unsigned layouts) {
+    const int64_t pixels = (int64_t)mt_workload_out_h(wl) * mt_workload_out_w(wl);
+    const mt_template *gemm = mt_template_find("gemm");
+    if (mt_workload_is_depthwise(wl)) return pixels <= 28 * 28 && template_usable(gemm, wl, layouts) ? gemm : NULL;
+    if (wl->groups != 1) return NULL;
+    const mt_template *wino = mt_template_find("wino");
+    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && wl->c <= 64 && pixels >= 56 * 56)
+        return wino;
+    const int pointwise = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
+    if (pointwise && template_usable(gemm, wl, layouts) && wl->c <= 160 && pixels >= 28 * 28) return gemm;
+    return NULL;
+}
+
 /* The default template and config. On a CPU whose caller takes packed
- * weights, kvec: ResNet-50 with every convolution at its default config took
- * 115.5 ms with gemm's defaults and 48.8 ms with kvec's (the `default` row of
+ * weights, kvec unless cpu_default_template names another: ResNet-50 with
+ * every convolution at its default config took 115.5 ms with gemm's
+ * defaults and 48.8 ms with kvec's (the `default` row of
  * bench/e2e/results/e2e.md, before and after this choice; 45.2 ms since kvec
  * stores vectors). Elsewhere gemm, whose weights are plain OIHW. On MT_OK
  * *sp is t's space, for the caller to free; on an error nothing is kept. */
 static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **tout, mt_space *sp,
                                 mt_config *cfg, char *err, size_t errlen) {
     const mt_template *t = NULL;
-    if (mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
+    if (dev->is_cpu) t = cpu_default_template(wl, layouts);
+    if (!template_usable(t, wl, layouts) && mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
     if (!template_usable(t, wl, layouts) && dev->is_cpu) t = mt_template_find("kvec");
     if (!template_usable(t, wl, layouts)) t = mt_template_find("gemm");
     if (!template_usable(t, wl, layouts)) t = mt_template_find("direct");

@@ -68,10 +68,14 @@ typedef struct mt_select_result {
  * parses in the template's current space, and which the template still
  * builds. A rank r >= 1 takes the r-th such record instead.
  *
- * Otherwise a default: the template is `depthwise` for depthwise workloads;
- * on a CPU device (dev->is_cpu) `kvec` where it accepts wl and q->layouts
+ * Otherwise a default. On a CPU device (dev->is_cpu), by the layer's shape
+ * where q->layouts holds the weights: `wino` on 3x3 stride-1 layers with 16
+ * to 64 input channels and 56x56 outputs or more, `gemm` on unpadded 1x1
+ * stride-1 layers with at most 160 input channels and 28x28 outputs or more
+ * and on depthwise layers with 28x28 outputs or fewer. Else `depthwise` for
+ * depthwise workloads; on a CPU `kvec` where it accepts wl and q->layouts
  * holds its OIHW16o weights; else `gemm` (falling back to `direct`, then to
- * any usable template); its config is mt_default_config's.
+ * any usable template). The config is mt_default_config's.
  *
  * On MT_OK *out holds the selection; free it with mt_select_result_free. A
  * database error does not fail the call (an inference server must keep

@@ -675,8 +675,8 @@ static void test_best_config(void **state) {
     print_message("    default on a 32-work-item device: %s %s\n", mt_template_name(sel.t), sel.rec.config);
     mt_select_result_free(&sel);
 
-    /* A CPU takes kvec by default when the caller accepts its packed
-     * weights, and gemm (plain OIHW) when it does not. */
+    /* A CPU takes kvec by default (for this shape) when the caller accepts
+     * its packed weights, and gemm (plain OIHW) when it does not. */
     mt_device_info cpu = test_device(FP1, 4096, 1 << 20);
     cpu.is_cpu = 1;
     cpu.native_vector_width = 16;
@@ -689,6 +689,39 @@ static void test_best_config(void **state) {
     assert_string_equal(mt_template_name(sel.t), "gemm");
     assert_int_equal(mt_template_weight_layout(sel.t), MT_WEIGHTS_OIHW);
     mt_select_result_free(&sel);
+
+    /* On a CPU the shapes where another template's default ran faster than
+     * kvec's (records/select.c, cpu_default_template): wino on large 3x3
+     * stride-1 layers when the caller takes its F(4x4) layout, gemm on
+     * short unpadded 1x1 stride-1 layers with large images and on depthwise
+     * layers with small ones; kvec (depthwise for depthwise layers) for the rest. */
+    static const struct {
+        const char *wl;
+        unsigned layouts;
+        const char *want;
+    } cpu_rule[] = {
+        {"c=64,h=56,w=56,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
+        {"c=64,h=56,w=56,k=64,r=3,s=3,pad=1", (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), "kvec"},
+        {"c=3,h=224,w=224,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=256,h=56,w=56,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=64,h=28,w=28,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=64,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=64,h=56,w=56,k=256,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=256,h=56,w=56,k=64,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=64,h=14,w=14,k=384,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=64,h=56,w=56,k=128,r=1,s=1,stride=2", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=384,h=14,w=14,k=384,r=3,s=3,pad=1,groups=384", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=32,h=112,w=112,k=32,r=3,s=3,pad=1,groups=32", MT_WEIGHT_LAYOUTS_ALL, "depthwise"},
+    };
+    for (size_t i = 0; i < sizeof cpu_rule / sizeof cpu_rule[0]; i++) {
+        mt_workload rw;
+        assert_int_equal(mt_workload_parse(cpu_rule[i].wl, &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &cpu, cpu_rule[i].layouts, 0, &sel, err, sizeof err), MT_OK);
+        if (strcmp(mt_template_name(sel.t), cpu_rule[i].want) != 0) fail_msg("%s: default %s, expected %s", cpu_rule[i].wl, mt_template_name(sel.t), cpu_rule[i].want);
+        assert_true(cpu_rule[i].layouts & (1u << mt_template_config_weight_layout(sel.t, &sel.space, &sel.cfg)));
+        assert_fits(sel.t, &rw, &sel.space, &sel.cfg, &cpu);
+        mt_select_result_free(&sel);
+    }
 
     /* Depthwise workloads default to the depthwise template. */
     mt_workload dw;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mtgpu against oneDNN on this CPU, whole networks, every side in one window:
-# for each network, oneDNN (blocked "any" layouts and plain NCHW), mtgpu with
+# for each network (tuned first where it has no database, then timed right away),
+# oneDNN (blocked "any" layouts and plain NCHW), mtgpu with
 # the default configs (no database) and mtgpu with the configs `mtgpu tune NET`
 # found at its defaults, timed in turns, ROUNDS rounds, the order rotating each
 # round; then `mtgpu run --profile` of the tuned and the default network: each
@@ -48,6 +49,31 @@ rm -rf "$work"
 mkdir -p "$work"
 status=0
 
+side() { # NET SIDE ROUND: one timed run of one side, its JSON to $work
+  local net=$1 side=$2 round=$3 f="$work/$1.$2.$3.json"
+  case $side in
+    onednn_any | onednn_nchw)
+      env "${onednn_env[@]}" "$bin"/bench_onednn_net "$net" --layout "${side#onednn_}" --repeat "$REPEAT" --json >"$f" ;;
+    default) MTGPU_DB="$work/none.db" "$bin"/mtgpu run "$net" --repeat "$REPEAT" --json >"$f" ;;
+    tuned) "$bin"/mtgpu run "$net" --db "$DB_DIR/$net.db" --repeat "$REPEAT" --json >"$f" ;;
+  esac
+}
+
+sides=(onednn_any onednn_nchw default tuned)
+time_net() { # NET: the rounds of its four sides, then the profiles
+  local net=$1
+  for ((r = 0; r < ROUNDS; r++)); do
+    for ((i = 0; i < ${#sides[@]}; i++)); do
+      s=${sides[$(( (i + r) % ${#sides[@]} ))]}
+      log "$net round $((r + 1))/$ROUNDS: $s"
+      side "$net" "$s" "$r" || { log "$net: $s failed"; status=1; }
+    done
+  done
+  log "$net: profiles (tuned, default)"
+  "$bin"/mtgpu run "$net" --db "$DB_DIR/$net.db" --repeat "$REPEAT" --profile --json >"$work/$net.profile_tuned.json" || status=1
+  MTGPU_DB="$work/none.db" "$bin"/mtgpu run "$net" --repeat "$REPEAT" --profile --json >"$work/$net.profile_default.json" || status=1
+}
+
 nets=()
 for net in $NETS; do
   db="$DB_DIR/$net.db"
@@ -69,30 +95,8 @@ for net in $NETS; do
     fi
   fi
   nets+=("$net")
-done
-
-side() { # NET SIDE ROUND: one timed run of one side, its JSON to $work
-  local net=$1 side=$2 round=$3 f="$work/$1.$2.$3.json"
-  case $side in
-    onednn_any | onednn_nchw)
-      env "${onednn_env[@]}" "$bin"/bench_onednn_net "$net" --layout "${side#onednn_}" --repeat "$REPEAT" --json >"$f" ;;
-    default) MTGPU_DB="$work/none.db" "$bin"/mtgpu run "$net" --repeat "$REPEAT" --json >"$f" ;;
-    tuned) "$bin"/mtgpu run "$net" --db "$DB_DIR/$net.db" --repeat "$REPEAT" --json >"$f" ;;
-  esac
-}
-
-sides=(onednn_any onednn_nchw default tuned)
-for net in "${nets[@]}"; do
-  for ((r = 0; r < ROUNDS; r++)); do
-    for ((i = 0; i < ${#sides[@]}; i++)); do
-      s=${sides[$(( (i + r) % ${#sides[@]} ))]}
-      log "$net round $((r + 1))/$ROUNDS: $s"
-      side "$net" "$s" "$r" || { log "$net: $s failed"; status=1; }
-    done
-  done
-  log "$net: profiles (tuned, default)"
-  "$bin"/mtgpu run "$net" --db "$DB_DIR/$net.db" --repeat "$REPEAT" --profile --json >"$work/$net.profile_tuned.json" || status=1
-  MTGPU_DB="$work/none.db" "$bin"/mtgpu run "$net" --repeat "$REPEAT" --profile --json >"$work/$net.profile_default.json" || status=1
+  # Timed right after its tuning: a network's sides share one window of the machine.
+  time_net "$net"
 done
 
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
