@@ -122,6 +122,7 @@ typedef struct kvec_builder {
     mt_expr *wbase[4];         /* weight offset of channel vector j at (c, r, s) = (0, 0, 0) */
     int k_over;                /* tiles overhang k */
     int w_clamp;               /* some vector starts past k16: clamp its weight reads */
+    int x_tests;               /* the reduction being built tests columns against the image */
 } kvec_builder;
 
 #define KI(b, v) mt_ir_int((b)->k, (v))
@@ -155,7 +156,7 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) 
     mt_expr *conds[MT__KVEC_MAX_PRIVATE_FLOATS];
     for (int x = 0; x < p->xr; x++) {
         mt_expr *ix = mt_ir_add(k, ix0, KI(b, (int64_t)x * p->sw));
-        mt_expr *cond = mt__range_cond(k, ix, 0, p->w, p->ix_lo, p->ix_hi);
+        mt_expr *cond = b->x_tests ? mt__range_cond(k, ix, 0, p->w, p->ix_lo, p->ix_hi) : NULL;
         mt_expr *idx = mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
         if (cond) idx = mt_ir_select(k, cond, idx, plane); /* an address inside the image */
         mt_stmt_list_push(k, &list, mt_ir_store(k, b->ival, KI(b, x), mt_ir_load(k, b->io.in, idx)));
@@ -193,7 +194,7 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
 
-static mt_stmt *reduction(kvec_builder *b) {
+static mt_stmt *reduction_loops(kvec_builder *b) {
     const mt__rt_plan *p = b->p;
     mt__opt_loop lc, lr;
     mt_expr *c = mt__loop_begin(b->k, &lc, "c", p->c, MT_LOOP_SERIAL);
@@ -203,6 +204,26 @@ static mt_stmt *reduction(kvec_builder *b) {
     /* The tap registers are declared once for all rows (each row's taps reuse them). */
     mt_stmt *body = mt_ir_alloc(b->k, b->wreg, mt_ir_alloc(b->k, b->ival, mt_stmt_list_seq(b->k, &rows)));
     return mt__loop_end(b->k, &lc, mt__loop_end(b->k, &lr, body));
+}
+
+/* The reduction, twice where a tile's columns can leave the image: once
+ * without column tests, for the tiles whose every tap reads inside the
+ * image's columns, and once with them, for the tiles at the left and right
+ * edges (one uniform branch per work-item). A tile that covers a whole row
+ * has constant columns and only the second, whose tests fold away. */
+static mt_stmt *reduction(kvec_builder *b) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    b->x_tests = p->ix_lo || p->ix_hi;
+    mt_stmt *tested = reduction_loops(b);
+    if (!b->x_tests || p->xo * p->xt < 2) return tested;
+    b->x_tests = 0;
+    mt_stmt *inside = reduction_loops(b);
+    b->x_tests = 1;
+    mt_expr *ix_first = mt_ir_sub(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, p->pw));
+    mt_expr *ix_last = mt_ir_add(k, ix_first, KI(b, (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw));
+    mt_expr *interior = mt_ir_and(k, mt_ir_ge(k, ix_first, KI(b, 0)), mt_ir_lt(k, ix_last, KI(b, p->w)));
+    return mt_ir_if(k, interior, inside, tested);
 }
 
 /* Accumulator of lane l of channel vector j at tile pixel (y, x). */

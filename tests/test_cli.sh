@@ -300,6 +300,12 @@ if "$mtgpu" devices >/dev/null 2>&1; then
   # Take the config just printed and run it alone.
   cfg=$(sed -n 's/.*"template": "\([a-z]*\)", "config": "\([^"]*\)".*/\1 \2/p' "$tmp/out" | head -1)
   expect 0 "conv --config" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --template ${cfg%% *} --config "${cfg#* }" --repeats 2
+  # --config default: one result per accepting template (3x3 stride 1: direct, gemm, kvec, wino).
+  expect 0 "conv --config default" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --config default --json --repeats 2
+  for t in direct gemm kvec wino; do contains out "\"template\": \"$t\"" "conv --config default runs $t's default"; done
+  if grep -v '"status": "ok"' "$tmp/out" | grep -q .; then fail=$((fail + 1)); echo "FAIL: a default config did not run correctly"; else pass=$((pass + 1)); fi
+  expect 0 "conv --config default --source" -- conv "n=1,c=8,h=12,w=12,k=8,r=1,s=1" --template gemm --config default --source
+  contains out "__kernel" "the default config's OpenCL source"
   expect 0 "tune a workload" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 3 --batch 3 --json
   contains out '"type": "summary"' "tune summary JSON"
   expect 0 "tune one template" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 2 --batch 2 --templates kvec --db "$tmp/kvec.db" --json

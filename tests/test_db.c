@@ -723,6 +723,25 @@ static void test_best_config(void **state) {
         mt_select_result_free(&sel);
     }
 
+    /* kvec's default takes a padded row of 8-16 outputs in one tile (its
+     * column tests fold away), and two tiles of 7 elsewhere. */
+    static const struct {
+        const char *wl, *has;
+    } kvec_rows[] = {
+        {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=256,h=28,w=28,k=256,r=3,s=3,stride=2,pad=1", "reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=256,h=14,w=14,k=1024,r=1,s=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+    };
+    for (size_t i = 0; i < sizeof kvec_rows / sizeof kvec_rows[0]; i++) {
+        mt_workload rw;
+        assert_int_equal(mt_workload_parse(kvec_rows[i].wl, &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &cpu, (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), 0, &sel, err, sizeof err), MT_OK);
+        assert_string_equal(mt_template_name(sel.t), "kvec");
+        if (!strstr(sel.rec.config, kvec_rows[i].has)) fail_msg("%s: default %s, expected %s", kvec_rows[i].wl, sel.rec.config, kvec_rows[i].has);
+        mt_select_result_free(&sel);
+    }
+
     /* Depthwise workloads default to the depthwise template. */
     mt_workload dw;
     assert_int_equal(mt_workload_parse("c=32,h=56,w=56,k=32,r=3,s=3,pad=1,groups=32", &dw, NULL, 0), MT_OK);
