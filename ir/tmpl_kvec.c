@@ -19,8 +19,9 @@
  * vectors of `vec` channels for each of its reg_y x reg_x pixels) and runs
  * the reduction c > r > (tile row) > s, loading per tap its reg_k weight
  * vectors and then doing, pixel by pixel, one broadcast and reg_k FMAs; an
- * input row in the padding is skipped by one branch (row_taps). At the end it stores
- * its tile channel by channel: a vector's lanes are different channels, so
+ * input row in the padding is skipped by one branch (row_taps), and column
+ * tests are made only by the tiles at the image's edges (reduction). At the
+ * end it stores its tile channel by channel: a vector's lanes are different channels, so
  * different planes of the NCHW output, but one channel's reg_x columns are
  * neighbours, so each row goes out as vector stores along x, with the fused
  * epilogue applied to each vector (lane by lane where the tile overhangs the
@@ -127,6 +128,14 @@ typedef struct kvec_builder {
 
 #define KI(b, v) mt_ir_int((b)->k, (v))
 
+/* The input row that kernel row r reads for tile row y. */
+static mt_expr *input_row(kvec_builder *b, mt_expr *r, int y) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    mt_expr *first = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->y0, KI(b, p->sh)), KI(b, -p->ph)), mt_ir_mul(k, r, KI(b, p->dh)));
+    return mt_ir_add(k, first, KI(b, (int64_t)y * p->sh));
+}
+
 /* One tap (c, r, s) of tile row y: the weight vectors, then the row's input
  * values, then per pixel a broadcast and reg_k FMAs.
  *
@@ -150,8 +159,7 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) 
     for (int j = 0; j < p->kr; j++)
         mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
     mt_expr *plane = mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w)));
-    mt_expr *iy = mt_ir_add(k, mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->y0, KI(b, p->sh)), KI(b, -p->ph)), mt_ir_mul(k, r, KI(b, p->dh))),
-                            KI(b, (int64_t)y * p->sh));
+    mt_expr *iy = input_row(b, r, y);
     mt_expr *ix0 = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, -p->pw)), mt_ir_mul(k, s, KI(b, p->dw)));
     mt_expr *conds[MT__KVEC_MAX_PRIVATE_FLOATS];
     for (int x = 0; x < p->xr; x++) {
@@ -180,17 +188,14 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) 
  * the input row lies inside the image (a padding row adds nothing). With
  * the row test inside each value's select instead, every input value of
  * every tap was a masked load and a broadcast from a register, which runs
- * on the port that AVX-512 FMAs also need; behind the branch the loads of
- * the rows inside are plain broadcasts from memory. */
+ * on the port that AVX-512 FMAs also need. */
 static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     mt__opt_loop ls;
     mt_expr *s = mt__loop_begin(k, &ls, "s", p->s, p->unroll_rs >= 1 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_stmt *taps = mt__loop_end(k, &ls, tap(b, c, r, s, y));
-    mt_expr *iy = mt_ir_add(k, mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->y0, KI(b, p->sh)), KI(b, -p->ph)), mt_ir_mul(k, r, KI(b, p->dh))),
-                            KI(b, (int64_t)y * p->sh));
-    mt_expr *ycond = mt__range_cond(k, iy, 0, p->h, p->iy_lo, p->iy_hi);
+    mt_expr *ycond = mt__range_cond(k, input_row(b, r, y), 0, p->h, p->iy_lo, p->iy_hi);
     return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
 

@@ -145,18 +145,26 @@ static const cpu_pref cpu_prefs[] = {
     {"wino", "split_k", {1}}, {"wino", "unroll", {1}},
 };
 
-/* The config of sp closest to the CPU preferences of template t: per knob,
+/* Whether t is kvec and a padded output row of wl, 8 to 16 wide, fits one
+ * tile (its width is an option of reg_x): see kvec's preference there. */
+static int kvec_full_row(const mt_template *t, const mt_workload *wl, const mt_space *sp) {
+    const int ow = mt_workload_out_w(wl);
+    if (strcmp(mt_template_name(t), "kvec") != 0 || wl->pad_w <= 0 || ow <= 7 || ow > 16) return 0;
+    for (int k = 0; k < sp->nknobs; k++) {
+        const mt_knob *kn = &sp->knobs[k];
+        if (strcmp(kn->name, "reg_x") != 0) continue;
+        for (int o = 0; o < kn->noptions; o++)
+            if (kn->values[o * kn->nparts] == ow) return 1;
+    }
+    return 0;
+}
+
+/* The config of sp closest to the CPU preferences of template t for wl: per knob,
  * the option with the smallest sum of |log2(value / preferred)| over the
  * parts that have a preference (ties: the earlier option); knobs without a
  * preference take option 0. Returns 0 when t has no preferences. */
 static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg) {
-    /* kvec with the whole output row in one tile (an option of reg_x) where
-     * columns are padded: see the preference below. */
-    const int ow = mt_workload_out_w(wl);
-    int full_row = 0;
-    for (int k = 0; k < sp->nknobs && !strcmp(mt_template_name(t), "kvec"); k++)
-        if (!strcmp(sp->knobs[k].name, "reg_x"))
-            for (int o = 0; o < sp->knobs[k].noptions; o++) full_row |= wl->pad_w > 0 && ow > 7 && ow <= 16 && sp->knobs[k].values[o * sp->knobs[k].nparts] == ow;
+    const int ow = mt_workload_out_w(wl), full_row = kvec_full_row(t, wl, sp);
     int any = 0;
     memset(cfg, 0, sizeof *cfg);
     cfg->nknobs = sp->nknobs;
@@ -263,9 +271,10 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
 
 /* On a CPU, the template whose default config runs a layer of this shape
  * fastest, or NULL for the rule for the rest (depthwise for depthwise
- * layers, else kvec). Each template's
- * default config on every convolution of ResNet-50, MobileNetV2 and VGG-16,
- * side by side (bench/default_configs/results/default_configs.md):
+ * layers, else kvec), from each template's default config timed on every
+ * convolution of ResNet-50, ResNet-18, VGG-16 and MobileNetV2 side by side
+ * (bench/default_configs/results/default_configs.md, with kvec before its
+ * column tests moved to the edge tiles):
  * - wino (F(4x4)) on 3x3 stride-1 layers with 16 to 64 input channels and
  *   56x56 outputs or more: 2.4-2.6x faster than kvec on the 64-channel
  *   layers at 56x56 and 224x224 (0.8-1.2x at 112x112, from one run to the

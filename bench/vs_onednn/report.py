@@ -54,6 +54,7 @@ def network(work, db_dir, net, rounds):
     tune = load(tj) if os.path.exists(tj) else {}
     out["tune_wall_s"] = tune.get("tune_wall_s")
     out["tune_note"] = tune.get("note", "")
+    out["profile_note"] = tune.get("profile_note", "")
     for which in ("tuned", "default"):
         p = os.path.join(work, f"{net}.profile_{which}.json")
         out["profile_" + which] = load(p) if os.path.exists(p) and os.path.getsize(p) else None
@@ -116,7 +117,8 @@ def main():
                f"({pt['conv_gflop'] / pt['conv_ms'] * 1e3:.1f} GFLOP/s); at the FMA peak measured in the same run "
                f"({fmt(peak, '{:.1f}')} GFLOP/s, 16-lane FMA chains on every core) direct convolution would need "
                f"{fmt(pt.get('conv_peak_bound_ms'))} ms." +
-               (f" With the default configs: {pd['conv_ms']:.2f} ms (peak {fmt(pd.get('peak_gflops'), '{:.1f}')})." if pd else ""),
+               (f" With the default configs: {pd['conv_ms']:.2f} ms (peak {fmt(pd.get('peak_gflops'), '{:.1f}')})." if pd else "") +
+               (f" {n['profile_note']}" if n["profile_note"] else ""),
                "", "GFLOP/s count a convolution's direct FLOPs (2 x outputs x c x r x s) whatever the algorithm, so a "
                "Winograd kernel can pass 100% of the peak.", "",
                "| layer | workload | kernel (tuned) | tuned ms | GFLOP/s | of peak | default ms | default kernel |",
