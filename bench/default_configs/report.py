@@ -3,27 +3,19 @@
 convolution (median over the rounds), the default rule's choice (`mtgpu best`
 without a database) against the fastest default and against the rule before
 it (kvec on a CPU, depthwise for depthwise layers), per layer and per network.
-usage: report.py OUT NET..."""
+usage: report.py OUT NET...   (environment: NOTE, a sentence put under the heading)"""
 import csv
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from benchlib import cpu_model  # noqa: E402
+
 TEMPLATES = ["direct", "gemm", "kvec", "wino", "depthwise"]
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def commit():
@@ -82,7 +74,7 @@ def main():
     fmt = lambda v: "" if v is None else "%.3f" % v
     md = ["# Default configs side by side", "",
           "Generated %s by `bench/default_configs/run.sh` (`report.py`) at commit %s on %s, %d cores; PoCL's CPU device." %
-          (now, commit(), cpu_model(), os.cpu_count() or 0), "",
+          (now, commit(), cpu_model(), os.cpu_count() or 0), ""] + ([os.environ["NOTE"], ""] if os.environ.get("NOTE") else []) + [
           "Every template's default config (`mtgpu conv WL --config default`: each accepting template's in one process, one "
           "after the other), medians over the rounds, ms. `rule`: the template the default rule picks (`mtgpu best NET` "
           "without a database); `old`: kvec everywhere it accepts (depthwise for depthwise layers), the rule before. "

@@ -95,6 +95,8 @@ for net in $NETS; do
     fi
   fi
   nets+=("$net")
+  # The tuning's log (with its estimate and the refinement's in-network times) goes with the results.
+  cp "$DB_DIR/$net.tune.log" "$DB_DIR/$net.tune.json" "$work/" 2>/dev/null || true
   # Timed right after its tuning: a network's sides share one window of the machine.
   time_net "$net"
 done
