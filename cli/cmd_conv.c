@@ -384,7 +384,7 @@ int mt_cmd_conv(int argc, char **argv) {
             rc = MT_EXIT_FAIL;
         }
     }
-    /* A device only to run configs: its limits decide which drawn configs are valid. */
+    /* A device to run configs (its limits decide which drawn configs are valid) or to give its default configs. */
     if (rc == MT_EXIT_OK && (!rq.source || want_defaults)) rc = mt_cli_device("conv", rq.device, &dev);
     if (rc == MT_EXIT_OK) {
         if (want_defaults) rc = default_configs(&rq, ts, nts, dev, &cl);
