@@ -112,6 +112,46 @@ static void zoo_case(const char *name, int image_size) {
     mt_network_free(net);
 }
 
+/* Without records, the executor runs each convolution's default config, and
+ * on a CPU that template depends on the layer's shape (records/select.c):
+ * Winograd on a 3x3 layer of 56x56 outputs (weights converted to its layout),
+ * gemm on a short 1x1 layer, kvec on a strided one. The network's output
+ * must match the reference whichever templates ran. */
+static void test_default_templates(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[1024];
+    const mt_device_info *di = mt_device_get_info(g_dev);
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_new("shapes", &net), MT_OK);
+    int x = mt_network_add_input(net, "input", 1, 16, 56, 56);
+    mt_conv_spec a = mt_conv_spec_default(16, 3, 1, 1);
+    a.bias = 1;
+    x = mt_network_add_conv(net, "conv3x3", x, &a);
+    mt_conv_spec b = mt_conv_spec_default(32, 1, 1, 0);
+    x = mt_network_add_conv(net, "conv1x1", x, &b);
+    mt_conv_spec c = mt_conv_spec_default(32, 3, 2, 1);
+    x = mt_network_add_conv(net, "strided", x, &c);
+    mt_network_add_global_avgpool(net, "pool", x);
+    assert_int_equal(mt_network_status(net, err, sizeof err), MT_OK);
+    const char *want_cpu[] = {"wino", "gemm", "kvec"};
+    for (int i = 0, n = 0; i < mt_network_num_layers(net); i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        if (l->kind != MT_LAYER_CONV2D) continue;
+        mt_select_query q = mt_select_query_default(NULL, &l->conv.wl, di);
+        mt_select_result sel;
+        assert_int_equal(mt_select_config(&q, &sel, err, sizeof err), MT_OK);
+        print_message("%s: default %s %s\n", l->name, mt_template_name(sel.t), sel.rec.config);
+        if (di->is_cpu) assert_string_equal(mt_template_name(sel.t), want_cpu[n]);
+        mt_select_result_free(&sel);
+        n++;
+    }
+    double e = run_against_reference(net, NULL, NULL);
+    print_message("default templates by shape: max rel err %.3g\n", e);
+    assert_true(e < NET_TOL);
+    mt_network_free(net);
+}
+
 static void test_resnet18(void **state) {
     (void)state;
     zoo_case("resnet18", 32);
@@ -1153,7 +1193,7 @@ int main(void) {
         cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records),
-        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
