@@ -121,7 +121,7 @@ typedef struct cpu_pref {
 static const cpu_pref cpu_prefs[] = {
     /* gemm: 6 channels x 32 pixels in vectors as wide as the device's
      * registers (12 AVX-512 accumulators, 8 loads per 12 FMAs; with 8-lane
-     * vectors 4 x 24, see cpu_preferred_config); 4 x 24 in 8-lane vectors
+     * vectors 4 x 24, see cpu_pref_for_device); 4 x 24 in 8-lane vectors
      * on AVX-512 ran the 64 -> 256 1x1 layer of ResNet-50 at 56x56 in
      * 1.00-1.04 ms against 0.33-0.61 ms, four runs of each in turns. */
     {"gemm", "thread_k", {1}}, {"gemm", "reg_k", {6}}, {"gemm", "thread_y", {1}}, {"gemm", "reg_y", {1}},
@@ -134,7 +134,7 @@ static const cpu_pref cpu_prefs[] = {
     {"depthwise", "auto_unroll_max_step", {512}}, {"depthwise", "unroll_explicit", {1}}, {"depthwise", "vec", {8}},
     {"depthwise", "stage_local", {0}},
     /* kvec: two channel vectors x 7 pixels of a row (14 accumulators; vec is
-     * the device's native float width, see cpu_preferred_config), the s taps
+     * the device's native float width, see cpu_pref_for_device), the s taps
      * unrolled and replicated (with pragmas PoCL kept the tile in memory:
      * 2.2x slower on the 14x14 3x3 of ResNet-50). */
     {"kvec", "thread_k", {1}}, {"kvec", "vec", {16}}, {"kvec", "reg_k", {2}}, {"kvec", "thread_y", {1}}, {"kvec", "reg_y", {1}},
@@ -159,6 +159,26 @@ static int kvec_full_row(const mt_template *t, const mt_workload *wl, const mt_s
     return 0;
 }
 
+/* pref (one knob's CPU preference) as it applies to dev, and for kvec to an
+ * output row of width ow that full_row says fits one tile (kvec_full_row). */
+static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, int ow, int full_row) {
+    const int gemm = !strcmp(pref->tmpl, "gemm");
+    /* Vectors (of channels; gemm's of pixels) as wide as the device's registers (AVX2 8, AVX-512 16). */
+    if ((!strcmp(pref->tmpl, "kvec") || !strcmp(pref->tmpl, "wino") || gemm) && !strcmp(pref->knob, "vec") && dev->native_vector_width >= 4)
+        pref->part[0] = dev->native_vector_width;
+    /* kvec on padded rows of 8 to 16 outputs: one channel vector x the
+     * whole row. With one tile per row its columns are constants, so the
+     * column tests fold away: ResNet-50's 3x3 layers with 14x14 outputs
+     * ran 1.5-2.6x faster (stride 1) and 1.5-2.3x (stride 2) than with
+     * two 7-column tiles of two vectors. Unpadded 1x1 layers have no
+     * column tests, and there the two tiles were as fast or faster. */
+    if (full_row && !strcmp(pref->knob, "reg_x")) pref->part[0] = ow;
+    if (full_row && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
+    /* gemm's tile in 8-lane vectors (AVX2: 16 registers): 4 x 24, 12 accumulators. */
+    if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 4;
+    if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 24;
+}
+
 /* The config of sp closest to the CPU preferences of template t for wl: per knob,
  * the option with the smallest sum of |log2(value / preferred)| over the
  * parts that have a preference (ties: the earlier option); knobs without a
@@ -176,21 +196,7 @@ static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, con
         if (!pref) continue;
         any = 1;
         cpu_pref own = *pref;
-        /* Vectors (of channels; gemm's of pixels) as wide as the device's registers (AVX2 8, AVX-512 16). */
-        if ((!strcmp(own.tmpl, "kvec") || !strcmp(own.tmpl, "wino") || !strcmp(own.tmpl, "gemm")) && !strcmp(own.knob, "vec") &&
-            dev->native_vector_width >= 4)
-            own.part[0] = dev->native_vector_width;
-        /* kvec on padded rows of 8 to 16 outputs: one channel vector x the
-         * whole row. With one tile per row its columns are constants, so the
-         * column tests fold away: ResNet-50's 3x3 layers with 14x14 outputs
-         * ran 1.5-2.6x faster (stride 1) and 1.5-2.3x (stride 2) than with
-         * two 7-column tiles of two vectors. Unpadded 1x1 layers have no
-         * column tests, and there the two tiles were as fast or faster. */
-        if (full_row && !strcmp(own.knob, "reg_x")) own.part[0] = ow;
-        if (full_row && !strcmp(own.knob, "reg_k")) own.part[0] = 1;
-        /* gemm's tile in 8-lane vectors (AVX2: 16 registers): 4 x 24, 12 accumulators. */
-        if (!strcmp(own.tmpl, "gemm") && dev->native_vector_width < 16 && !strcmp(own.knob, "reg_k")) own.part[0] = 4;
-        if (!strcmp(own.tmpl, "gemm") && dev->native_vector_width < 16 && !strcmp(own.knob, "reg_x")) own.part[0] = 24;
+        cpu_pref_for_device(&own, dev, ow, full_row);
         pref = &own;
         int64_t best = -1;
         for (int o = 0; o < kn->noptions; o++) {
