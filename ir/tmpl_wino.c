@@ -6,23 +6,27 @@
  * m = 4, 1.78 at m = 6. On a CPU whose direct kernels already run near the
  * FMA peak, fewer multiplications are the only way to go faster.
  *
- * A work-group owns a block of reg_y x reg_x output tiles of one image and
- * a share (1 / split_k) of the output channels; its work-items
- * each own reg_k vectors of `vec` channels. The kernel has three phases:
+ * A work-group owns a block of blk_y x blk_x register tiles, each of
+ * reg_y x reg_x output tiles, of one image and a share (1 / split_k) of the
+ * output channels, in groups of reg_k vectors of `vec` channels: one group
+ * per work-item, or (k_loop) all groups in turn in one work-item. The
+ * kernel has three phases:
  *  1. input transform: the work-items share out the input channels and
  *     write V = B^T d B of every (channel, tile) into local memory, laid out
  *     [alpha^2][c][tile] so that phase 2 reads it in order. Each input tile
  *     is transformed once per work-group, so the transform's cost is shared
  *     by all the group's output channels (with split_k = 1, all of them);
- *  2. after a barrier, alpha^2 independent matrix products, one per
- *     transformed position e: M_e[tile][k] = sum_c V_e[c][tile] U_e[c][k],
- *     each as kvec's register tile: (reg_y x reg_x) x reg_k vector
+ *  2. after a barrier (none with k_loop), alpha^2 independent matrix
+ *     products, one per transformed position e: M_e[tile][k] =
+ *     sum_c V_e[c][tile] U_e[c][k], for each register tile of the block
+ *     in turn as kvec's register tile: (reg_y x reg_x) x reg_k vector
  *     accumulators, per input channel reg_k vector loads of transformed
  *     weights and reg_y x reg_x broadcasts of V from local memory. The
- *     weights, alpha^2 / 9 times the size of the direct ones, are read once
- *     per work-group: on the small images of a network's last stages a
- *     block must hold many tiles, or reading them bounds the kernel. Each position's result goes to a
- *     private array M;
+ *     weights, alpha^2 / 9 times the size of the direct ones, are read from
+ *     memory once per work-group and from cache by its other register
+ *     tiles: a block of one register tile read them once per 4-16 tiles,
+ *     and on 512 channels (37 MB of F(4x4) weights) that bounded the
+ *     kernel below kvec. Each position's result goes to a private array M;
  *  3. output transform Y = A^T M A on vectors of channels, then stores: for
  *     each channel of a vector, each output row of a tile as vectors along
  *     the row (as kvec stores), with the fused epilogue.
@@ -43,18 +47,24 @@
  * Knobs, in order:
  *   tile     {2,4,6}   output tile m (options past the output's size left out)
  *   vec      {4,8,16}  channels per vector
- *   reg_k    {1,2,4}   channel vectors per work-item
- *   reg_y    {1,2,4}   output tile rows per work-group
- *   reg_x    {1,2,3,4} output tiles per work-group along the row
+ *   reg_k    {1,2,4}   channel vectors per group (a work-item's or one turn of the loop)
+ *   reg_y    {1,2,4}   output tile rows per register tile
+ *   reg_x    {1,2,3,4} output tiles per register tile along the row
  *   split_k  {1,2,4}   work-groups sharing one tile block's output channels:
  *                      more work-groups, each input tile transformed that many times
- *   unroll   {0,1}     phases 1 and 3 loop over the block's tiles and a vector's
+ *   unroll   {0,1}     phases 1 and 3 loop over a register tile's tiles and a vector's
  *                      channels (0) or replicate them (1: constant indices, up to
  *                      twice as fast on the 56x56 layer of ResNet-50, but large
  *                      blocks then pass the statement limit of mt_template_check)
+ *   blk_y    {1,2,4}   register tiles per work-group down the columns
+ *   blk_x    {1,2,4}   register tiles per work-group along the row
+ *   k_loop   {0,1}     the channel groups of a work-group as work-items (0) or
+ *                      as a loop in one work-item (1: no barrier; on PoCL's
+ *                      CPU device 2.8x faster on the 28x28 256-channel layer)
  * Invalid: reg_y x reg_x x reg_k x vec accumulators over MT__WINO_MAX_ACC,
- * the private M over MT__WINO_MAX_M floats. Local memory (alpha^2 x c x
- * reg_y x reg_x floats) is checked against the device by mt_template_check. */
+ * the private M over MT__WINO_MAX_M floats, a row or column of register
+ * tiles wholly past the output. Local memory (alpha^2 x c x the block's
+ * tiles floats) is checked against the device by mt_template_check. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,8 +77,9 @@
 /* Accumulators of phase 2 and the weight registers: AVX-512's 32 registers
  * hold 512 floats. */
 #define MT__WINO_MAX_ACC 256
-/* M: alpha^2 x reg_y x reg_x x reg_k x vec floats per work-item, 64 KiB. */
-#define MT__WINO_MAX_M 16384
+/* M: alpha^2 x (the block's tiles) x reg_k x vec floats per work-item,
+ * 256 KiB: F(4x4) with 16 tiles and two vectors of 16 channels needs 72 KiB. */
+#define MT__WINO_MAX_M 65536
 
 static int wino_accepts(const mt_workload *wl) {
     return wl && wl->groups == 1 && wl->r == 3 && wl->s == 3 && wl->stride_h == 1 && wl->stride_w == 1 && wl->dil_h == 1 &&
@@ -78,7 +89,11 @@ static int wino_accepts(const mt_workload *wl) {
 typedef struct wino_plan {
     int n, c, k, k16, h, w, oh, ow, ph, pw;
     int m, alpha, vec, kr, yr, xr, ko, kt;
-    int nt;                    /* tiles per work-group: yr * xr */
+    int by, bx;                /* register tiles per work-group along the columns and rows */
+    int ntr;                   /* tiles per register tile: yr * xr */
+    int nt;                    /* tiles per work-group: ntr * by * bx */
+    int bry, brx;              /* tile rows and columns per work-group: yr * by, xr * bx */
+    int k_loop;                /* the kt channel groups as a loop in one work-item instead of kt work-items */
     int unroll;                /* replicate the loops over tiles and channel lanes of phases 1 and 3 */
     int ty_n, tx_n, yo, xo;    /* tile rows and columns, work-groups along them */
     mt_winograd mat;
@@ -97,6 +112,9 @@ static mt_status wino_space(const mt_workload *wl, mt_space *out) {
         {"reg_x", MT__OPTIONS(1, 2, 3, 4), (ow + 1) / 2},
         {"split_k", MT__OPTIONS(1, 2, 4), k16 / 4},
         {"unroll", MT__OPTIONS(0, 1), INT_MAX},
+        {"blk_y", MT__OPTIONS(1, 2, 4), (oh + 1) / 2},
+        {"blk_x", MT__OPTIONS(1, 2, 4), (ow + 1) / 2},
+        {"k_loop", MT__OPTIONS(0, 1), INT_MAX},
     };
     mt_space_init(out, "wino");
     mt_status st = mt__space_add_enums(out, knobs, (int)(sizeof knobs / sizeof knobs[0]));
@@ -117,7 +135,9 @@ typedef struct wino_builder {
     mt_buffer *vloc;          /* LOCAL [alpha^2][c][nt] */
     mt_buffer *d, *t;         /* PRIVATE alpha^2: the input tile, B^T d */
     mt_buffer *acc, *wreg, *mbuf, *tbuf, *ybuf;
-    mt_expr *img, *ty0, *tx0, *k0, *tk;
+    mt_expr *img, *ty0, *tx0, *k0;
+    mt_expr *tid;             /* the work-item, one of nthreads sharing phase 1 */
+    int nthreads;
     mt_expr *wbase[4];
 } wino_builder;
 
@@ -155,8 +175,8 @@ static mt_stmt *input_transform(wino_builder *b, mt_expr *c, mt_expr *tile, mt_e
     mt_expr *iy0 = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, b->ty0, y), KI(b, p->m)), KI(b, -p->ph));
     mt_expr *ix0 = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, b->tx0, x), KI(b, p->m)), KI(b, -p->pw));
     /* Which sides a read can leave the image on. */
-    const int y_lo = p->ph > 0, y_hi = (int64_t)(p->yo * p->yr - 1) * p->m - p->ph + a - 1 >= p->h;
-    const int x_lo = p->pw > 0, x_hi = (int64_t)(p->xo * p->xr - 1) * p->m - p->pw + a - 1 >= p->w;
+    const int y_lo = p->ph > 0, y_hi = (int64_t)(p->yo * p->bry - 1) * p->m - p->ph + a - 1 >= p->h;
+    const int x_lo = p->pw > 0, x_hi = (int64_t)(p->xo * p->brx - 1) * p->m - p->pw + a - 1 >= p->w;
     mt_expr *conds[MT_WINO_MAX_ALPHA * MT_WINO_MAX_ALPHA];
     for (int i = 0; i < a; i++) {
         mt_expr *iy = mt_ir_add(k, iy0, KI(b, i));
@@ -195,41 +215,63 @@ static mt_stmt *input_transform(wino_builder *b, mt_expr *c, mt_expr *tile, mt_e
     return mt_stmt_list_seq(k, &list);
 }
 
+/* A tile of the work-group's block by its slot: register tile sb (bx of
+ * them along the row), tile r in it (xr along the row). Slots number the
+ * tiles register tile by register tile, so that phase 2 reads one register
+ * tile's transformed inputs from consecutive addresses. */
+static mt_expr *tile_slot(wino_builder *b, mt_expr *sb, mt_expr *r, mt_expr **y, mt_expr **x) {
+    const wino_plan *p = b->p;
+    mt_kernel *k = b->k;
+    *y = mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, sb, KI(b, p->bx)), KI(b, p->yr)), mt_ir_div(k, r, KI(b, p->xr)));
+    *x = mt_ir_add(k, mt_ir_mul(k, mt_ir_mod(k, sb, KI(b, p->bx)), KI(b, p->xr)), mt_ir_mod(k, r, KI(b, p->xr)));
+    return mt_ir_add(k, mt_ir_mul(k, sb, KI(b, p->ntr)), r);
+}
+
 /* Phase 1: work-item tk transforms channels tk, tk + kt, ... */
 static mt_stmt *phase_transform(wino_builder *b) {
     const wino_plan *p = b->p;
     mt_kernel *k = b->k;
-    const int64_t rounds = (p->c + p->kt - 1) / p->kt;
+    const int64_t rounds = (p->c + b->nthreads - 1) / b->nthreads;
     mt__opt_loop lc;
     mt_expr *cc = mt__loop_begin(k, &lc, "cc", rounds, MT_LOOP_SERIAL);
     mt_var *cv = mt_ir_var(k, "ci", MT_TYPE_INT);
     mt_expr *c = mt_ir_v(k, cv);
-    /* The block's tiles as a loop, replicated when `unroll` is set. */
-    mt__opt_loop lt;
-    mt_expr *tile = mt__loop_begin(k, &lt, "tile", p->nt, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
-    mt_stmt *body = input_transform(b, c, tile, mt_ir_div(k, tile, KI(b, p->xr)), mt_ir_mod(k, tile, KI(b, p->xr)));
-    body = mt_ir_alloc(k, b->d, mt_ir_alloc(k, b->t, mt__loop_end(k, &lt, body)));
-    if (rounds * p->kt > p->c) body = mt_ir_if(k, mt_ir_lt(k, c, KI(b, p->c)), body, NULL);
-    body = mt_ir_let(k, cv, mt_ir_add(k, mt_ir_mul(k, cc, KI(b, p->kt)), b->tk), body);
+    /* The block's register tiles as a loop, the tiles of one as a loop
+     * replicated when `unroll` is set. */
+    mt__opt_loop ls, lt;
+    mt_expr *sb = mt__loop_begin(k, &ls, "sb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
+    mt_expr *r = mt__loop_begin(k, &lt, "tile", p->ntr, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
+    mt_expr *y, *x;
+    mt_expr *slot = tile_slot(b, sb, r, &y, &x);
+    mt_stmt *body = mt__loop_end(k, &ls, mt__loop_end(k, &lt, input_transform(b, c, slot, y, x)));
+    body = mt_ir_alloc(k, b->d, mt_ir_alloc(k, b->t, body));
+    if (rounds * b->nthreads > p->c) body = mt_ir_if(k, mt_ir_lt(k, c, KI(b, p->c)), body, NULL);
+    body = mt_ir_let(k, cv, mt_ir_add(k, mt_ir_mul(k, cc, KI(b, b->nthreads)), b->tid), body);
     return mt__loop_end(k, &lc, body);
 }
 
-/* Phase 2: for each transformed position e, the nt x reg_k register tile
- * summed over the input channels, then copied to M[e]. */
+/* Phase 2: for each transformed position e and each register tile of the
+ * block, the ntr x reg_k register tile summed over the input channels, then
+ * copied to M[e]. With e outside, one position's transformed weights for
+ * this work-item's channels (c x reg_k vectors) are read by every register
+ * tile of the block while they are still in cache: a block of many tiles
+ * reads the weights from memory once for all of them. */
 static mt_stmt *phase_products(wino_builder *b) {
     const wino_plan *p = b->p;
     mt_kernel *k = b->k;
     const int a2 = p->alpha * p->alpha, vec = p->vec;
-    const int64_t nacc = (int64_t)p->nt * p->kr * vec;
+    const int64_t nacc = (int64_t)p->ntr * p->kr * vec, mrow_len = (int64_t)p->nt * p->kr * vec;
     mt_var *ev = mt_ir_var(k, "e", MT_TYPE_INT);
     mt_var *cv = mt_ir_var(k, "c", MT_TYPE_INT);
     mt_expr *e = mt_ir_v(k, ev), *c = mt_ir_v(k, cv);
+    mt__opt_loop ls;
+    mt_expr *sb = mt__loop_begin(k, &ls, "sb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
     mt_stmt_list inner = {0};
     mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, 16));
     for (int j = 0; j < p->kr; j++)
         mt_stmt_list_push(k, &inner, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
-    mt_expr *vrow = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, p->nt));
-    for (int x = 0; x < p->nt; x++) {
+    mt_expr *vrow = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, p->nt)), mt_ir_mul(k, sb, KI(b, p->ntr)));
+    for (int x = 0; x < p->ntr; x++) {
         mt_expr *bv = mt_ir_broadcast(k, mt_ir_load(k, b->vloc, mt_ir_add(k, vrow, KI(b, x))), vec);
         for (int j = 0; j < p->kr; j++) {
             mt_expr *ai = KI(b, ((int64_t)x * p->kr + j) * vec);
@@ -239,11 +281,12 @@ static mt_stmt *phase_products(wino_builder *b) {
     }
     mt_stmt *cloop = mt_ir_for(k, cv, p->c, MT_LOOP_SERIAL, 0, mt_ir_alloc(k, b->wreg, mt_stmt_list_seq(k, &inner)));
     mt_stmt_list copy = {0};
-    mt_expr *mrow = mt_ir_mul(k, e, KI(b, nacc));
+    mt_expr *mrow = mt_ir_add(k, mt_ir_mul(k, e, KI(b, mrow_len)), mt_ir_mul(k, sb, KI(b, nacc)));
     for (int64_t i = 0; i < nacc; i += vec)
         mt_stmt_list_push(k, &copy, mt_ir_store_vec(k, b->mbuf, mt_ir_add(k, mrow, KI(b, i)), mt_ir_load_vec(k, b->acc, KI(b, i), vec)));
     mt_stmt *body = mt_ir_seq2(k, mt_ir_seq2(k, mt__zero_fill(k, b->acc, nacc, vec), cloop), mt_stmt_list_seq(k, &copy));
-    return mt_ir_for(k, ev, a2, MT_LOOP_SERIAL, 0, mt_ir_alloc(k, b->acc, body));
+    body = mt__loop_end(k, &ls, mt_ir_alloc(k, b->acc, body));
+    return mt_ir_for(k, ev, a2, MT_LOOP_SERIAL, 0, body);
 }
 
 /* Phase 3 for tile `tile` = (y, x) and channel vector j: Y = A^T M A into
@@ -276,7 +319,7 @@ static mt_stmt *output_tile(wino_builder *b, mt_expr *tile, mt_expr *y, mt_expr 
     const int64_t plane = (int64_t)p->oh * p->ow;
     mt_expr *oy0 = mt_ir_mul(k, mt_ir_add(k, b->ty0, y), KI(b, m));
     mt_expr *ox0 = mt_ir_mul(k, mt_ir_add(k, b->tx0, x), KI(b, m));
-    const int x_over = (int64_t)p->xo * p->xr * m > p->ow, y_over = (int64_t)p->yo * p->yr * m > p->oh;
+    const int x_over = (int64_t)p->xo * p->brx * m > p->ow, y_over = (int64_t)p->yo * p->bry * m > p->oh;
     const int k_over = (int64_t)p->ko * p->kt * p->kr * vec > p->k;
     mt_expr *full = x_over ? mt_ir_lt(k, ox0, KI(b, (int64_t)p->ow - m + 1)) : NULL;
     mt_expr *obase = mt_ir_mul(k, b->img, KI(b, (int64_t)p->k * plane));
@@ -321,12 +364,15 @@ static mt_stmt *output_tile(wino_builder *b, mt_expr *tile, mt_expr *y, mt_expr 
 static mt_stmt *phase_outputs(wino_builder *b) {
     const wino_plan *p = b->p;
     mt_kernel *k = b->k;
-    mt__opt_loop lt;
-    mt_expr *tile = mt__loop_begin(k, &lt, "otile", p->nt, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
-    mt_expr *y = mt_ir_div(k, tile, KI(b, p->xr)), *x = mt_ir_mod(k, tile, KI(b, p->xr));
+    mt__opt_loop ls, lt;
+    mt_expr *sb = mt__loop_begin(k, &ls, "osb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
+    mt_expr *r = mt__loop_begin(k, &lt, "otile", p->ntr, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
+    mt_expr *y, *x;
+    mt_expr *slot = tile_slot(b, sb, r, &y, &x);
     mt_stmt_list list = {0};
-    for (int j = 0; j < p->kr; j++) mt_stmt_list_push(k, &list, output_tile(b, tile, y, x, j));
-    return mt_ir_alloc(k, b->tbuf, mt_ir_alloc(k, b->ybuf, mt__loop_end(k, &lt, mt_stmt_list_seq(k, &list))));
+    for (int j = 0; j < p->kr; j++) mt_stmt_list_push(k, &list, output_tile(b, slot, y, x, j));
+    mt_stmt *body = mt__loop_end(k, &ls, mt__loop_end(k, &lt, mt_stmt_list_seq(k, &list)));
+    return mt_ir_alloc(k, b->tbuf, mt_ir_alloc(k, b->ybuf, body));
 }
 
 static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err, size_t errlen) {
@@ -335,7 +381,7 @@ static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err,
     wino_builder bb = {.k = k, .p = p};
     wino_builder *b = &bb;
     const int a = p->alpha, a2 = a * a, vec = p->vec;
-    const int64_t nacc = (int64_t)p->nt * p->kr * vec;
+    const int64_t nacc = (int64_t)p->ntr * p->kr * vec;
     mt__conv_io_params(k, &b->io, (int64_t)p->n * p->c * p->h * p->w, (int64_t)p->k16 * p->c * a2, (int64_t)p->n * p->k * p->oh * p->ow, p->k,
                        p->epi);
     b->vloc = mt_ir_buffer(k, "vt", MT_SCOPE_LOCAL, (int64_t)a2 * p->c * p->nt);
@@ -343,35 +389,45 @@ static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err,
     b->t = mt_ir_buffer(k, "bd", MT_SCOPE_PRIVATE, a2);
     b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, nacc);
     b->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, (int64_t)p->kr * vec);
-    b->mbuf = mt_ir_buffer(k, "mt", MT_SCOPE_PRIVATE, (int64_t)a2 * nacc);
+    b->mbuf = mt_ir_buffer(k, "mt", MT_SCOPE_PRIVATE, (int64_t)a2 * p->nt * p->kr * vec);
     b->tbuf = mt_ir_buffer(k, "at_m", MT_SCOPE_PRIVATE, (int64_t)p->m * a * vec);
     b->ybuf = mt_ir_buffer(k, "y", MT_SCOPE_PRIVATE, (int64_t)p->m * p->m * vec);
 
     /* Launch: axis 0 channel shares (split_k) and their work-items, axis 1
-     * tile blocks along the row, axis 2 (image, block of tile rows). */
-    mt__opt_loop g[3], it;
+     * tile blocks along the row, axis 2 (image, block of tile rows). With
+     * k_loop the share's kt channel groups are a loop in one work-item and
+     * the kernel has no barrier: PoCL's CPU compiler puts the work-item loop
+     * inside every innermost loop of a kernel with barriers, and phase 2's
+     * accumulators then lived in memory (2-4x slower on 28x28 layers). */
+    b->nthreads = p->k_loop ? 1 : p->kt;
+    mt__opt_loop g[3], it, kg;
     mt_expr *bk = mt__loop_begin(k, &g[0], "bk", p->ko, MT_LOOP_BLOCK);
     mt_expr *bx = mt__loop_begin(k, &g[1], "bx", p->xo, MT_LOOP_BLOCK);
     mt_expr *bz = mt__loop_begin(k, &g[2], "bz", (int64_t)p->n * p->yo, MT_LOOP_BLOCK);
-    b->tk = mt__loop_begin(k, &it, "tk", p->kt, MT_LOOP_THREAD);
+    b->tid = mt__loop_begin(k, &it, "tk", b->nthreads, MT_LOOP_THREAD);
     for (int i = 0; i < 3; i++) g[i].axis = i;
     it.axis = 0;
 
     mt__let_chain l = {0};
     b->img = mt__let_bind(k, &l, "img", mt_ir_div(k, bz, KI(b, p->yo)));
-    b->ty0 = mt__let_bind(k, &l, "ty0", mt_ir_mul(k, mt_ir_mod(k, bz, KI(b, p->yo)), KI(b, p->yr)));
-    b->tx0 = mt__let_bind(k, &l, "tx0", mt_ir_mul(k, bx, KI(b, p->xr)));
-    b->k0 = mt__let_bind(k, &l, "k0", mt_ir_add(k, mt_ir_mul(k, bk, KI(b, (int64_t)p->kt * p->kr * vec)), mt_ir_mul(k, b->tk, KI(b, (int64_t)p->kr * vec))));
+    b->ty0 = mt__let_bind(k, &l, "ty0", mt_ir_mul(k, mt_ir_mod(k, bz, KI(b, p->yo)), KI(b, p->bry)));
+    b->tx0 = mt__let_bind(k, &l, "tx0", mt_ir_mul(k, bx, KI(b, p->brx)));
+    mt_stmt *transform = phase_transform(b);
+    if (b->nthreads > 1) transform = mt_ir_seq2(k, transform, mt_ir_barrier(k));
+    mt_expr *tk = p->k_loop ? mt__loop_begin(k, &kg, "kg", p->kt, MT_LOOP_SERIAL) : b->tid;
+    mt__let_chain lk = {0};
+    b->k0 = mt__let_bind(k, &lk, "k0", mt_ir_add(k, mt_ir_mul(k, bk, KI(b, (int64_t)p->kt * p->kr * vec)), mt_ir_mul(k, tk, KI(b, (int64_t)p->kr * vec))));
     const int64_t block_stride = (int64_t)p->c * a2 * 16;
     for (int j = 0; j < p->kr; j++) {
         mt_expr *first = mt_ir_add(k, b->k0, KI(b, (int64_t)j * vec));
         if ((int64_t)p->ko * p->kt * p->kr * vec > p->k16) first = mt_ir_min(k, first, KI(b, p->k16 - vec));
         char name[16];
         snprintf(name, sizeof name, "wb%d", j);
-        b->wbase[j] = mt__let_bind(k, &l, name, mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, first, KI(b, 16)), KI(b, block_stride)), mt_ir_mod(k, first, KI(b, 16))));
+        b->wbase[j] = mt__let_bind(k, &lk, name, mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, first, KI(b, 16)), KI(b, block_stride)), mt_ir_mod(k, first, KI(b, 16))));
     }
-    mt_stmt *work = mt_ir_seq2(k, mt_ir_seq2(k, phase_transform(b), mt_ir_barrier(k)),
-                               mt_ir_alloc(k, b->mbuf, mt_ir_seq2(k, phase_products(b), phase_outputs(b))));
+    mt_stmt *group = mt__let_wrap(k, &lk, mt_ir_alloc(k, b->mbuf, mt_ir_seq2(k, phase_products(b), phase_outputs(b))));
+    if (p->k_loop) group = mt__loop_end(k, &kg, group);
+    mt_stmt *work = mt_ir_seq2(k, transform, group);
     mt_stmt *body = mt__let_wrap(k, &l, mt_ir_alloc(k, b->vloc, work));
     body = mt__loop_end(k, &it, body);
     for (int i = 2; i >= 0; i--) body = mt__loop_end(k, &g[i], body);
@@ -392,8 +448,11 @@ static mt_status wino_build(const mt_workload *wl, const mt_space *sp, const mt_
     p.xr = mt_config_value(sp, cfg, "reg_x");
     p.ko = mt_config_value(sp, cfg, "split_k");
     p.unroll = mt_config_value(sp, cfg, "unroll");
+    p.k_loop = mt_config_value(sp, cfg, "k_loop");
+    p.by = mt_config_value(sp, cfg, "blk_y");
+    p.bx = mt_config_value(sp, cfg, "blk_x");
     p.epi = epi;
-    if (mt_winograd_init(&p.mat, p.m) != MT_OK || p.vec < 1 || 16 % p.vec || p.kr < 1 || p.kr > 4 || p.yr < 1 || p.xr < 1 || p.ko < 1 || p.unroll < 0)
+    if (mt_winograd_init(&p.mat, p.m) != MT_OK || p.vec < 1 || 16 % p.vec || p.kr < 1 || p.kr > 4 || p.yr < 1 || p.xr < 1 || p.ko < 1 || p.unroll < 0 || p.by < 1 || p.bx < 1 || p.k_loop < 0)
         return mt__fail(err, errlen, MT_INVALID_ARG, "wino: config does not match this workload's space");
     p.alpha = p.m + 2;
     const int64_t per_item = (int64_t)p.kr * p.vec;
@@ -403,16 +462,23 @@ static mt_status wino_build(const mt_workload *wl, const mt_space *sp, const mt_
     p.kt = (int)((items + p.ko - 1) / p.ko);
     p.ty_n = (p.oh + p.m - 1) / p.m;
     p.tx_n = (p.ow + p.m - 1) / p.m;
-    p.xo = (p.tx_n + p.xr - 1) / p.xr;
-    p.yo = (p.ty_n + p.yr - 1) / p.yr;
-    p.nt = p.yr * p.xr;
-    const int64_t nacc = (int64_t)p.nt * per_item;
+    /* A register tile row or column wholly past the output only wastes work. */
+    if ((int64_t)p.yr * (p.by - 1) >= p.ty_n || (int64_t)p.xr * (p.bx - 1) >= p.tx_n)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %dx%d register tiles of %dx%d tiles exceed the %dx%d tiles of the output", p.by, p.bx,
+                        p.yr, p.xr, p.ty_n, p.tx_n);
+    p.bry = p.yr * p.by;
+    p.brx = p.xr * p.bx;
+    p.xo = (p.tx_n + p.brx - 1) / p.brx;
+    p.yo = (p.ty_n + p.bry - 1) / p.bry;
+    p.ntr = p.yr * p.xr;
+    p.nt = p.ntr * p.by * p.bx;
+    const int64_t nacc = (int64_t)p.ntr * per_item;
     if (nacc > MT__WINO_MAX_ACC)
         return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %lld accumulators per work-item (%dx%d tiles x %d vectors of %d) exceed %d",
                         (long long)nacc, p.yr, p.xr, p.kr, p.vec, MT__WINO_MAX_ACC);
-    if ((int64_t)p.alpha * p.alpha * nacc > MT__WINO_MAX_M)
-        return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %lld transformed outputs per work-item exceed %d", (long long)p.alpha * p.alpha * nacc,
-                        MT__WINO_MAX_M);
+    const int64_t mlen = (int64_t)p.alpha * p.alpha * p.nt * per_item;
+    if (mlen > MT__WINO_MAX_M)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %lld transformed outputs per work-item exceed %d", (long long)mlen, MT__WINO_MAX_M);
     return wino_build_plan(&p, out, err, errlen);
 }
 

@@ -139,10 +139,16 @@ static const cpu_pref cpu_prefs[] = {
      * 2.2x slower on the 14x14 3x3 of ResNet-50). */
     {"kvec", "thread_k", {1}}, {"kvec", "vec", {16}}, {"kvec", "reg_k", {2}}, {"kvec", "thread_y", {1}}, {"kvec", "reg_y", {1}},
     {"kvec", "thread_x", {1}}, {"kvec", "reg_x", {7}}, {"kvec", "unroll_rs", {1}}, {"kvec", "unroll_explicit", {1}},
-    /* wino: F(4x4) tiles, one channel vector, 2x2 tiles per work-group (the
-     * 56x56 3x3 layer of ResNet-50 ran 285 GFLOP/s with 1x4, 216 with 1x2). */
-    {"wino", "tile", {4}}, {"wino", "vec", {16}}, {"wino", "reg_k", {1}}, {"wino", "reg_y", {2}}, {"wino", "reg_x", {2}},
-    {"wino", "split_k", {1}}, {"wino", "unroll", {1}},
+    /* wino: F(4x4) tiles, a register tile of 2x4 tiles x two channel
+     * vectors (16 AVX-512 accumulators), two register tiles per work-group
+     * along the row, the channel groups as a loop in one work-item. Timed
+     * against other shapes on the 3x3 layers of ResNet-50 and VGG-16 at
+     * 14x14 to 112x112 (bench/default_configs): the fastest or within 10%
+     * of it on every one but the 64-channel 224x224 layer (1.3x slower than
+     * one vector x 2x2 tiles); replicating its loops (unroll) made it 2-3x
+     * slower. See cpu_pref_for_device for rows of 16 outputs or fewer. */
+    {"wino", "tile", {4}}, {"wino", "vec", {16}}, {"wino", "reg_k", {2}}, {"wino", "reg_y", {2}}, {"wino", "reg_x", {4}},
+    {"wino", "split_k", {1}}, {"wino", "unroll", {0}}, {"wino", "blk_y", {1}}, {"wino", "blk_x", {2}}, {"wino", "k_loop", {1}},
 };
 
 /* Whether t is kvec and a padded output row of wl, 8 to 16 wide, fits one
@@ -159,9 +165,10 @@ static int kvec_full_row(const mt_template *t, const mt_workload *wl, const mt_s
     return 0;
 }
 
-/* pref (one knob's CPU preference) as it applies to dev, and for kvec to an
- * output row of width ow that full_row says fits one tile (kvec_full_row). */
-static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, int ow, int full_row) {
+/* pref (one knob's CPU preference) as it applies to dev and wl, and for kvec
+ * to an output row that full_row says fits one tile (kvec_full_row). */
+static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
+    const int ow = mt_workload_out_w(wl);
     const int gemm = !strcmp(pref->tmpl, "gemm");
     /* Vectors (of channels; gemm's of pixels) as wide as the device's registers (AVX2 8, AVX-512 16). */
     if ((!strcmp(pref->tmpl, "kvec") || !strcmp(pref->tmpl, "wino") || gemm) && !strcmp(pref->knob, "vec") && dev->native_vector_width >= 4)
@@ -174,9 +181,22 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, int o
      * column tests, and there the two tiles were as fast or faster. */
     if (full_row && !strcmp(pref->knob, "reg_x")) pref->part[0] = ow;
     if (full_row && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
+    /* wino on rows of at most one register tile (4 F(4x4) tiles, 16
+     * outputs): one register tile per work-group along the row (a second
+     * would lie wholly past the row) and the channels split over two
+     * work-groups, so that a 14x14 layer still has 4 work-groups. */
+    if (!strcmp(pref->tmpl, "wino") && ow <= 16 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
+    if (!strcmp(pref->tmpl, "wino") && ow <= 16 && !strcmp(pref->knob, "split_k")) pref->part[0] = 2;
+    /* wino's channel vectors within the (16-padded) output channels. */
+    if (!strcmp(pref->tmpl, "wino") && !strcmp(pref->knob, "reg_k")) {
+        const int k16 = (wl->k + 15) / 16 * 16, v = dev->native_vector_width >= 4 ? dev->native_vector_width : 16;
+        if (pref->part[0] * v > k16) pref->part[0] = k16 / v > 1 ? k16 / v : 1;
+    }
     /* gemm's tile in 8-lane vectors (AVX2: 16 registers): 4 x 24, 12 accumulators. */
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 4;
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 24;
+    /* wino's register tile in 8-lane vectors (AVX2: 16 registers): 1x4 tiles x 2 vectors, 8 accumulators. */
+    if (!strcmp(pref->tmpl, "wino") && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
 }
 
 /* The config of sp closest to the CPU preferences of template t for wl: per knob,
@@ -184,7 +204,7 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, int o
  * parts that have a preference (ties: the earlier option); knobs without a
  * preference take option 0. Returns 0 when t has no preferences. */
 static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg) {
-    const int ow = mt_workload_out_w(wl), full_row = kvec_full_row(t, wl, sp);
+    const int full_row = kvec_full_row(t, wl, sp);
     int any = 0;
     memset(cfg, 0, sizeof *cfg);
     cfg->nknobs = sp->nknobs;
@@ -196,7 +216,7 @@ static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, con
         if (!pref) continue;
         any = 1;
         cpu_pref own = *pref;
-        cpu_pref_for_device(&own, dev, ow, full_row);
+        cpu_pref_for_device(&own, dev, wl, full_row);
         pref = &own;
         int64_t best = -1;
         for (int o = 0; o < kn->noptions; o++) {
@@ -217,23 +237,28 @@ static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, con
     return any;
 }
 
+/* Whether dev is a CPU and t's CPU-preferred config for wl builds and fits
+ * dev's limits (into *cfg). */
+static int cpu_preferred_fits(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg) {
+    mt_config pref;
+    if (!dev->is_cpu || !cpu_preferred_config(t, wl, dev, sp, &pref)) return 0;
+    mt_device_limits lim = mt_device_info_limits(dev);
+    mt_kernel *k = NULL;
+    mt_kernel_resources res;
+    mt_status st = mt_template_build(t, wl, sp, &pref, &k, NULL, 0);
+    if (st == MT_OK) st = mt_kernel_analyze(k, &res, NULL, 0);
+    if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, NULL, 0);
+    mt_kernel_free(k);
+    if (st != MT_OK) return 0;
+    *cfg = pref;
+    return 1;
+}
+
 mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg,
                             char *err, size_t errlen) {
     if (!t || !wl || !dev || !sp || !cfg) return mt__fail(err, errlen, MT_INVALID_ARG, "default config: NULL argument");
     mt_device_limits lim = mt_device_info_limits(dev);
-    mt_config pref;
-    if (dev->is_cpu && cpu_preferred_config(t, wl, dev, sp, &pref)) {
-        mt_kernel *k = NULL;
-        mt_kernel_resources res;
-        mt_status st = mt_template_build(t, wl, sp, &pref, &k, NULL, 0);
-        if (st == MT_OK) st = mt_kernel_analyze(k, &res, NULL, 0);
-        if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, NULL, 0);
-        mt_kernel_free(k);
-        if (st == MT_OK) {
-            *cfg = pref;
-            return MT_OK;
-        }
-    }
+    if (cpu_preferred_fits(t, wl, dev, sp, cfg)) return MT_OK;
     /* GPUs (and CPU preferences the workload cannot take): ~128 work-items. */
     int wg_target = dev->is_cpu ? 0 : 7;
     uint64_t size = mt_space_size(sp);
@@ -279,15 +304,18 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  * fastest, or NULL for the rule for the rest (depthwise for depthwise
  * layers, else kvec), from each template's default config timed on every
  * convolution of ResNet-50, ResNet-18, VGG-16 and MobileNetV2 side by side
- * (bench/default_configs/results/default_configs.md, with kvec before its
- * column tests moved to the edge tiles):
- * - wino (F(4x4)) on 3x3 stride-1 layers with 16 to 64 input channels and
- *   56x56 outputs or more: 2.4-2.6x faster than kvec on the 64-channel
- *   layers at 56x56 and 224x224 (0.8-1.2x at 112x112, from one run to the
- *   next); with 128 and 256 channels at 56x56 to 112x112 the two swapped
- *   places between runs (0.7-1.4x), and on 28x28 and smaller kvec was
- *   1.3-2.8x faster: wino's transformed weights are 4x the direct ones and
- *   its input transform is repeated per block of output channels;
+ * (bench/default_configs/results/default_configs.md) and, for wino, whole
+ * networks (bench/net_ab/results/net_ab_wino_blocks_*.md):
+ * - wino (F(4x4), two register tiles of 2x4 tiles per work-group, the
+ *   channel groups as a loop) on 3x3 stride-1 layers with 16 input
+ *   channels or more and 28x28 outputs or more: inside VGG-16 and
+ *   ResNet-18/50, 1.5-2.8x faster than kvec's default at 28x28 to 112x112
+ *   (1.1-1.3x at 56x56 and 224x224 with 64 channels, where wino was the
+ *   default before). On 14x14 layers, timed alone (weights in cache), it
+ *   was 1.4-2.7x faster, but inside the networks 0.8-0.9x: its transformed
+ *   weights are 4x the direct ones and come from memory there (9.4 MB at
+ *   256 channels, 38 MB at 512). With fewer than 16 channels the input
+ *   transform outweighs the products;
  * - gemm (6 channels x 32 pixels) on unpadded 1x1 stride-1 layers with at
  *   most 160 input channels and 28x28 outputs or more: 1.0-7.3x faster than
  *   kvec (ResNet-50's 64 -> 64 at 56x56: 0.85x in one run, 1.36x in the
@@ -302,7 +330,8 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     if (mt_workload_is_depthwise(wl)) return pixels <= 28 * 28 && template_usable(gemm, wl, layouts) ? gemm : NULL;
     if (wl->groups != 1) return NULL;
     const mt_template *wino = mt_template_find("wino");
-    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && wl->c <= 64 && pixels >= 56 * 56)
+    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && mt_workload_out_h(wl) >= 28 &&
+        mt_workload_out_w(wl) >= 28)
         return wino;
     const int pointwise = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
     if (pointwise && template_usable(gemm, wl, layouts) && wl->c <= 160 && pixels >= 28 * 28) return gemm;
@@ -320,6 +349,17 @@ static mt_status default_config(const mt_workload *wl, const mt_device_info *dev
                                 mt_config *cfg, char *err, size_t errlen) {
     const mt_template *t = NULL;
     if (dev->is_cpu) t = cpu_default_template(wl, layouts);
+    if (t && template_usable(t, wl, layouts)) {
+        /* The shape's template only with its CPU config: the generic rule
+         * below picks GPU-sized work-groups (e.g. wino's preferred block
+         * past the device's local memory on very wide layers). */
+        mt_config c;
+        mt_status st = mt_template_space(t, wl, sp);
+        if (st != MT_OK) return mt__fail(err, errlen, st, "template '%s': cannot build its space for this workload", mt_template_name(t));
+        const int fits = cpu_preferred_fits(t, wl, dev, sp, &c);
+        mt_space_free(sp);
+        if (!fits) t = NULL;
+    }
     if (!template_usable(t, wl, layouts) && mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
     if (!template_usable(t, wl, layouts) && dev->is_cpu) t = mt_template_find("kvec");
     if (!template_usable(t, wl, layouts)) t = mt_template_find("gemm");

@@ -675,15 +675,19 @@ static void test_best_config(void **state) {
     print_message("    default on a 32-work-item device: %s %s\n", mt_template_name(sel.t), sel.rec.config);
     mt_select_result_free(&sel);
 
-    /* A CPU takes kvec by default (for this shape) when the caller accepts
-     * its packed weights, and gemm (plain OIHW) when it does not. */
+    /* A CPU takes wino by default (for this shape) when the caller accepts
+     * its Winograd weights, kvec when it takes only kvec's packed ones, and
+     * gemm (plain OIHW) when it takes neither. */
     mt_device_info cpu = test_device(FP1, 4096, 1 << 20);
     cpu.is_cpu = 1;
     cpu.native_vector_width = 16;
     assert_int_equal(select_config(NULL, &wl, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
-    assert_string_equal(mt_template_name(sel.t), "kvec");
+    assert_string_equal(mt_template_name(sel.t), "wino");
     assert_fits(sel.t, &wl, &sel.space, &sel.cfg, &cpu);
     print_message("    default on a CPU: %s %s\n", mt_template_name(sel.t), sel.rec.config);
+    mt_select_result_free(&sel);
+    assert_int_equal(select_config(NULL, &wl, &cpu, (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), 0, &sel, err, sizeof err), MT_OK);
+    assert_string_equal(mt_template_name(sel.t), "kvec");
     mt_select_result_free(&sel);
     assert_int_equal(select_config(NULL, &wl, &cpu, 1u << MT_WEIGHTS_OIHW, 0, &sel, err, sizeof err), MT_OK);
     assert_string_equal(mt_template_name(sel.t), "gemm");
@@ -691,9 +695,12 @@ static void test_best_config(void **state) {
     mt_select_result_free(&sel);
 
     /* On a CPU the shapes where another template's default ran faster than
-     * kvec's (records/select.c, cpu_default_template): wino on large 3x3
-     * stride-1 layers when the caller takes its F(4x4) layout, gemm on
-     * short unpadded 1x1 stride-1 layers with large images and on depthwise
+     * kvec's (records/select.c, cpu_default_template): wino on 3x3 stride-1
+     * layers with 16 channels or more and 28x28 outputs or more when the
+     * caller takes its F(4x4) layout and its preferred block fits the
+     * device's local memory (this device's 1 MiB holds 256 channels' block
+     * of 16 tiles but not 512 channels'), gemm on short
+     * unpadded 1x1 stride-1 layers with large images and on depthwise
      * layers with small ones; kvec (depthwise for depthwise layers) for the rest. */
     static const struct {
         const char *wl;
@@ -703,8 +710,13 @@ static void test_best_config(void **state) {
         {"c=64,h=56,w=56,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=64,h=56,w=56,k=64,r=3,s=3,pad=1", (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), "kvec"},
         {"c=3,h=224,w=224,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
-        {"c=256,h=56,w=56,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
-        {"c=64,h=28,w=28,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=256,h=56,w=56,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
+        {"c=64,h=28,w=28,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
+        {"c=256,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
+        {"c=512,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=8,h=56,w=56,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=256,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
         {"c=256,h=56,w=56,k=64,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},

@@ -1065,8 +1065,8 @@ static void test_refine(void **state) {
     assert_int_equal(mt_db_put_device(db, di, NULL, 0), MT_OK);
     mt_network *net = NULL;
     assert_int_equal(mt_network_new("refinenet", &net), MT_OK);
-    /* 14x14: the CPU default template of both layers is kvec (records/select.c). */
-    int x = mt_network_add_input(net, "input", 1, 32, 14, 14);
+    /* 12x12: the CPU default template of both layers is kvec (records/select.c). */
+    int x = mt_network_add_input(net, "input", 1, 32, 12, 12);
     mt_conv_spec a = mt_conv_spec_default(64, 3, 1, 1);
     a.batch_norm = 1;
     x = mt_network_add_conv(net, "conv1", x, &a);

@@ -4,7 +4,8 @@
  *    refuse filters they cannot hold;
  *  - on every harness workload wino accepts (tests/conv_workloads.h), each
  *    tile size F(2x2), F(4x4), F(6x6), with configs that cover the tile,
- *    channel and row overhangs and split_k, plain and with each fused
+ *    channel and row overhangs, split_k, blocks of register tiles and the
+ *    channel groups as a loop or as work-items, plain and with each fused
  *    epilogue: the output against the double-accumulating CPU reference,
  *    by normalised error (max |out - ref| / max |ref|) under the tolerance
  *    of its tile size. The errors seen are printed, and the largest per tile
@@ -132,14 +133,15 @@ static const mt_conv_epilogue epilogues[] = {
 #define NEPI (int)(sizeof epilogues / sizeof epilogues[0])
 
 /* Per tile size, configs that between them overhang the output's rows,
- * columns and channels, split the channels over work-groups and use every
- * vector width (a knob value the workload's space lacks falls back to the
- * space's nearest option). */
+ * columns and channels, split the channels over work-groups, use every
+ * vector width, put several register tiles in a work-group and run the
+ * channel groups as work-items and as a loop in one work-item (a knob value
+ * the workload's space lacks falls back to the space's nearest option). */
 static const char *const config_shapes[] = {
-    "vec=4,reg_k=1,reg_y=1,reg_x=1,split_k=1,unroll=1",
-    "vec=8,reg_k=2,reg_y=2,reg_x=3,split_k=1,unroll=0",
-    "vec=16,reg_k=1,reg_y=4,reg_x=2,split_k=2,unroll=0",
-    "vec=4,reg_k=2,reg_y=1,reg_x=4,split_k=2,unroll=1",
+    "vec=4,reg_k=1,reg_y=1,reg_x=1,split_k=1,unroll=1,blk_y=2,blk_x=2,k_loop=1",
+    "vec=8,reg_k=2,reg_y=2,reg_x=3,split_k=1,unroll=0,blk_y=1,blk_x=1,k_loop=0",
+    "vec=16,reg_k=1,reg_y=4,reg_x=2,split_k=2,unroll=0,blk_y=1,blk_x=2,k_loop=1",
+    "vec=4,reg_k=2,reg_y=1,reg_x=4,split_k=2,unroll=1,blk_y=2,blk_x=1,k_loop=0",
 };
 #define NSHAPES (int)(sizeof config_shapes / sizeof config_shapes[0])
 
@@ -158,7 +160,7 @@ static int nearest_option(const mt_space *sp, const char *name, int value) {
 static int config_of(const mt_space *sp, int m, const char *shape, mt_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->nknobs = sp->nknobs;
-    char buf[128];
+    char buf[160];
     snprintf(buf, sizeof buf, "tile=%d,%s", m, shape);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
