@@ -355,6 +355,15 @@ mt_stmt *mt_ir_let(mt_kernel *k, mt_var *var, mt_expr *value, mt_stmt *body) {
     return s;
 }
 
+mt_stmt *mt_ir_prefetch(mt_kernel *k, mt_buffer *buf, mt_expr *index) {
+    if (!buf || !index || index->lanes != 1 || index->type != MT_TYPE_INT) return NULL;
+    mt_stmt *s = new_stmt(k, MT_STMT_PREFETCH);
+    if (!s) return NULL;
+    s->buf = buf;
+    s->index = index;
+    return s;
+}
+
 void mt_stmt_list_push(mt_kernel *k, mt_stmt_list *l, mt_stmt *s) {
     if (l->failed) return;
     if (!s) {
@@ -476,6 +485,10 @@ static mt_status walk(analyzer *an, const mt_stmt *s, int launch, int64_t *priv)
         if (s->index->lanes != s->value->lanes) return mt__fail(an->err, an->errlen, MT_INVALID_ARG, "ir: store index and value disagree in lanes");
         return MT_OK;
     case MT_STMT_BARRIER: return MT_OK;
+    case MT_STMT_PREFETCH:
+        if (!buffer_visible(an, s->buf))
+            return mt__fail(an->err, an->errlen, MT_INVALID_ARG, "ir: prefetch of buffer '%s' outside its scope", s->buf->name);
+        return check_expr(an, s->index);
     case MT_STMT_IF:
         if ((st = check_expr(an, s->cond)) != MT_OK) return st;
         if ((st = walk(an, s->body, 0, &p)) != MT_OK) return st;

@@ -103,6 +103,7 @@ typedef enum mt_stmt_kind {
     MT_STMT_BARRIER, /* work-group barrier on local memory */
     MT_STMT_IF,      /* if (cond) body else else_body (else_body may be NULL) */
     MT_STMT_LET,     /* const var = value; body */
+    MT_STMT_PREFETCH, /* hint that buf[index] is read soon; no effect on results */
     MT_STMT_KIND_COUNT
 } mt_stmt_kind;
 
@@ -117,9 +118,8 @@ struct mt_stmt {
     int64_t extent;
     mt_loop_kind loop;
     int axis;        /* BLOCK/THREAD: 0..2 */
-    /* ALLOC, STORE */
-    mt_buffer *buf;
-    mt_expr *index;  /* STORE */
+    mt_buffer *buf;  /* ALLOC, STORE, PREFETCH */
+    mt_expr *index;  /* STORE, PREFETCH */
     mt_expr *value;  /* STORE, LET */
     mt_expr *cond;   /* IF */
     mt_stmt *body;   /* FOR, ALLOC, IF (then), LET */
@@ -188,6 +188,11 @@ mt_stmt *mt_ir_store_vec(mt_kernel *k, mt_buffer *buf, mt_expr *base, mt_expr *v
 mt_stmt *mt_ir_barrier(mt_kernel *k);
 mt_stmt *mt_ir_if(mt_kernel *k, mt_expr *cond, mt_stmt *then_s, mt_stmt *else_s); /* cond NULL: returns then_s */
 mt_stmt *mt_ir_let(mt_kernel *k, mt_var *var, mt_expr *value, mt_stmt *body);
+/* A software prefetch of the cache line holding buf[index] (a scalar index;
+ * it may lie outside the buffer: a prefetch never faults). The OpenCL
+ * printer emits __builtin_prefetch for clang on x86-64 (PoCL's CPU device,
+ * whose `prefetch` builtin does nothing) and nothing elsewhere. */
+mt_stmt *mt_ir_prefetch(mt_kernel *k, mt_buffer *buf, mt_expr *index);
 
 /* A growable list of statements, for building sequences in loops. */
 typedef struct mt_stmt_list {

@@ -371,6 +371,18 @@ static void print_stmt(printer *p, const mt_stmt *s) {
         emit_indent(p);
         mt__sb_append(sb, p->lang == MT_LANG_OPENCL ? "barrier(CLK_LOCAL_MEM_FENCE);\n" : "__syncthreads();\n");
         return;
+    case MT_STMT_PREFETCH:
+        /* OpenCL's prefetch() is a no-op on PoCL's CPU device; clang's
+         * builtin becomes prefetcht0. Other compilers and GPUs get nothing. */
+        if (p->lang != MT_LANG_OPENCL) return;
+        mt__sb_append(sb, "#if defined(__clang__) && defined(__x86_64__)\n");
+        emit_indent(p);
+        mt__sb_append(sb, "__builtin_prefetch(");
+        buf_name(p, s->buf);
+        mt__sb_append(sb, " + (");
+        print_expr(p, s->index);
+        mt__sb_append(sb, "));\n#endif\n");
+        return;
     case MT_STMT_IF:
         emit_indent(p);
         mt__sb_append(sb, "if (");

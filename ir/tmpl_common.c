@@ -635,6 +635,8 @@ void mt__rt_plan_cover(mt__rt_plan *p) {
     p->ix_hi = ((int64_t)p->xo * p->xt * p->xr - 1) * p->sw - p->pw + (int64_t)(p->s - 1) * p->dw >= p->w;
 }
 
+int mt__prefetch_planes(int h, int w) { return (int64_t)h * w * 4 > 2048; }
+
 mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi) {
     mt_expr *c = NULL;
     if (need_lo) c = mt_ir_ge(k, lo, mt_ir_int(k, 0));

@@ -150,6 +150,20 @@ void mt__rt_plan_cover(mt__rt_plan *p);
  * past limit); NULL when neither can. */
 mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi);
 
+/* Software prefetch of the input in kvec's reduction over channels:
+ * successive channels of one input row lie h*w floats apart, and on planes
+ * above 2 KiB (images above 22x22) that is past the reach of the CPU's
+ * stride prefetcher, so without a prefetch every channel's row came from
+ * L2 or memory at full latency. Timed on PoCL's CPU device (2-core Xeon,
+ * AVX-512), kvec's default on ResNet-50's 1x1 layers at 56x56 and 28x28:
+ * 9-11% faster alone with prefetches 4-16 channels ahead (8 taken), none on
+ * 14x14 planes; inside ResNet-50 those layers 3-12% and the 7x7 stem 18%
+ * (bench/net_ab/results/net_ab_prefetch_resnet50.md). gemm, whose pixel
+ * vectors read two whole cache lines per channel, ran 2-3% slower with them
+ * and has none. mt__prefetch_planes says whether planes of h x w take it. */
+#define MT__PREFETCH_CHANNELS 8
+int mt__prefetch_planes(int h, int w);
+
 /* Stores of 0 into buf[0..n), vec lanes at a time (vec divides n). */
 mt_stmt *mt__zero_fill(mt_kernel *k, mt_buffer *buf, int64_t n, int vec);
 

@@ -19,8 +19,10 @@
  * vectors of `vec` channels for each of its reg_y x reg_x pixels) and runs
  * the reduction c > r > (tile row) > s, loading per tap its reg_k weight
  * vectors and then doing, pixel by pixel, one broadcast and reg_k FMAs; an
- * input row in the padding is skipped by one branch (row_taps), and column
- * tests are made only by the tiles at the image's edges (reduction). At the
+ * input row in the padding is skipped by one branch (row_taps), column
+ * tests are made only by the tiles at the image's edges (reduction), and on
+ * planes above 2 KiB each (c, r, tile row) prefetches the row it will read
+ * 8 channels later (prefetch_row). At the
  * end it stores its tile channel by channel: a vector's lanes are different channels, so
  * different planes of the NCHW output, but one channel's reg_x columns are
  * neighbours, so each row goes out as vector stores along x, with the fused
@@ -199,12 +201,26 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
 
+/* The start of the input row that kernel row r reads for tile row y in
+ * channel c + MT__PREFETCH_CHANNELS (the last channel at most), prefetched
+ * (see mt__prefetch_planes). */
+static mt_stmt *prefetch_row(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    mt_expr *ahead = mt_ir_min(k, mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS)), KI(b, p->c - 1));
+    mt_expr *plane = mt_ir_add(k, b->in_img, mt_ir_mul(k, ahead, KI(b, (int64_t)p->h * p->w)));
+    mt_expr *ix0 = mt_ir_sub(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, p->pw));
+    return mt_ir_prefetch(k, b->io.in, mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, input_row(b, r, y), KI(b, p->w)), ix0)));
+}
+
 static mt_stmt *reduction_loops(kvec_builder *b) {
     const mt__rt_plan *p = b->p;
     mt__opt_loop lc, lr;
     mt_expr *c = mt__loop_begin(b->k, &lc, "c", p->c, MT_LOOP_SERIAL);
     mt_expr *r = mt__loop_begin(b->k, &lr, "r", p->r, p->unroll_rs >= 2 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_stmt_list rows = {0};
+    if (mt__prefetch_planes(p->h, p->w) && p->c > 1)
+        for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, prefetch_row(b, c, r, y));
     for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, row_taps(b, c, r, y));
     /* The tap registers are declared once for all rows (each row's taps reuse them). */
     mt_stmt *body = mt_ir_alloc(b->k, b->wreg, mt_ir_alloc(b->k, b->ival, mt_stmt_list_seq(b->k, &rows)));

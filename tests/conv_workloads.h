@@ -22,6 +22,7 @@ static const char *const mt_test_conv_workloads[] = {
     "n=2,c=8,h=10,w=10,k=12,r=3,s=3,pad=1",              /* batch 2 */
     "n=1,c=12,h=13,w=13,k=20,r=3,s=3,pad=1",             /* sizes that divide no tile */
     "n=1,c=7,h=9,w=11,k=5,r=2,s=4,pad=1x2",              /* even kernel, uneven padding */
+    "n=1,c=12,h=24,w=24,k=16,r=1,s=1,groups=2",          /* planes past 2 KiB: input prefetch (grouped: its channel clamp) */
 };
 #define MT_TEST_NCONV_WORKLOADS (int)(sizeof mt_test_conv_workloads / sizeof mt_test_conv_workloads[0])
 

@@ -19,6 +19,7 @@
 #include "mtgpu/device.h"
 #include "program.h"
 #include "ir.h"
+#include "template.h"
 
 #include "backend-impl.h"
 
@@ -563,7 +564,10 @@ static void test_buffers(void **state) {
     mt_device_close(dev);
 }
 
-/* mt_program_build: the IR printed as OpenCL C, built and run. */
+/* mt_program_build: the IR printed as OpenCL C, built and run. The kernel
+ * prefetches the element 2*B ahead (past the buffer's end for the last
+ * groups: a prefetch never faults): the OpenCL text has it for clang on
+ * x86-64, the CUDA text has none, and the results are those without it. */
 static void test_build_ir(void **state) {
     (void)state;
     REQUIRE_OPENCL();
@@ -575,8 +579,20 @@ static void test_build_ir(void **state) {
     mt_var *bx = mt_ir_var(k, "bx", MT_TYPE_INT), *tx = mt_ir_var(k, "tx", MT_TYPE_INT);
     mt_expr *idx = mt_ir_add(k, mt_ir_mul(k, mt_ir_v(k, bx), mt_ir_int(k, B)), mt_ir_v(k, tx));
     mt_stmt *st = mt_ir_store(k, out, idx, mt_ir_mul(k, mt_ir_load(k, in, idx), mt_ir_float(k, 2.0f)));
-    k->body = mt_ir_for(k, bx, N / B, MT_LOOP_BLOCK, 0, mt_ir_for(k, tx, B, MT_LOOP_THREAD, 0, st));
+    mt_stmt *pf = mt_ir_prefetch(k, in, mt_ir_add(k, idx, mt_ir_int(k, 2 * B)));
+    assert_non_null(pf);
+    assert_null(mt_ir_prefetch(k, in, mt_ir_ramp(k, idx, 1, 4)));  /* one address per prefetch */
+    assert_null(mt_ir_prefetch(k, in, mt_ir_float(k, 1.0f)));
+    k->body = mt_ir_for(k, bx, N / B, MT_LOOP_BLOCK, 0, mt_ir_for(k, tx, B, MT_LOOP_THREAD, 0, mt_ir_seq2(k, pf, st)));
     assert_non_null(k->body);
+    char *text = NULL, perr[256];
+    assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, perr, sizeof perr), MT_OK);
+    assert_non_null(strstr(text, "#if defined(__clang__) && defined(__x86_64__)\n"));
+    assert_non_null(strstr(text, "__builtin_prefetch(in + "));
+    free(text);
+    assert_int_equal(mt_kernel_print(k, MT_LANG_CUDA, &text, perr, sizeof perr), MT_OK);
+    assert_null(strstr(text, "prefetch"));
+    free(text);
 
     mt_device *dev = open_dev(NULL, 0);
     mt_program *p = NULL;
@@ -610,6 +626,41 @@ static void test_build_ir(void **state) {
     mt_kernel_free(k);
 }
 
+/* kvec prefetches the input rows of later channels on planes past 2 KiB
+ * (ir/tmpl_common.h, mt__prefetch_planes) and not on smaller ones, where the
+ * CPU's own stride prefetcher reaches. */
+static void test_template_prefetch(void **state) {
+    (void)state;
+    static const struct {
+        const char *wl;
+        int want;
+    } cases[] = {
+        {"n=1,c=256,h=56,w=56,k=64,r=1,s=1", 1},
+        {"n=1,c=64,h=28,w=28,k=64,r=3,s=3,stride=2,pad=1", 1},
+        {"n=1,c=256,h=14,w=14,k=64,r=1,s=1", 0},
+        {"n=1,c=1,h=56,w=56,k=64,r=1,s=1", 0}, /* one channel: nothing ahead */
+    };
+    const mt_template *t = mt_template_find("kvec");
+    assert_non_null(t);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_workload wl;
+        assert_int_equal(mt_workload_parse(cases[i].wl, &wl, NULL, 0), MT_OK);
+        mt_space sp;
+        mt_config cfg;
+        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+        assert_int_equal(mt_space_config_from_index(&sp, 0, &cfg), MT_OK);
+        mt_kernel *k = NULL;
+        char err[256];
+        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
+        char *text = NULL;
+        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
+        if ((strstr(text, "__builtin_prefetch(") != NULL) != cases[i].want) fail_msg("%s: prefetch %s", cases[i].wl, cases[i].want ? "missing" : "unexpected");
+        free(text);
+        mt_kernel_free(k);
+        mt_space_free(&sp);
+    }
+}
+
 static int setup(void **state) {
     (void)state;
     snprintf(g_tmp, sizeof g_tmp, "%s/mtgpu-test-opencl-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -637,7 +688,7 @@ int main(void) {
         cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_open_specs),
         cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
-        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir),
+        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir),     cmocka_unit_test(test_template_prefetch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
