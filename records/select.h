@@ -70,9 +70,10 @@ typedef struct mt_select_result {
  *
  * Otherwise a default. On a CPU device (dev->is_cpu), by the layer's shape
  * where q->layouts holds the weights: `wino` on 3x3 stride-1 layers with 16
- * to 64 input channels and 56x56 outputs or more, `gemm` on unpadded 1x1
+ * input channels or more and 28x28 outputs or more, `gemm` on unpadded 1x1
  * stride-1 layers with at most 160 input channels and 28x28 outputs or more
- * and on depthwise layers with 28x28 outputs or fewer. Else `depthwise` for
+ * and on depthwise layers with 28x28 outputs or fewer, each only where its
+ * CPU-preferred config fits the device. Else `depthwise` for
  * depthwise workloads; on a CPU `kvec` where it accepts wl and q->layouts
  * holds its OIHW16o weights; else `gemm` (falling back to `direct`, then to
  * any usable template). The config is mt_default_config's.
