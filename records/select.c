@@ -142,10 +142,11 @@ static const cpu_pref cpu_prefs[] = {
     /* wino: F(4x4) tiles, a register tile of 2x4 tiles x two channel
      * vectors (16 AVX-512 accumulators), two register tiles per work-group
      * along the row, the channel groups as a loop in one work-item. Timed
-     * against other shapes on the 3x3 layers of ResNet-50 and VGG-16 at
-     * 14x14 to 112x112 (bench/default_configs): the fastest or within 10%
-     * of it on every one but the 64-channel 224x224 layer (1.3x slower than
-     * one vector x 2x2 tiles); replicating its loops (unroll) made it 2-3x
+     * alone against six other shapes (`mtgpu conv WL --template wino
+     * --config CFG`, one run on 2026-12-02) on the 3x3 layers of ResNet-50
+     * and VGG-16 at 28x28 to 112x112: the fastest or within 10% of it on
+     * every one but the 64-channel 224x224 layer (1.3x slower than one
+     * vector x 2x2 tiles); replicating its loops (unroll) made it 2-3x
      * slower. See cpu_pref_for_device for rows of 16 outputs or fewer. */
     {"wino", "tile", {4}}, {"wino", "vec", {16}}, {"wino", "reg_k", {2}}, {"wino", "reg_y", {2}}, {"wino", "reg_x", {4}},
     {"wino", "split_k", {1}}, {"wino", "unroll", {0}}, {"wino", "blk_y", {1}}, {"wino", "blk_x", {2}}, {"wino", "k_loop", {1}},
