@@ -138,6 +138,16 @@ static mt_expr *input_row(kvec_builder *b, mt_expr *r, int y) {
     return mt_ir_add(k, first, KI(b, (int64_t)y * p->sh));
 }
 
+/* The input column that the tile's first pixel reads at tap s = 0. */
+static mt_expr *first_col(kvec_builder *b) {
+    return mt_ir_add(b->k, mt_ir_mul(b->k, b->x0, KI(b, b->p->sw)), KI(b, -b->p->pw));
+}
+
+/* The start of input channel c's plane in this image. */
+static mt_expr *channel_plane(kvec_builder *b, mt_expr *c) {
+    return mt_ir_add(b->k, b->in_img, mt_ir_mul(b->k, c, KI(b, (int64_t)b->p->h * b->p->w)));
+}
+
 /* One tap (c, r, s) of tile row y: the weight vectors, then the row's input
  * values, then per pixel a broadcast and reg_k FMAs.
  *
@@ -160,9 +170,9 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) 
     mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, c, KI(b, p->r)), r), KI(b, p->s)), s), KI(b, 16));
     for (int j = 0; j < p->kr; j++)
         mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
-    mt_expr *plane = mt_ir_add(k, b->in_img, mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w)));
+    mt_expr *plane = channel_plane(b, c);
     mt_expr *iy = input_row(b, r, y);
-    mt_expr *ix0 = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, -p->pw)), mt_ir_mul(k, s, KI(b, p->dw)));
+    mt_expr *ix0 = mt_ir_add(k, first_col(b), mt_ir_mul(k, s, KI(b, p->dw)));
     mt_expr *conds[MT__KVEC_MAX_PRIVATE_FLOATS];
     for (int x = 0; x < p->xr; x++) {
         mt_expr *ix = mt_ir_add(k, ix0, KI(b, (int64_t)x * p->sw));
@@ -208,9 +218,8 @@ static mt_stmt *prefetch_row(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     mt_expr *ahead = mt_ir_min(k, mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS)), KI(b, p->c - 1));
-    mt_expr *plane = mt_ir_add(k, b->in_img, mt_ir_mul(k, ahead, KI(b, (int64_t)p->h * p->w)));
-    mt_expr *ix0 = mt_ir_sub(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, p->pw));
-    return mt_ir_prefetch(k, b->io.in, mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, input_row(b, r, y), KI(b, p->w)), ix0)));
+    mt_expr *row = mt_ir_add(k, mt_ir_mul(k, input_row(b, r, y), KI(b, p->w)), first_col(b));
+    return mt_ir_prefetch(k, b->io.in, mt_ir_add(k, channel_plane(b, ahead), row));
 }
 
 static mt_stmt *reduction_loops(kvec_builder *b) {
@@ -241,7 +250,7 @@ static mt_stmt *reduction(kvec_builder *b) {
     b->x_tests = 0;
     mt_stmt *inside = reduction_loops(b);
     b->x_tests = 1;
-    mt_expr *ix_first = mt_ir_sub(k, mt_ir_mul(k, b->x0, KI(b, p->sw)), KI(b, p->pw));
+    mt_expr *ix_first = first_col(b);
     mt_expr *ix_last = mt_ir_add(k, ix_first, KI(b, (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw));
     mt_expr *interior = mt_ir_and(k, mt_ir_ge(k, ix_first, KI(b, 0)), mt_ir_lt(k, ix_last, KI(b, p->w)));
     return mt_ir_if(k, interior, inside, tested);

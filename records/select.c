@@ -170,9 +170,9 @@ static int kvec_full_row(const mt_template *t, const mt_workload *wl, const mt_s
  * to an output row that full_row says fits one tile (kvec_full_row). */
 static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
     const int ow = mt_workload_out_w(wl);
-    const int gemm = !strcmp(pref->tmpl, "gemm");
+    const int gemm = !strcmp(pref->tmpl, "gemm"), wino = !strcmp(pref->tmpl, "wino");
     /* Vectors (of channels; gemm's of pixels) as wide as the device's registers (AVX2 8, AVX-512 16). */
-    if ((!strcmp(pref->tmpl, "kvec") || !strcmp(pref->tmpl, "wino") || gemm) && !strcmp(pref->knob, "vec") && dev->native_vector_width >= 4)
+    if ((!strcmp(pref->tmpl, "kvec") || wino || gemm) && !strcmp(pref->knob, "vec") && dev->native_vector_width >= 4)
         pref->part[0] = dev->native_vector_width;
     /* kvec on padded rows of 8 to 16 outputs: one channel vector x the
      * whole row. With one tile per row its columns are constants, so the
@@ -186,10 +186,10 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * outputs): one register tile per work-group along the row (a second
      * would lie wholly past the row) and the channels split over two
      * work-groups, so that a 14x14 layer still has 4 work-groups. */
-    if (!strcmp(pref->tmpl, "wino") && ow <= 16 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
-    if (!strcmp(pref->tmpl, "wino") && ow <= 16 && !strcmp(pref->knob, "split_k")) pref->part[0] = 2;
+    if (wino && ow <= 16 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
+    if (wino && ow <= 16 && !strcmp(pref->knob, "split_k")) pref->part[0] = 2;
     /* wino's channel vectors within the (16-padded) output channels. */
-    if (!strcmp(pref->tmpl, "wino") && !strcmp(pref->knob, "reg_k")) {
+    if (wino && !strcmp(pref->knob, "reg_k")) {
         const int k16 = (wl->k + 15) / 16 * 16, v = dev->native_vector_width >= 4 ? dev->native_vector_width : 16;
         if (pref->part[0] * v > k16) pref->part[0] = k16 / v > 1 ? k16 / v : 1;
     }
@@ -197,7 +197,7 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 4;
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 24;
     /* wino's register tile in 8-lane vectors (AVX2: 16 registers): 1x4 tiles x 2 vectors, 8 accumulators. */
-    if (!strcmp(pref->tmpl, "wino") && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
+    if (wino && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
 }
 
 /* The config of sp closest to the CPU preferences of template t for wl: per knob,
@@ -350,16 +350,19 @@ static mt_status default_config(const mt_workload *wl, const mt_device_info *dev
                                 mt_config *cfg, char *err, size_t errlen) {
     const mt_template *t = NULL;
     if (dev->is_cpu) t = cpu_default_template(wl, layouts);
-    if (t && template_usable(t, wl, layouts)) {
-        /* The shape's template only with its CPU config: the generic rule
-         * below picks GPU-sized work-groups (e.g. wino's preferred block
-         * past the device's local memory on very wide layers). */
-        mt_config c;
+    if (t) {
+        /* The shape's template only with its CPU config, kept as the
+         * default: the generic rule of mt_default_config picks GPU-sized
+         * work-groups (e.g. where wino's preferred block passes the
+         * device's local memory on very wide layers). */
         mt_status st = mt_template_space(t, wl, sp);
         if (st != MT_OK) return mt__fail(err, errlen, st, "template '%s': cannot build its space for this workload", mt_template_name(t));
-        const int fits = cpu_preferred_fits(t, wl, dev, sp, &c);
+        if (cpu_preferred_fits(t, wl, dev, sp, cfg)) {
+            *tout = t;
+            return MT_OK;
+        }
         mt_space_free(sp);
-        if (!fits) t = NULL;
+        t = NULL;
     }
     if (!template_usable(t, wl, layouts) && mt_workload_is_depthwise(wl)) t = mt_template_find("depthwise");
     if (!template_usable(t, wl, layouts) && dev->is_cpu) t = mt_template_find("kvec");
