@@ -155,9 +155,11 @@ mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int 
  * above 2 KiB (images above 22x22) that is past the reach of the CPU's
  * stride prefetcher, so without a prefetch every channel's row came from
  * L2 or memory at full latency. Timed on PoCL's CPU device (2-core Xeon,
- * AVX-512), kvec's default on ResNet-50's 1x1 layers at 56x56 and 28x28:
- * 9-11% faster alone with prefetches 4-16 channels ahead (8 taken), none on
- * 14x14 planes; inside ResNet-50 those layers 3-12% and the 7x7 stem 18%
+ * AVX-512), kvec's default on ResNet-50's 1x1 layers at 56x56 and 28x28
+ * (`mtgpu conv --config default`, three runs with and without in turns,
+ * fastest of each): 9-11% faster alone with prefetches 4-16 channels
+ * ahead (8 taken), none on 14x14 planes; inside ResNet-50 those layers
+ * 3-12% and the 7x7 stem 18%
  * (bench/net_ab/results/net_ab_prefetch_resnet50.md). gemm, whose pixel
  * vectors read two whole cache lines per channel, ran 2-3% slower with them
  * and has none. mt__prefetch_planes says whether planes of h x w take it. */
