@@ -166,6 +166,11 @@ static int kvec_full_row(const mt_template *t, const mt_workload *wl, const mt_s
     return 0;
 }
 
+/* Whether pref is one of kvec's and wl an unpadded 1x1 convolution. */
+static int kvec_pointwise(const cpu_pref *pref, const mt_workload *wl) {
+    return !strcmp(pref->tmpl, "kvec") && wl->r == 1 && wl->s == 1 && wl->pad_h == 0 && wl->pad_w == 0;
+}
+
 /* pref (one knob's CPU preference) as it applies to dev and wl, and for kvec
  * to an output row that full_row says fits one tile (kvec_full_row). */
 static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
@@ -182,6 +187,18 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * column tests, and there the two tiles were as fast or faster. */
     if (full_row && !strcmp(pref->knob, "reg_x")) pref->part[0] = ow;
     if (full_row && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
+    /* kvec on unpadded 1x1 layers (no column tests) whose rows are a
+     * multiple of 14: 28 accumulators, two channel vectors x 14 columns, so
+     * each weight vector feeds twice the FMAs. Timed alone against the 2 x 7
+     * tile in turns (min of 4 runs, 2026-12-02): 0.43 against 0.47 ms
+     * (1024 -> 256 at 14x14), 0.55 against 0.61 (256 -> 64 at 56x56);
+     * inside ResNet-50 those 22 layers took 29.3 -> 21.9 ms (1.34x) while
+     * the unchanged ones moved 1.18-1.26x with the machine
+     * (bench/net_ab/results/net_ab_kvec_1x1_tiles_resnet50.md).
+     * Four vectors x 7 on 7-wide rows ran 0.53 against 0.56 ms alone but
+     * about 10% slower inside ResNet-50, and on padded 3x3 layers the
+     * larger tiles ran 1.7-2.3x slower alone (the column tests). */
+    if (kvec_pointwise(pref, wl) && ow % 14 == 0 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 14;
     /* wino on rows of at most one register tile (4 F(4x4) tiles, 16
      * outputs): one register tile per work-group along the row (a second
      * would lie wholly past the row) and the channels split over two

@@ -736,13 +736,16 @@ static void test_best_config(void **state) {
     }
 
     /* kvec's default takes a padded row of 8-16 outputs in one tile (its
-     * column tests fold away), and two tiles of 7 elsewhere. */
+     * column tests fold away), two channel vectors x 14 columns on unpadded
+     * 1x1 layers whose rows are a multiple of 14, and two x 7 elsewhere. */
     static const struct {
         const char *wl, *has;
     } kvec_rows[] = {
         {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=256,h=28,w=28,k=256,r=3,s=3,stride=2,pad=1", "reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
-        {"c=256,h=14,w=14,k=1024,r=1,s=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=256,h=14,w=14,k=1024,r=1,s=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=256,h=56,w=56,k=512,r=1,s=1,stride=2", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=2048,h=7,w=7,k=512,r=1,s=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
         {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
     };
     for (size_t i = 0; i < sizeof kvec_rows / sizeof kvec_rows[0]; i++) {
