@@ -65,6 +65,8 @@ static void print_result(const mt_refine_result *r, const char *model, int json)
             mt__sb_json_str(&sb, wtext);
             mt__sb_printf(&sb, ", \"layers\": %d, \"ms\": [", c->layers);
             for (int s = 0; s < r->nsets; s++) mt__sb_printf(&sb, "%s%.6g", s ? ", " : "", c->ms[s]);
+            mt__sb_append(&sb, "], \"ratio\": [");
+            for (int s = 0; s < r->nsets; s++) mt__sb_printf(&sb, "%s%.6g", s ? ", " : "", c->ratio[s]);
             mt__sb_append(&sb, "], \"same_as\": [");
             for (int s = 0; s < r->nsets; s++) mt__sb_printf(&sb, "%s%d", s ? ", " : "", c->same_as[s]);
             mt__sb_append(&sb, "], \"kept\": ");
@@ -92,8 +94,11 @@ static void print_result(const mt_refine_result *r, const char *model, int json)
             if (c->same_as[s] != s) printf(" %8s", set_name(r, c->same_as[s], name, sizeof name));
             else printf(" %8.3f", c->ms[s]);
         }
-        printf("  %s\n", set_name(r, c->chosen, name, sizeof name));
+        printf("  %s", set_name(r, c->chosen, name, sizeof name));
+        if (c->chosen) printf(" (%.2fx of rec1)", c->ratio[c->chosen]);
+        printf("\n");
     }
+    printf("kept: the set with the lowest median, over the rounds, of its time / rec1's in the same round\n");
     printf("\n%s convolutions in the network: %.2f ms with the fastest records, %.2f ms with the kept configs (%.3fx; %d passes per set)\n",
            model, r->fastest_ms, r->chosen_ms, r->chosen_ms > 0 ? r->fastest_ms / r->chosen_ms : 0, r->passes);
     printf("preferences: %d stored, %d removed; %.1f s\n", r->stored, r->removed, r->wall_s);

@@ -22,11 +22,13 @@ typedef struct mt_backend_i {
     /* .buf_free   = */ void (*buf_free)(void *buf);
     /* .run        = */ mt_status (*run)(void *dev, void *prog, void **args, int nargs, const int64_t grid[3], const int64_t block[3],
                                          int warmup, int repeats, double *times_ms, char *err, size_t errlen);
-    /* Optional, together: one launch queued without waiting or timing, and a
-     * wait for everything queued. NULL: the dispatcher runs each launch to
-     * completion (run, repeats 1) and finish has nothing to wait for. */
+    /* Optional, together: one launch queued without waiting, and a wait for
+     * everything queued. With ms non-NULL the launch is timed on the device
+     * and finish writes its time there (the caller keeps *ms alive until
+     * then). NULL: the dispatcher runs each launch to completion (run,
+     * repeats 1) and finish has nothing to wait for. */
     /* .launch     = */ mt_status (*launch)(void *dev, void *prog, void **args, int nargs, const int64_t grid[3], const int64_t block[3],
-                                            char *err, size_t errlen);
+                                            double *ms, char *err, size_t errlen);
     /* .finish     = */ mt_status (*finish)(void *dev, char *err, size_t errlen);
     /* Optional: a buffer aliasing bytes [offset, offset + bytes) of parent, freed with
      * buf_free (the memory lives until parent and every view are freed); offset is a

@@ -411,14 +411,27 @@ mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int narg
     return dev->be->run(dev->h, p->h, handles, nargs, grid, block, warmup, repeats, times_ms, err, errlen);
 }
 
-mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
-                            char *err, size_t errlen) {
+/* One launch queued (timed into *ms when ms is not NULL), or run to
+ * completion on backends that cannot queue. */
+static mt_status launch_queued(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                               double *ms, char *err, size_t errlen) {
     void *handles[MT__MAX_RUN_ARGS];
     mt_status st = launch_args(dev, p, args, nargs, grid, block, handles, err, errlen);
     if (st != MT_OK) return st;
-    if (dev->be->launch && dev->be->finish) return dev->be->launch(dev->h, p->h, handles, nargs, grid, block, err, errlen);
-    double ms;
-    return dev->be->run(dev->h, p->h, handles, nargs, grid, block, 0, 1, &ms, err, errlen);
+    if (dev->be->launch && dev->be->finish) return dev->be->launch(dev->h, p->h, handles, nargs, grid, block, ms, err, errlen);
+    double own;
+    return dev->be->run(dev->h, p->h, handles, nargs, grid, block, 0, 1, ms ? ms : &own, err, errlen);
+}
+
+mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                            char *err, size_t errlen) {
+    return launch_queued(dev, p, args, nargs, grid, block, NULL, err, errlen);
+}
+
+mt_status mt_program_launch_timed(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                                  double *ms, char *err, size_t errlen) {
+    if (!ms) return mt__fail(err, errlen, MT_INVALID_ARG, "mt_program_launch_timed: NULL time");
+    return launch_queued(dev, p, args, nargs, grid, block, ms, err, errlen);
 }
 
 mt_status mt_device_finish(mt_device *dev, char *err, size_t errlen) {

@@ -44,6 +44,14 @@ mt_status mt_program_run(mt_device *dev, mt_program *p, mt_dbuf **args, int narg
 mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
                             char *err, size_t errlen);
 
+/* As mt_program_launch, and timed on the device (profiling events): the next
+ * mt_device_finish writes the launch's time, in ms, to *ms, so *ms must stay
+ * valid until then. Launches queued back to back this way run as in an
+ * untimed pass (no wait on the host between kernels, the device's threads
+ * kept busy), which a kernel waited for alone (mt_program_run) does not. */
+mt_status mt_program_launch_timed(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
+                                  double *ms, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

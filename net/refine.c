@@ -10,8 +10,9 @@
 #include "mtgpu/weights.h"
 #include "fail.h"
 
-/* Profiled passes of one set in a row (after one unprofiled pass). */
-#define MT__REFINE_BLOCK 5
+/* Profiled passes of one set in a row (after one unprofiled pass): a
+ * round of the sets takes 4 x 4 passes, under a second for ResNet-50. */
+#define MT__REFINE_BLOCK 3
 
 mt_refine_params mt_refine_default_params(void) {
     return (mt_refine_params){.candidates = 3, .defaults = 1, .passes = 15, .min_gain = 0.03, .store = 1, .seed = 1};
@@ -32,6 +33,21 @@ static double now_s(void) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void mt_refine_paired_ratios(const double *t, int nsets, int rounds, double *ratio) {
+    double r[1000];
+    for (int s = 0; s < nsets; s++) {
+        int n = 0;
+        for (int b = 0; b < rounds && n < (int)(sizeof r / sizeof r[0]); b++)
+            if (t[b] > 0 && t[s * rounds + b] > 0) r[n++] = t[s * rounds + b] / t[b];
+        ratio[s] = n ? median_of(r, n) : 1.0;
+    }
 }
 
 static int same_workload(const mt_workload *a, const mt_workload *b) {
@@ -143,7 +159,10 @@ mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, co
     /* times[(s * passes + pass) * nl + layer] */
     double *times = calloc((size_t)r.nsets * (size_t)p.passes * (size_t)nl, sizeof *times);
     double *col = malloc(sizeof(double) * (size_t)p.passes);
-    if (!widx || !lt || !times || !col) {
+    const int rounds = (p.passes + MT__REFINE_BLOCK - 1) / MT__REFINE_BLOCK;
+    /* per_round[(w * nsets + s) * rounds + b]: workload w's time in set s's block of round b */
+    double *per_round = calloc((size_t)nl * MT_REFINE_MAX_SETS * (size_t)rounds, sizeof *per_round);
+    if (!widx || !lt || !times || !col || !per_round) {
         st = mt__fail(err, errlen, MT_NOMEM, "refine: out of memory");
         goto done;
     }
@@ -164,14 +183,16 @@ mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, co
         }
     }
     if ((st = note_configs(ex, net, widx, &r, err, errlen)) != MT_OK) goto done;
-    /* The sets take turns in blocks of passes, so that a slow spell of the
-     * machine falls on every set alike. Each block starts with an unprofiled
-     * pass: the caches then hold what they hold in a run of that set alone
-     * (the last level holds a whole network's weights, not four). */
-    for (int first = 0; first < p.passes; first += MT__REFINE_BLOCK)
-        for (int s = 0; s < r.nsets; s++) {
+    /* The sets take turns in rounds of short blocks, the order rotating, so
+     * that a slow spell of the machine falls on every set of a round alike.
+     * Each block starts with an unprofiled pass: the caches then hold what
+     * they hold in a run of that set alone (the last level holds a whole
+     * network's weights, not four). */
+    for (int b = 0; b < rounds; b++)
+        for (int j = 0; j < r.nsets; j++) {
+            const int s = (b + j) % r.nsets;
             if ((st = mt_executor_run(ex[s], NULL, err, errlen)) != MT_OK) goto done;
-            for (int pass = first; pass < p.passes && pass < first + MT__REFINE_BLOCK; pass++) {
+            for (int pass = b * MT__REFINE_BLOCK; pass < p.passes && pass < (b + 1) * MT__REFINE_BLOCK; pass++) {
                 if ((st = mt_executor_run(ex[s], lt, err, errlen)) != MT_OK) goto done;
                 for (int i = 0; i < nl; i++) times[((size_t)s * p.passes + pass) * nl + i] = lt[i].kernel_ms;
             }
@@ -180,16 +201,21 @@ mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, co
         for (int i = 0; i < nl; i++) {
             if (widx[i] < 0) continue;
             for (int pass = 0; pass < p.passes; pass++) col[pass] = times[((size_t)s * p.passes + pass) * nl + i];
-            qsort(col, (size_t)p.passes, sizeof *col, cmp_double);
-            double med = p.passes % 2 ? col[p.passes / 2] : 0.5 * (col[p.passes / 2 - 1] + col[p.passes / 2]);
-            r.choices[widx[i]].ms[s] += med;
+            for (int b = 0; b < rounds; b++) {
+                const int first = b * MT__REFINE_BLOCK, n = p.passes - first < MT__REFINE_BLOCK ? p.passes - first : MT__REFINE_BLOCK;
+                double blk[MT__REFINE_BLOCK];
+                memcpy(blk, col + first, sizeof(double) * (size_t)n);
+                per_round[((size_t)widx[i] * MT_REFINE_MAX_SETS + s) * rounds + b] += median_of(blk, n);
+            }
+            r.choices[widx[i]].ms[s] += median_of(col, p.passes);
         }
     for (int c = 0; c < r.nchoices; c++) {
         mt_refine_choice *ch = &r.choices[c];
+        mt_refine_paired_ratios(per_round + (size_t)c * MT_REFINE_MAX_SETS * rounds, r.nsets, rounds, ch->ratio);
         int best = 0;
         for (int s = 1; s < r.nsets; s++)
-            if (ch->same_as[s] == s && ch->ms[s] < ch->ms[best]) best = s;
-        ch->chosen = ch->ms[best] < ch->ms[0] * (1.0 - p.min_gain) ? best : 0;
+            if (ch->same_as[s] == s && ch->ratio[s] < ch->ratio[best]) best = s;
+        ch->chosen = ch->ratio[best] < 1.0 - p.min_gain ? best : 0;
         r.fastest_ms += ch->ms[0];
         r.chosen_ms += ch->ms[ch->chosen];
     }
@@ -209,6 +235,7 @@ done:
     free(lt);
     free(times);
     free(col);
+    free(per_round);
     free(r.choices);
     return st;
 }

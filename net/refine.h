@@ -11,9 +11,16 @@
  *
  * mt_network_refine builds the network once per candidate set (the fastest
  * usable record of every convolution, the second fastest, ..., and the
- * default configs), runs profiled passes of all of them in turns, and per
- * workload keeps the set whose layers took the least device time (their
- * median pass, summed over the layers of that workload). A winner other
+ * default configs) and runs profiled passes of all of them in rounds: in
+ * each round every set runs a short block of passes, the order rotating.
+ * Per workload and round, a set's time is the median of its block (summed
+ * over the layers of that workload), taken relative to the fastest
+ * record's in the same round; the set with the lowest median of those
+ * ratios over the rounds is kept when it beats the fastest record by
+ * min_gain. Ratios within a round cancel the machine's slow spells, which
+ * last longer than a round and on this shared 2-core machine move every
+ * kernel by up to 2x: comparing medians over all passes instead, a set
+ * whose blocks fell in slow spells lost whatever it ran. A winner other
  * than the fastest record is stored as a preference (mtgpu/records.h), which
  * mt_select_config (records/select.h), the executor and the embedding API
  * then use. */
@@ -51,6 +58,8 @@ typedef struct mt_refine_choice {
     mt_workload wl;
     int layers;                                    /* its layers in the network */
     double ms[MT_REFINE_MAX_SETS];                 /* per set: median device time, summed over those layers */
+    double ratio[MT_REFINE_MAX_SETS];              /* per set: median over the rounds of its time / set 0's
+                                                      in the same round (what the choice compares) */
     int same_as[MT_REFINE_MAX_SETS];               /* the first set with the same template and config */
     char template_name[MT_REFINE_MAX_SETS][MT_RECORD_TEMPLATE_LEN];
     char config[MT_REFINE_MAX_SETS][MT_RECORD_CONFIG_LEN];
@@ -79,6 +88,12 @@ mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, co
                             char *err, size_t errlen);
 
 void mt_refine_result_free(mt_refine_result *r);
+
+/* The paired estimate behind the choice: t[s * rounds + b] is set s's time
+ * for one workload in round b; ratio[s] receives the median over the
+ * rounds of t[s][b] / t[0][b] (rounds where either is not positive are
+ * left out; 1 when none is left). */
+void mt_refine_paired_ratios(const double *t, int nsets, int rounds, double *ratio);
 
 #ifdef __cplusplus
 }

@@ -88,6 +88,11 @@ typedef struct cl_dev {
     int use_cache;                      /* cache_dir resolved and writable */
     int pocl;                           /* the platform is PoCL: see cl_build */
     char cache_dir[MT_KCACHE_DIR_MAX];
+    /* Timed launches queued since the last finish: their events and where
+     * finish writes their times. */
+    cl_event *timed_ev;
+    double **timed_ms;
+    int ntimed, timed_cap;
 } cl_dev;
 
 typedef struct cl_prog {
@@ -384,6 +389,11 @@ static mt_status cl_list(mt_device_info *out, int max, int *count, char *err, si
 
 /* ------------------------------------------------------------ open/close */
 
+static void cl_release_timed(cl_dev *d) {
+    for (int i = 0; i < d->ntimed; i++) clReleaseEvent(d->timed_ev[i]);
+    d->ntimed = 0;
+}
+
 static void cl_close(void *devp) {
     cl_dev *d = devp;
     if (!d) return;
@@ -391,6 +401,9 @@ static void cl_close(void *devp) {
         clFinish(d->queue);
         clReleaseCommandQueue(d->queue);
     }
+    cl_release_timed(d);
+    free(d->timed_ev);
+    free(d->timed_ms);
     if (d->ctx) clReleaseContext(d->ctx);
     free(d);
 }
@@ -736,6 +749,26 @@ static mt_status cl_prepare(cl_dev *d, cl_prog *p, void **args, int nargs, const
     return MT_OK;
 }
 
+/* The device time of the finished command of ev, in ms; MT_LAUNCH when it
+ * failed or did not complete. */
+static mt_status cl_event_ms(cl_event ev, double *ms, char *err, size_t errlen) {
+    cl_int e, status = CL_COMPLETE;
+    if ((e = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL)) != CL_SUCCESS)
+        return cl_fail(err, errlen, MT_LAUNCH, "clGetEventInfo", e);
+    if (status != CL_COMPLETE)
+        return status < 0 ? cl_fail(err, errlen, MT_LAUNCH, "kernel execution", status)
+                          : mt__fail(err, errlen, MT_LAUNCH, "kernel execution did not complete (status %d)", (int)status);
+    cl_ulong t0 = 0, t1 = 0;
+    if ((e = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL)) != CL_SUCCESS ||
+        (e = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL)) != CL_SUCCESS)
+        return cl_fail(err, errlen, MT_LAUNCH, "clGetEventProfilingInfo", e);
+    if (t1 < t0)
+        return mt__fail(err, errlen, MT_LAUNCH, "profiling: command ended before it started (%llu < %llu)", (unsigned long long)t1,
+                        (unsigned long long)t0);
+    *ms = (double)(t1 - t0) * 1e-6;
+    return MT_OK;
+}
+
 static mt_status cl_run(void *devp, void *progp, void **args, int nargs, const int64_t grid[3], const int64_t block[3], int warmup,
                         int repeats, double *times_ms, char *err, size_t errlen) {
     cl_dev *d = devp;
@@ -768,52 +801,49 @@ static mt_status cl_run(void *devp, void *progp, void **args, int nargs, const i
      * clWaitForEvents fail without saying which. */
     cl_int fe = clFinish(d->queue);
     if (st == MT_OK && fe != CL_SUCCESS) st = cl_fail(err, errlen, MT_LAUNCH, "clFinish", fe);
-    for (int i = 0; st == MT_OK && i < nev; i++) {
-        cl_int status = CL_COMPLETE;
-        if ((e = clGetEventInfo(ev[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL)) != CL_SUCCESS) {
-            st = cl_fail(err, errlen, MT_LAUNCH, "clGetEventInfo", e);
-            break;
-        }
-        if (status != CL_COMPLETE) {
-            st = status < 0 ? cl_fail(err, errlen, MT_LAUNCH, "kernel execution", status)
-                            : mt__fail(err, errlen, MT_LAUNCH, "kernel execution did not complete (status %d)", (int)status);
-            break;
-        }
-        cl_ulong t0 = 0, t1 = 0;
-        if ((e = clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL)) != CL_SUCCESS ||
-            (e = clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL)) != CL_SUCCESS) {
-            st = cl_fail(err, errlen, MT_LAUNCH, "clGetEventProfilingInfo", e);
-            break;
-        }
-        if (t1 < t0) {
-            st = mt__fail(err, errlen, MT_LAUNCH, "profiling: command ended before it started (%llu < %llu)", (unsigned long long)t1,
-                          (unsigned long long)t0);
-            break;
-        }
-        times_ms[i] = (double)(t1 - t0) * 1e-6;
-    }
+    for (int i = 0; st == MT_OK && i < nev; i++) st = cl_event_ms(ev[i], &times_ms[i], err, errlen);
     for (int i = 0; i < nev; i++) clReleaseEvent(ev[i]);
     free(ev);
     return st;
 }
 
-static mt_status cl_launch(void *devp, void *progp, void **args, int nargs, const int64_t grid[3], const int64_t block[3], char *err,
-                           size_t errlen) {
+static mt_status cl_launch(void *devp, void *progp, void **args, int nargs, const int64_t grid[3], const int64_t block[3], double *ms,
+                           char *err, size_t errlen) {
     cl_dev *d = devp;
     cl_prog *p = progp;
     if (!d || !p || !grid || !block || nargs < 0 || (nargs > 0 && !args)) return mt__fail(err, errlen, MT_INVALID_ARG, "cl_launch: bad arguments");
     size_t global[3], local[3];
     mt_status st = cl_prepare(d, p, args, nargs, grid, block, global, local, err, errlen);
     if (st != MT_OK) return st;
-    cl_int e = clEnqueueNDRangeKernel(d->queue, p->kernel, 3, NULL, global, local, 0, NULL, NULL);
-    return e == CL_SUCCESS ? MT_OK : cl_fail(err, errlen, MT_LAUNCH, "clEnqueueNDRangeKernel", e);
+    if (ms && d->ntimed == d->timed_cap) {
+        int cap = d->timed_cap ? 2 * d->timed_cap : 64;
+        cl_event *ev = realloc(d->timed_ev, sizeof *ev * (size_t)cap);
+        if (ev) d->timed_ev = ev;
+        double **out = ev ? realloc(d->timed_ms, sizeof *out * (size_t)cap) : NULL;
+        if (out) d->timed_ms = out;
+        if (!ev || !out) return mt__fail(err, errlen, MT_NOMEM, "out of memory for %d timing events", cap);
+        d->timed_cap = cap;
+    }
+    cl_event ev = NULL;
+    cl_int e = clEnqueueNDRangeKernel(d->queue, p->kernel, 3, NULL, global, local, 0, NULL, ms ? &ev : NULL);
+    if (e != CL_SUCCESS) return cl_fail(err, errlen, MT_LAUNCH, "clEnqueueNDRangeKernel", e);
+    if (ms) {
+        d->timed_ev[d->ntimed] = ev;
+        d->timed_ms[d->ntimed++] = ms;
+    }
+    return MT_OK;
 }
 
+/* Waits for the queue, then writes each timed launch's time (up to the
+ * first failure, which is reported); the events are released either way. */
 static mt_status cl_finish(void *devp, char *err, size_t errlen) {
     cl_dev *d = devp;
     if (!d) return mt__fail(err, errlen, MT_INVALID_ARG, "cl_finish: NULL device");
     cl_int e = clFinish(d->queue);
-    return e == CL_SUCCESS ? MT_OK : cl_fail(err, errlen, MT_LAUNCH, "clFinish", e);
+    mt_status st = e == CL_SUCCESS ? MT_OK : cl_fail(err, errlen, MT_LAUNCH, "clFinish", e);
+    for (int i = 0; st == MT_OK && i < d->ntimed; i++) st = cl_event_ms(d->timed_ev[i], d->timed_ms[i], err, errlen);
+    cl_release_timed(d);
+    return st;
 }
 
 /* ----------------------------------------------------------------- table */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -1048,6 +1049,26 @@ static void put_kvec_record(mt_db *db, const mt_workload *wl, const char *cfg, d
     assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
 }
 
+/* The refinement's paired estimate: a slow spell that starts inside round 2
+ * (after set 0's block) and covers rounds 3 and 4 doubles every time from
+ * there. Set 1 is 10% faster in every round, yet the median over all its
+ * blocks (1.8) is above set 0's (1.0); per round it is 0.9x. Rounds with a
+ * missing time are left out; with none left the ratio is 1. */
+static void test_refine_paired_ratios(void **state) {
+    (void)state;
+    const double t[] = {1.0, 1.0, 1.0, 2.0, 2.0, /* set 0 */
+                        0.9, 0.9, 1.8, 1.8, 1.8, /* set 1 */
+                        1.0, 2.0, 2.0, 4.0, 0.0 /* set 2: 1, 2, 2, 2 and a missing round */};
+    double ratio[3];
+    mt_refine_paired_ratios(t, 3, 5, ratio);
+    assert_true(fabs(ratio[0] - 1.0) < 1e-12);
+    assert_true(fabs(ratio[1] - 0.9) < 1e-12);
+    assert_true(fabs(ratio[2] - 2.0) < 1e-12);
+    const double none[] = {0.0, 0.0, 1.0, 2.0};
+    mt_refine_paired_ratios(none, 2, 2, ratio);
+    assert_true(ratio[1] == 1.0);
+}
+
 /* In-network refinement on a network whose fastest records (by their stored
  * times) are in truth much slower kernels: one scalar output per work-item,
  * against the default config as the second record. The refinement must keep
@@ -1112,6 +1133,7 @@ static void test_refine(void **state) {
         assert_int_equal(ch->same_as[2], 1); /* the default is the second record */
         assert_int_equal(ch->chosen, 1);
         assert_true(ch->ms[1] < ch->ms[0]);
+        assert_true(ch->ratio[0] == 1.0 && ch->ratio[1] < 1.0);
     }
     assert_true(r.chosen_ms < r.fastest_ms);
     mt_refine_result_free(&r);
@@ -1193,7 +1215,7 @@ int main(void) {
         cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records),
-        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine_paired_ratios), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -360,7 +360,9 @@ static void test_build_and_run(void **state) {
 }
 
 /* Queued launches: saxpy in place twice, then one wait; the read sees both,
- * in order. Bad launches are refused at the call, before anything is queued. */
+ * in order. Timed ones (more than the backend's first batch of events)
+ * get their device time at the wait, and run like the others. Bad launches
+ * are refused at the call, before anything is queued. */
 static void test_queued_launches(void **state) {
     (void)state;
     REQUIRE_OPENCL();
@@ -385,6 +387,16 @@ static void test_queued_launches(void **state) {
     float out[N_ELEMS];
     assert_int_equal(mt_dbuf_read(dev, by, 0, out, sizeof out), MT_OK);
     for (int i = 0; i < N_ELEMS; i++) assert_true(out[i] == 4.0f * x[i] + 1.0f);
+    /* 100 timed launches and one untimed: 103 in all give 206x + 1. */
+    double ms[100];
+    for (int r = 0; r < 100; r++) ms[r] = -1.0;
+    for (int r = 0; r < 100; r++) assert_int_equal(mt_program_launch_timed(dev, p, args, 3, grid, block, &ms[r], err, sizeof err), MT_OK);
+    assert_int_equal(mt_program_launch(dev, p, args, 3, grid, block, err, sizeof err), MT_OK);
+    assert_int_equal(mt_device_finish(dev, err, sizeof err), MT_OK);
+    for (int r = 0; r < 100; r++) assert_true(ms[r] >= 0.0 && ms[r] < 1000.0);
+    assert_int_equal(mt_dbuf_read(dev, by, 0, out, sizeof out), MT_OK);
+    for (int i = 0; i < N_ELEMS; i++) assert_true(out[i] == 206.0f * x[i] + 1.0f);
+    assert_int_equal(mt_program_launch_timed(dev, p, args, 3, grid, block, NULL, err, sizeof err), MT_INVALID_ARG);
     assert_int_equal(mt_program_launch(dev, p, args, 2, grid, block, err, sizeof err), MT_INVALID_ARG);
     const int64_t g0[3] = {0, 1, 1};
     assert_int_equal(mt_program_launch(dev, p, args, 3, g0, block, err, sizeof err), MT_INVALID_ARG);

@@ -112,7 +112,7 @@ def main():
             continue
         peak = pt.get("peak_gflops")
         md += [f"## {n['network']}: convolutions against the FMA peak", "",
-               f"`mtgpu run {n['network']} --profile` (median of {a.repeat} passes, each kernel waited for): the tuned network's "
+               f"`mtgpu run {n['network']} --profile` (median of {a.repeat} passes, each kernel timed on the device inside a pass queued as without profiling): the tuned network's "
                f"convolutions took {pt['conv_ms']:.2f} ms for {pt['conv_gflop']:.2f} GFLOP "
                f"({pt['conv_gflop'] / pt['conv_ms'] * 1e3:.1f} GFLOP/s); at the FMA peak measured in the same run "
                f"({fmt(peak, '{:.1f}')} GFLOP/s, 16-lane FMA chains on every core) direct convolution would need "

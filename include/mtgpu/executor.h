@@ -93,10 +93,10 @@ typedef struct mt_layer_time {
                          residual / activation, the pool, ... (0 for flatten) */
 } mt_layer_time;
 
-/* One forward pass: uploads the input and runs every layer. With times NULL
- * the whole pass is queued and waited for once; with times
- * (mt_network_num_layers entries) each kernel is waited for and its device
- * time goes to its layer (a profile, slower by one round trip per kernel).
+/* One forward pass: uploads the input and runs every layer, queued and
+ * waited for once. With times (mt_network_num_layers entries) each kernel is
+ * also timed on the device and its time goes to its layer (a profile: the
+ * kernels run back to back as without it).
  * MT_LAUNCH/MT_DEVICE with the layer named in err (when it can be told). */
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen);
 
