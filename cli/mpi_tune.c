@@ -200,8 +200,11 @@ int mt_cli_mpi_serve(const mt_measurer_params *mp, int rank) {
         long long seq = -1;
         if (nf < 2 || mt__proto_get_int(f[1], &seq) != 0) nf = 0;
         mt_measurer_result res;
-        mt_status bst;
+        memset(&res, 0, sizeof res);
+        /* Without a measurer (its start failed, as the hello said) work is answered as failed. */
+        mt_status bst = MT_UNAVAILABLE;
         char bmsg[1024];
+        snprintf(bmsg, sizeof bmsg, "this rank has no measurer: %s", err);
         if (m) serve_one(m, &ss, f, nf, &res, &bst, bmsg, sizeof bmsg);
         mt_strbuf out = {0};
         put_result(&out, seq, bst, &res, info.fingerprint, bmsg);
