@@ -594,10 +594,11 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
         return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
     }
     /* Profiled: the pass queued the same way, each launch timed on the device,
-     * so that the layers run as in an unprofiled pass. Waiting for each
-     * kernel instead let the device's threads fall asleep between kernels:
-     * on the 2-core CPU, those profiles of ResNet-50 summed to 1.0-1.7x the
-     * unprofiled pass's wall time, more in the machine's slow spells. */
+     * so that the layers run as in an unprofiled pass; waiting for each
+     * kernel instead lets the device's threads fall asleep between kernels.
+     * On the 2-core CPU, ResNet-50's layers then summed to 0.96-0.99 of the
+     * profiled passes' wall time (0.95-0.96 waiting for each kernel; four
+     * runs of each, 2026-12-02). */
     double *ms = calloc((size_t)(ex->nlaunches > 0 ? ex->nlaunches : 1), sizeof *ms);
     if (!ms) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");
     for (int i = 0; i < ex->nlaunches && st == MT_OK; i++) {
