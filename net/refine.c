@@ -10,8 +10,9 @@
 #include "mtgpu/weights.h"
 #include "fail.h"
 
-/* Profiled passes of one set in a row (after one unprofiled pass): a
- * round of the sets takes 4 x 4 passes, under a second for ResNet-50. */
+/* Profiled passes of one set in a row (after one unprofiled pass): with
+ * the default four sets a round is 16 passes, short against the machine's
+ * slow spells. */
 #define MT__REFINE_BLOCK 3
 
 mt_refine_params mt_refine_default_params(void) {

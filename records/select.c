@@ -193,7 +193,7 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * tile in turns (min of 4 runs, 2026-12-02): 0.43 against 0.47 ms
      * (1024 -> 256 at 14x14), 0.55 against 0.61 (256 -> 64 at 56x56);
      * inside ResNet-50 those 22 layers took 29.3 -> 21.9 ms (1.34x) while
-     * the unchanged ones moved 1.18-1.26x with the machine
+     * the unchanged ones moved 1.18-1.32x with the machine
      * (bench/net_ab/results/net_ab_kvec_1x1_tiles_resnet50.md).
      * Four vectors x 7 on 7-wide rows ran 0.53 against 0.56 ms alone but
      * about 10% slower inside ResNet-50, and on padded 3x3 layers the
