@@ -185,3 +185,14 @@ int64_t mt_workload_weight_elems(const mt_workload *wl) { return (int64_t)wl->k 
 int64_t mt_workload_output_elems(const mt_workload *wl) {
     return (int64_t)wl->n * wl->k * mt_workload_out_h(wl) * mt_workload_out_w(wl);
 }
+
+int mt_workload_unit_stride(const mt_workload *wl, mt_workload *out) {
+    if (!wl || !out || wl->r != 1 || wl->s != 1 || wl->pad_h || wl->pad_w || (wl->stride_h == 1 && wl->stride_w == 1)) return 0;
+    mt_workload u = *wl;
+    u.h = mt_workload_out_h(wl);
+    u.w = mt_workload_out_w(wl);
+    u.stride_h = u.stride_w = 1;
+    u.dil_h = u.dil_w = 1;
+    *out = u;
+    return 1;
+}

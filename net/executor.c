@@ -54,6 +54,7 @@ struct mt_executor {
     mt_dbuf **owned; /* every device buffer, freed at the end */
     int nowned, capowned;
     mt_dbuf **slots; /* activation buffers */
+    mt_dbuf *dense_input; /* strided 1x1 layers' subsampled input (owned), NULL until needed */
     mt__act_plan plan;
     ex_conv_choice *choice; /* per layer */
     float *input;
@@ -209,6 +210,23 @@ static mt_status ex_op(mt_executor *ex, int layer, const char *kernel, const int
 
 static int64_t groups_for(int64_t total) { return (total + MT_OP_GROUP - 1) / MT_OP_GROUP; }
 
+static int same_shape(const mt_workload *a, const mt_workload *b) {
+    return a->h == b->h && a->w == b->w && a->stride_h == b->stride_h && a->stride_w == b->stride_w;
+}
+
+/* Elements of the largest input a strided 1x1 layer's kernel reads from the
+ * subsampled copy (0 when net has none). */
+static int64_t max_dense_input(const mt_network *net) {
+    int64_t most = 0;
+    for (int i = 0; i < mt_network_num_layers(net); i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        if (l->kind != MT_LAYER_CONV2D) continue;
+        const mt_workload wl = mt_layer_kernel_workload(l);
+        if (!same_shape(&wl, &l->conv.wl) && mt_workload_input_elems(&wl) > most) most = mt_workload_input_elems(&wl);
+    }
+    return most;
+}
+
 mt_status mt__weights_need(const mt_weights *w, const char *prefix, const char *suffix, int64_t count, const float **out, char *err,
                            size_t errlen) {
     char name[MT_WEIGHT_NAME_MAX + 16];
@@ -252,7 +270,24 @@ mt_status mt__conv_affine(const mt_layer *l, const mt_weights *w, double *scale,
 /* The convolution of layer i: config, fused kernel, folded weights and launch. */
 static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i, char *err, size_t errlen) {
     const mt_layer *l = mt_network_layer(ex->net, i);
-    const mt_workload *wl = &l->conv.wl;
+    const mt_workload run_wl = mt_layer_kernel_workload(l), *wl = &run_wl;
+    mt_dbuf *conv_in = ex->slots[ex->plan.slot[l->inputs[0]]];
+    if (!same_shape(wl, &l->conv.wl)) {
+        /* A strided 1x1 layer: its kernel runs at stride 1 on every stride-th
+         * pixel, copied into one buffer that all such layers share (the
+         * launches run in order). */
+        mt_status st = MT_OK;
+        if (!ex->dense_input) {
+            const int64_t bytes = (int64_t)sizeof(float) * max_dense_input(ex->net);
+            st = ex_alloc(ex, (size_t)bytes, NULL, &ex->dense_input, &ex->stats.workspace_bytes, err, errlen);
+        }
+        const int64_t rows = (int64_t)wl->n * wl->c * wl->h;
+        const int32_t p[7] = {(int32_t)rows, l->conv.wl.h, l->conv.wl.w, wl->h, wl->w, l->conv.wl.stride_h, l->conv.wl.stride_w};
+        mt_dbuf *bufs[2] = {conv_in, ex->dense_input};
+        if (st == MT_OK) st = ex_op(ex, i, MT_OPK_SUBSAMPLE, p, 7, bufs, 2, groups_for(rows), err, errlen);
+        if (st != MT_OK) return st;
+        conv_in = ex->dense_input;
+    }
     const mt_device_info *di = mt_device_get_info(ex->dev);
     mt_select_query q = mt_select_query_default(db, wl, di);
     q.rank = ex->rank;
@@ -353,7 +388,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     if ((st = ex_alloc(ex, sizeof(float) * (size_t)nwl, wl_packed ? wl_packed : wf, &dw, &ex->stats.weight_bytes, err, errlen)) != MT_OK)
         goto done;
     int na = 0;
-    launch.args[na++] = ex->slots[ex->plan.slot[l->inputs[0]]];
+    launch.args[na++] = conv_in;
     launch.args[na++] = dw;
     launch.args[na++] = ex->slots[ex->plan.slot[i]];
     if (epi.bias) {
@@ -491,7 +526,8 @@ static mt_status ex_check_memory(mt_device *dev, const mt_network *net, int own_
     mt__act_plan_free(&plan);
     const uint64_t f = sizeof(float);
     uint64_t input = (uint64_t)mt__shape_elems(mt_network_layer(net, 0)->out);
-    mt_mem_need need = {.host_bytes = f * ((own_weights ? params : 0) + 2 * largest + input), .device_bytes = f * params + arena};
+    mt_mem_need need = {.host_bytes = f * ((own_weights ? params : 0) + 2 * largest + input),
+                        .device_bytes = f * (params + (uint64_t)max_dense_input(net)) + arena};
     need.largest_buffer = arena > f * largest ? arena : f * largest;
     char what[160];
     snprintf(what, sizeof what, "the network %s (input %dx%dx%dx%d)", mt_network_name(net), mt_network_layer(net, 0)->out.n,

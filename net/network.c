@@ -447,6 +447,12 @@ static int wl_equal(const mt_workload *a, const mt_workload *b) {
            a->dil_h == b->dil_h && a->dil_w == b->dil_w && a->groups == b->groups;
 }
 
+mt_workload mt_layer_kernel_workload(const mt_layer *l) {
+    mt_workload wl = l->conv.wl;
+    mt_workload_unit_stride(&l->conv.wl, &wl);
+    return wl;
+}
+
 mt_status mt_network_tasks(const mt_network *net, mt_task **tasks, int *ntasks) {
     if (!net || !tasks || !ntasks) return MT_INVALID_ARG;
     if (net->status != MT_OK) return net->status;
@@ -464,10 +470,11 @@ mt_status mt_network_tasks(const mt_network *net, mt_task **tasks, int *ntasks) 
     for (int i = 0; i < net->nlayers; i++) {
         const mt_layer *l = &net->layers[i];
         if (l->kind != MT_LAYER_CONV2D) continue;
+        const mt_workload wl = mt_layer_kernel_workload(l);
         int j = 0;
-        while (j < n && !wl_equal(&t[j].wl, &l->conv.wl)) j++;
+        while (j < n && !wl_equal(&t[j].wl, &wl)) j++;
         if (j == n) {
-            t[n] = (mt_task){.wl = l->conv.wl, .count = 0, .flops = mt_workload_flops(&l->conv.wl), .first_layer = i};
+            t[n] = (mt_task){.wl = wl, .count = 0, .flops = mt_workload_flops(&wl), .first_layer = i};
             n++;
         }
         t[j].count++;

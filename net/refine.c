@@ -68,9 +68,10 @@ static mt_status group_workloads(const mt_network *net, mt_refine_result *r, int
         const mt_layer *l = mt_network_layer(net, i);
         widx[i] = -1;
         if (l->kind != MT_LAYER_CONV2D) continue;
+        const mt_workload wl = mt_layer_kernel_workload(l); /* what the executor looks up */
         int w = 0;
-        while (w < r->nchoices && !same_workload(&r->choices[w].wl, &l->conv.wl)) w++;
-        if (w == r->nchoices) r->choices[r->nchoices++].wl = l->conv.wl;
+        while (w < r->nchoices && !same_workload(&r->choices[w].wl, &wl)) w++;
+        if (w == r->nchoices) r->choices[r->nchoices++].wl = wl;
         r->choices[w].layers++;
         widx[i] = w;
     }

@@ -886,17 +886,79 @@ static int put_conv_records(mt_db *db, const mt_network *net, const char *tmpl, 
         if (l->kind != MT_LAYER_CONV2D) continue;
         mt_record rec;
         mt_record_init(&rec);
-        rec.wl = l->conv.wl;
+        rec.wl = mt_layer_kernel_workload(l); /* what the executor looks up */
         snprintf(rec.template_name, sizeof rec.template_name, "%s", tmpl);
-        valid_config(tmpl, &l->conv.wl, tile, seed, rec.config, sizeof rec.config);
+        valid_config(tmpl, &rec.wl, tile, seed, rec.config, sizeof rec.config);
         memcpy(rec.device, di->fingerprint, sizeof rec.device);
         rec.ncosts = 1;
         rec.costs_ms[0] = rec.median_ms = ms;
         assert_int_equal(mt_db_put_record(db, &rec, NULL, NULL, 0), MT_OK);
-        *last = l->conv.wl;
+        *last = rec.wl;
         n++;
     }
     return n;
+}
+
+/* Strided 1x1 layers run as a copy of every stride-th pixel and a stride-1
+ * kernel (mt_layer_kernel_workload): a downsampling on an odd-sized input
+ * added as another conv's residual, and one strided along x only, smaller,
+ * reusing the shared copy buffer. Both against the reference, with the copy
+ * counted in the launches and the workspace, and the database looked up
+ * by the stride-1 workload. */
+static void test_strided_pointwise(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[1024];
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_new("strided1x1", &net), MT_OK);
+    int x = mt_network_add_input(net, "input", 1, 16, 15, 15);
+    mt_conv_spec down = mt_conv_spec_default(32, 1, 2, 0);
+    down.batch_norm = 1;
+    int d = mt_network_add_conv(net, "downsample", x, &down);
+    mt_conv_spec main = mt_conv_spec_default(32, 3, 2, 1);
+    main.bias = 1;
+    main.act = MT_ACT_RELU;
+    int m = mt_network_add_conv(net, "main", x, &main);
+    mt_conv_spec join = mt_conv_spec_default(32, 1, 1, 0);
+    join.residual = d;
+    join.act = MT_ACT_RELU;
+    int j = mt_network_add_conv(net, "join", m, &join);
+    mt_conv_spec narrow = mt_conv_spec_default(8, 1, 1, 0);
+    narrow.stride_w = 2;
+    narrow.bias = 1;
+    int n = mt_network_add_conv(net, "narrow", j, &narrow);
+    mt_network_add_global_avgpool(net, "pool", n);
+    assert_int_equal(mt_network_status(net, err, sizeof err), MT_OK);
+    mt_workload kw = mt_layer_kernel_workload(mt_network_layer(net, d));
+    assert_int_equal(kw.h, 8);
+    assert_int_equal(kw.w, 8);
+    assert_int_equal(kw.stride_h, 1);
+    kw = mt_layer_kernel_workload(mt_network_layer(net, n));
+    assert_int_equal(kw.h, 8);
+    assert_int_equal(kw.w, 4);
+    assert_int_equal(kw.stride_w, 1);
+    kw = mt_layer_kernel_workload(mt_network_layer(net, m));
+    assert_int_equal(kw.stride_h, 2); /* a 3x3 keeps its stride */
+
+    mt_executor_stats s;
+    double e = run_against_reference(net, NULL, &s);
+    print_message("strided 1x1 layers: max rel err %.3g\n", e);
+    assert_true(e < NET_TOL);
+    /* 4 convolutions, 2 copies, the pooling. */
+    assert_int_equal(s.launches, 7);
+    assert_true(s.workspace_bytes >= (int64_t)sizeof(float) * 16 * 8 * 8);
+
+    /* A record of the stride-1 workload is what the executor runs. */
+    char path[512];
+    mt_db *db = records_db("strided1x1.db", path, sizeof path);
+    mt_workload last;
+    assert_int_equal(put_conv_records(db, net, "kvec", 0, 3, 1e-6, &last), 4);
+    e = run_against_reference(net, db, &s);
+    print_message("strided 1x1 layers, from records: max rel err %.3g\n", e);
+    assert_true(e < NET_TOL);
+    assert_int_equal(s.convs_from_db, 4);
+    mt_db_close(db);
+    mt_network_free(net);
 }
 
 /* Records whose fastest config is a Winograd one: the executor picks it
@@ -1215,7 +1277,7 @@ int main(void) {
         cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records),
-        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine_paired_ratios), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine_paired_ratios), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_strided_pointwise), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

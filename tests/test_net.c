@@ -111,6 +111,11 @@ static void check_invariants(const mt_network *net, int batch) {
         flops += tasks[i].count * tasks[i].flops;
         assert_int_equal(mt_network_layer(net, tasks[i].first_layer)->kind, MT_LAYER_CONV2D);
         for (int j = 0; j < i; j++) assert_true(tasks[j].first_layer < tasks[i].first_layer);
+        /* A task is what the executor's kernel runs: a strided 1x1 layer without padding as stride 1. */
+        const mt_workload kw = mt_layer_kernel_workload(mt_network_layer(net, tasks[i].first_layer));
+        assert_memory_equal(&kw, &tasks[i].wl, sizeof kw);
+        const mt_workload *t = &tasks[i].wl;
+        assert_false(t->r == 1 && t->s == 1 && t->pad_h == 0 && t->pad_w == 0 && (t->stride_h > 1 || t->stride_w > 1));
     }
     assert_int_equal(convs, mt_network_num_convs(net));
     assert_near_rel(flops, mt_network_conv_flops(net), 1e-12, "sum of task flops");
@@ -121,17 +126,19 @@ static void check_invariants(const mt_network *net, int batch) {
 
 static const task_row resnet50_rows[] = {
     {3, 224, 64, 7, 2, 1},     {64, 56, 64, 1, 1, 1},     {64, 56, 64, 3, 1, 3},    {64, 56, 256, 1, 1, 4},   {256, 56, 64, 1, 1, 2},
-    {256, 56, 128, 1, 1, 1},   {128, 56, 128, 3, 2, 1},   {128, 28, 512, 1, 1, 4},  {256, 56, 512, 1, 2, 1},  {512, 28, 128, 1, 1, 3},
-    {128, 28, 128, 3, 1, 3},   {512, 28, 256, 1, 1, 1},   {256, 28, 256, 3, 2, 1},  {256, 14, 1024, 1, 1, 6}, {512, 28, 1024, 1, 2, 1},
+    {256, 56, 128, 1, 1, 1},   {128, 56, 128, 3, 2, 1},   {128, 28, 512, 1, 1, 4},  {256, 28, 512, 1, 1, 1},  {512, 28, 128, 1, 1, 3},
+    {128, 28, 128, 3, 1, 3},   {512, 28, 256, 1, 1, 1},   {256, 28, 256, 3, 2, 1},  {256, 14, 1024, 1, 1, 6}, {512, 14, 1024, 1, 1, 1},
     {1024, 14, 256, 1, 1, 5},  {256, 14, 256, 3, 1, 5},   {1024, 14, 512, 1, 1, 1}, {512, 14, 512, 3, 2, 1},  {512, 7, 2048, 1, 1, 3},
-    {1024, 14, 2048, 1, 2, 1}, {2048, 7, 512, 1, 1, 2},   {512, 7, 512, 3, 1, 2},
+    {1024, 7, 2048, 1, 1, 1}, {2048, 7, 512, 1, 1, 2},   {512, 7, 512, 3, 1, 2},
 };
 
-/* The unique convolutions of torchvision's networks, with their counts. */
+/* The unique convolutions of torchvision's networks, with their counts, as
+ * their kernels run: the strided 1x1 downsamplings at stride 1 on the
+ * subsampled input (mt_layer_kernel_workload). */
 static const task_row resnet18_rows[] = {
-    {3, 224, 64, 7, 2, 1},   {64, 56, 64, 3, 1, 4},  {64, 56, 128, 3, 2, 1},  {128, 28, 128, 3, 1, 3}, {64, 56, 128, 1, 2, 1},
-    {128, 28, 256, 3, 2, 1}, {256, 14, 256, 3, 1, 3}, {128, 28, 256, 1, 2, 1}, {256, 14, 512, 3, 2, 1}, {512, 7, 512, 3, 1, 3},
-    {256, 14, 512, 1, 2, 1},
+    {3, 224, 64, 7, 2, 1},   {64, 56, 64, 3, 1, 4},  {64, 56, 128, 3, 2, 1},  {128, 28, 128, 3, 1, 3}, {64, 28, 128, 1, 1, 1},
+    {128, 28, 256, 3, 2, 1}, {256, 14, 256, 3, 1, 3}, {128, 14, 256, 1, 1, 1}, {256, 14, 512, 3, 2, 1}, {512, 7, 512, 3, 1, 3},
+    {256, 7, 512, 1, 1, 1},
 };
 
 static const task_row vgg16_rows[] = {

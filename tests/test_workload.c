@@ -324,12 +324,46 @@ static void test_validate_direct(void **state) {
     assert_non_null(strstr(err, "elements"));
 }
 
+/* A strided 1x1 convolution without padding and the stride-1 one it equals. */
+static void test_unit_stride(void **state) {
+    (void)state;
+    mt_workload u = {0};
+    mt_workload wl = parse_ok("n=2,c=64,h=15,w=14,k=32,r=1,s=1,stride=2");
+    assert_int_equal(mt_workload_unit_stride(&wl, &u), 1);
+    assert_int_equal(u.n, 2);
+    assert_int_equal(u.c, 64);
+    assert_int_equal(u.k, 32);
+    assert_int_equal(u.h, 8); /* rows 0, 2, ..., 14 */
+    assert_int_equal(u.w, 7);
+    assert_int_equal(u.stride_h, 1);
+    assert_int_equal(u.stride_w, 1);
+    assert_int_equal(mt_workload_out_h(&u), mt_workload_out_h(&wl));
+    assert_int_equal(mt_workload_out_w(&u), mt_workload_out_w(&wl));
+    assert_true(mt_workload_flops(&u) == mt_workload_flops(&wl));
+    /* One axis strided is enough. */
+    wl = parse_ok("c=8,h=9,w=9,k=8,r=1,s=1,stride=1x3");
+    assert_int_equal(mt_workload_unit_stride(&wl, &u), 1);
+    assert_int_equal(u.h, 9);
+    assert_int_equal(u.w, 3);
+    /* Not equal to a dense stride-1 convolution, or already one: untouched. */
+    const char *others[] = {"c=8,h=9,w=9,k=8,r=1,s=1,stride=2,pad=1", "c=8,h=9,w=9,k=8,r=3,s=3,stride=2",
+                            "c=8,h=9,w=9,k=8,r=1,s=1", "c=8,h=9,w=9,k=8,r=1,s=3,stride=2"};
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+        wl = parse_ok(others[i]);
+        mt_workload before = u;
+        assert_int_equal(mt_workload_unit_stride(&wl, &u), 0);
+        assert_memory_equal(&u, &before, sizeof u);
+    }
+    assert_int_equal(mt_workload_unit_stride(NULL, &u), 0);
+    assert_int_equal(mt_workload_unit_stride(&wl, NULL), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),         cmocka_unit_test(test_all_fields),  cmocka_unit_test(test_pairs),
         cmocka_unit_test(test_key_order),        cmocka_unit_test(test_format_canonical), cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_hostile),          cmocka_unit_test(test_just_below_limit), cmocka_unit_test(test_long_strings),
-        cmocka_unit_test(test_err_buffer),       cmocka_unit_test(test_validate_direct),
+        cmocka_unit_test(test_err_buffer),       cmocka_unit_test(test_validate_direct), cmocka_unit_test(test_unit_stride),
     };
     return cmocka_run_group_tests_name("workload", tests, NULL, NULL);
 }

@@ -61,7 +61,7 @@ typedef struct mt_executor_stats {
     int64_t weight_bytes;      /* device bytes of weights and biases (batch norm folded) */
     int64_t activation_bytes;  /* device bytes of the shared activation buffers */
     int activation_buffers;    /* device allocations holding them: 1 where they are views into one arena */
-    int64_t workspace_bytes;   /* parameter blocks of the op kernels */
+    int64_t workspace_bytes;   /* parameter blocks of the op kernels, strided 1x1 layers' subsampled input */
     int64_t device_bytes;      /* peak device memory: everything the executor allocated, the sum of the three above */
     int64_t largest_live_bytes; /* largest total size of activations live at one time (a lower bound for activation_bytes) */
     int64_t two_largest_bytes; /* the two largest activations of the network added: the executor's yardstick for activation memory */

@@ -163,6 +163,13 @@ int mt_network_batch(const mt_network *net);
 /* Number of CONV2D layers, and the sum of mt_workload_flops over them (2 * MACs). */
 int mt_network_num_convs(const mt_network *net);
 double mt_network_conv_flops(const mt_network *net);
+/* The convolution a CONV2D layer's kernel runs: the layer's own workload,
+ * or for a strided 1x1 layer without padding the stride-1 convolution of
+ * every stride-th pixel of its input (mt_workload_unit_stride), which the
+ * executor copies into a dense plane first: strided reads ran those layers
+ * 1.2-1.5x slower than the same convolution on the dense plane. Tasks, the
+ * tuning database and the refinement key on this workload. */
+mt_workload mt_layer_kernel_workload(const mt_layer *l);
 /* "conv2d", "maxpool", ...; "unknown" out of range. */
 const char *mt_layer_kind_name(mt_layer_kind kind);
 const char *mt_activation_name(mt_activation act);
@@ -171,7 +178,7 @@ const char *mt_activation_name(mt_activation act);
 
 /* One unique convolution workload of a network. */
 typedef struct mt_task {
-    mt_workload wl;   /* unique by every field, batch included */
+    mt_workload wl;   /* the kernel's (mt_layer_kernel_workload), unique by every field, batch included */
     int count;        /* how many conv layers have this workload */
     double flops;     /* mt_workload_flops of one occurrence */
     int first_layer;  /* index of the first layer with this workload */

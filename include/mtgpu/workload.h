@@ -47,6 +47,12 @@ double mt_workload_flops(const mt_workload *wl);
 int64_t mt_workload_input_elems(const mt_workload *wl);
 int64_t mt_workload_weight_elems(const mt_workload *wl);
 int64_t mt_workload_output_elems(const mt_workload *wl);
+/* A strided 1x1 convolution without padding reads only every stride-th
+ * row and column, so it equals the stride-1 convolution of those pixels:
+ * when wl is one (n, groups any; r = s = 1, pad 0, a stride above 1),
+ * writes that convolution, on the subsampled oh x ow input, to *out and
+ * returns 1; otherwise returns 0 and leaves *out untouched. */
+int mt_workload_unit_stride(const mt_workload *wl, mt_workload *out);
 
 /* How a convolution kernel reads the weights. Weights are constants, so an
  * inference executor converts them once (mt_weights_to_layout); a layout
