@@ -12,8 +12,9 @@
  *
  * Prints one line per task and the network total (sum of median x count).
  * With --json, prints JSON lines instead: one {"type": "task", ...} per task,
- * its "workload" in mt_workload_format's canonical form (as in `mtgpu tune
- * --json`), then one {"type": "summary", ...}.
+ * its "workload" (the layer's) in mt_workload_format's canonical form and
+ * its "kernel_workload" (the task of `mtgpu tune --json` that runs it:
+ * mt_layer_kernel_workload), then one {"type": "summary", ...}.
  *
  * Built only when oneDNN (dnnl.h, libdnnl) is found; bench/common/setup.sh installs it. */
 #include <dnnl.h>
@@ -154,6 +155,27 @@ done:
     return rc;
 }
 
+/* The network's unique convolutions as its layers define them: mtgpu's
+ * tasks are what its kernels run (a strided 1x1 layer as the stride-1
+ * convolution of its subsampled input), oneDNN runs the layer itself. */
+static mt_status layer_convs(const mt_network *net, mt_task **out, int *nout) {
+    const int nl = mt_network_num_layers(net);
+    mt_task *t = calloc((size_t)(nl > 0 ? nl : 1), sizeof *t);
+    if (!t) return MT_NOMEM;
+    int n = 0;
+    for (int i = 0; i < nl; i++) {
+        const mt_layer *l = mt_network_layer(net, i);
+        if (l->kind != MT_LAYER_CONV2D) continue;
+        int j = 0;
+        while (j < n && memcmp(&t[j].wl, &l->conv.wl, sizeof l->conv.wl) != 0) j++;
+        if (j == n) t[n++] = (mt_task){.wl = l->conv.wl, .flops = mt_workload_flops(&l->conv.wl), .first_layer = i};
+        t[j].count++;
+    }
+    *out = t;
+    *nout = n;
+    return MT_OK;
+}
+
 static void usage(const char *argv0) {
     fprintf(stderr,
             "usage: %s NETWORK [--repeats N] [--layout any|nchw] [--batch-size N] [--json]\n"
@@ -192,10 +214,10 @@ int main(int argc, char **argv) {
     }
     mt_task *tasks = NULL;
     int ntasks = 0;
-    mt_status st = mt_network_tasks(net, &tasks, &ntasks);
-    mt_network_free(net);
+    mt_status st = layer_convs(net, &tasks, &ntasks);
     if (st != MT_OK || ntasks == 0) {
-        fprintf(stderr, "onednn_convs: %s has no convolution tasks (%s)\n", netname, mt_status_str(st));
+        fprintf(stderr, "onednn_convs: %s has no convolutions (%s)\n", netname, mt_status_str(st));
+        mt_network_free(net);
         return 1;
     }
 
@@ -203,7 +225,8 @@ int main(int argc, char **argv) {
     dnnl_stream_t stream = NULL;
     if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success || dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success) {
         fprintf(stderr, "onednn_convs: cannot create a oneDNN CPU engine and stream\n");
-        mt_tasks_free(tasks);
+        free(tasks);
+        mt_network_free(net);
         return 1;
     }
     const dnnl_version_t *ver = dnnl_version();
@@ -235,6 +258,11 @@ int main(int argc, char **argv) {
             json_str(stdout, netname);
             printf(", \"task\": %d, \"workload\": ", i);
             json_str(stdout, wtext);
+            char ktext[256];
+            const mt_workload kw = mt_layer_kernel_workload(mt_network_layer(net, t->first_layer));
+            mt_workload_format(&kw, ktext, sizeof ktext);
+            printf(", \"kernel_workload\": ");
+            json_str(stdout, ktext);
             printf(", \"count\": %d, \"flops\": %.6g, \"layout\": \"%s\", \"median_ms\": %.6g, \"min_ms\": %.6g, \"max_ms\": %.6g, "
                    "\"gflops\": %.4g, \"impl\": ",
                    t->count, t->flops, layout, ct.median_ms, ct.min_ms, ct.max_ms, gf);
@@ -260,6 +288,7 @@ int main(int argc, char **argv) {
     }
     dnnl_stream_destroy(stream);
     dnnl_engine_destroy(eng);
-    mt_tasks_free(tasks);
+    free(tasks);
+    mt_network_free(net);
     return rc;
 }

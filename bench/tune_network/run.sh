@@ -90,8 +90,8 @@ def load_onednn(layout):
     with open(path) as f:
         for line in f:
             obj = json.loads(line)
-            if obj["type"] == "task":
-                tasks[obj["workload"]] = obj
+            if obj["type"] == "task":  # keyed by the mtgpu task that runs the layer
+                tasks[obj.get("kernel_workload", obj["workload"])] = obj
             else:
                 summ = obj
     return {"summary": summ, "tasks": tasks}
