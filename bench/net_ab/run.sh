@@ -27,7 +27,10 @@ NAME="${NAME:-net_ab}"
 . bench/common/two_builds.sh
 bench_base_and_head mtgpu-net-ab "$BASE"
 for round in $(seq 1 "$ROUNDS"); do
-  for b in base head; do
+  # the order alternates, so that neither build always runs first in a round
+  order="base head"
+  [ $((round % 2)) -eq 0 ] && order="head base"
+  for b in $order; do
     bench_run_net "$work/$b-build/mtgpu" "$DB" "$NETWORK" --repeat "$REPEAT" --json >"$work/wall-$b-$round.json"
     bench_run_net "$work/$b-build/mtgpu" "$DB" "$NETWORK" --repeat "$REPEAT" --json --profile >"$work/prof-$b-$round.json"
   done
@@ -45,6 +48,8 @@ wall = {b: [last_json(f"{work}/wall-{b}-{r}.json") for r in range(1, rounds + 1)
 prof = {b: [last_json(f"{work}/prof-{b}-{r}.json") for r in range(1, rounds + 1)] for b in builds}
 med = statistics.median
 net_ms = {b: med(d["median_ms"] for d in wall[b]) for b in builds}
+# the machine's speed drifts between rounds: a ratio taken within each round, then their median and range
+wall_ratios = [wall["base"][i]["median_ms"] / wall["head"][i]["median_ms"] for i in range(rounds)]
 dev_ms = {b: med(d["device_ms"] for d in prof[b]) for b in builds}
 kinds = sorted({k for b in builds for d in prof[b] for k in d["kinds"]}, key=lambda k: -prof["head"][0]["kinds"].get(k, 0))
 kind_ms = {b: {k: med(d["kinds"].get(k, 0.0) for d in prof[b]) for k in kinds} for b in builds}
@@ -54,18 +59,19 @@ for i, l in enumerate(prof["head"][0]["layers"]):
     layers.append({"layer": l["name"], "kind": l["kind"], "template": l.get("template"), "workload": l.get("workload"),
                    "config": l.get("config"), "base_ms": ms["base"], "head_ms": ms["head"]})
 res = {"network": net, "database": db, "base": base_rev, "head": head_rev, "rounds": rounds,
-       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "network_median_ms": net_ms, "device_ms": dev_ms,
+       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "network_median_ms": net_ms, "network_round_ratios": wall_ratios, "device_ms": dev_ms,
        "kind_ms": kind_ms, "layers": layers}
 os.makedirs(out, exist_ok=True)
 json.dump(res, open(f"{out}/{name}.json", "w"), indent=1)
 r = lambda b, h: f"{b / h:.2f}" if h else "-"
 md = [f"# {net}: two builds side by side\n",
       f"Generated {res['date']} by `bench/net_ab/run.sh` (base {base_rev}, head {head_rev}; database: {db}): "
-      f"`mtgpu run {net}` with each build in turns, {rounds} rounds; cells are medians of the rounds. Network: median wall "
+      f"`mtgpu run {net}` with each build in turns, {rounds} rounds, the order alternating; cells are medians of the rounds. Network: median wall "
       "time of whole passes without profiling; the rest from `--profile` passes (device time). Ratio: base / head (above 1: "
       "head faster).\n",
       "| | base ms | head ms | ratio |", "|---|---|---|---|",
       f"| network, median wall | {net_ms['base']:.2f} | {net_ms['head']:.2f} | {r(net_ms['base'], net_ms['head'])} |",
+      f"| network wall, per-round ratios | | | {med(wall_ratios):.2f} ({min(wall_ratios):.2f}-{max(wall_ratios):.2f}) |",
       f"| all kernels, device | {dev_ms['base']:.2f} | {dev_ms['head']:.2f} | {r(dev_ms['base'], dev_ms['head'])} |"]
 for k in kinds:
     md.append(f"| {k}, device | {kind_ms['base'][k]:.3f} | {kind_ms['head'][k]:.3f} | {r(kind_ms['base'][k], kind_ms['head'][k])} |")
@@ -74,5 +80,5 @@ for l in layers:
     md.append(f"| {l['layer']} | {l['kind']} | {l['template'] or '-'} | {'`' + l['workload'] + '`' if l['workload'] else '-'} | "
               f"{l['base_ms']:.3f} | {l['head_ms']:.3f} | {r(l['base_ms'], l['head_ms'])} |")
 open(f"{out}/{name}.md", "w").write("\n".join(md) + "\n")
-print("\n".join(md[:6 + len(kinds)]))
+print("\n".join(md[:7 + len(kinds)]))
 PY
