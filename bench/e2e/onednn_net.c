@@ -5,7 +5,7 @@
  * executor's own mt__conv_affine), and times whole forward passes.
  *
  *   bench_onednn_net NETWORK [--layout any|nchw] [--batch N] [--image-size S] [--repeat N]
- *                    [--warmup N] [--seed S] [--check [--tolerance T]] [--verbose] [--json]
+ *                    [--warmup N] [--seed S] [--check [--tolerance T]] [--verbose] [--profile] [--json]
  *
  * --layout any (the default) is oneDNN used as a user who wants it fast uses
  * it: every convolution and dense layer is created with format_tag::any so
@@ -876,6 +876,35 @@ static int run_pass(net_ctx *c) {
     return st == dnnl_success ? 0 : fail(c, "stream wait: oneDNN status %s", dnnl_status2str(st));
 }
 
+/* --profile: `repeat` more passes with each step timed on its own (execute,
+ * then wait: oneDNN's CPU primitives run in the calling thread, so the wait
+ * adds little), and per layer the sum over its steps of each step's median
+ * into layer_ms (reorders count for the layer whose step they are). */
+static int profile_passes(net_ctx *c, long long repeat, double *layer_ms) {
+    double *t = malloc(sizeof(double) * (size_t)c->nsteps * (size_t)repeat);
+    if (!t) return fail(c, "out of memory");
+    for (long long r = 0; r < repeat; r++)
+        for (int s = 0; s < c->nsteps; s++) {
+            const double a = now_ms();
+            dnnl_status_t st = dnnl_primitive_execute(c->steps[s].prim, c->stream, c->steps[s].nargs, c->steps[s].args);
+            if (st == dnnl_success) st = dnnl_stream_wait(c->stream);
+            if (st != dnnl_success) {
+                free(t);
+                return fail(c, "layer '%s': %s: execute: oneDNN status %s", mt_network_layer(c->net, c->steps[s].layer)->name, c->steps[s].kind,
+                            dnnl_status2str(st));
+            }
+            t[(size_t)s * (size_t)repeat + (size_t)r] = now_ms() - a;
+        }
+    for (int i = 0; i < c->nl; i++) layer_ms[i] = 0;
+    for (int s = 0; s < c->nsteps; s++) {
+        double *ts = t + (size_t)s * (size_t)repeat;
+        qsort(ts, (size_t)repeat, sizeof *ts, cmp_double);
+        layer_ms[c->steps[s].layer] += repeat % 2 ? ts[repeat / 2] : 0.5 * (ts[repeat / 2 - 1] + ts[repeat / 2]);
+    }
+    free(t);
+    return 0;
+}
+
 /* The last layer's output in plain layout (NCHW / NC: the network's order) into host. */
 static int read_output(net_ctx *c, float *host, int64_t count) {
     const view *v = &c->out[c->nl - 1];
@@ -938,12 +967,52 @@ static void print_conv_impls(const net_ctx *c) {
     printf("}");
 }
 
+/* Layers that have steps, as JSON: ", \"layers\": [{\"name\", \"kind\", \"workload\" (convolutions), \"ms\"}], \"profile_ms\"". */
+static void print_profile_json(const net_ctx *c, const double *layer_ms) {
+    double sum = 0;
+    int first = 1;
+    printf(", \"layers\": [");
+    for (int i = 0; i < c->nl; i++) {
+        int has = 0;
+        for (int s = 0; s < c->nsteps && !has; s++) has = c->steps[s].layer == i;
+        if (!has) continue;
+        const mt_layer *l = mt_network_layer(c->net, i);
+        printf("%s{\"name\": ", first ? "" : ", ");
+        json_str(stdout, l->name);
+        printf(", \"kind\": \"%s\"", mt_layer_kind_name(l->kind));
+        if (l->kind == MT_LAYER_CONV2D) {
+            char wtext[256];
+            mt_workload_format(&l->conv.wl, wtext, sizeof wtext);
+            printf(", \"workload\": ");
+            json_str(stdout, wtext);
+        }
+        printf(", \"ms\": %.6g}", layer_ms[i]);
+        sum += layer_ms[i];
+        first = 0;
+    }
+    printf("], \"profile_ms\": %.6g", sum);
+}
+
+static void print_profile_text(const net_ctx *c, const double *layer_ms) {
+    double sum = 0;
+    printf("%-28s %-10s %10s\n", "layer", "kind", "ms");
+    for (int i = 0; i < c->nl; i++) {
+        int has = 0;
+        for (int s = 0; s < c->nsteps && !has; s++) has = c->steps[s].layer == i;
+        if (!has) continue;
+        const mt_layer *l = mt_network_layer(c->net, i);
+        printf("%-28s %-10s %10.4f\n", l->name, mt_layer_kind_name(l->kind), layer_ms[i]);
+        sum += layer_ms[i];
+    }
+    printf("profile: %.3f ms, the layers' medians summed\n", sum);
+}
+
 static void usage(FILE *f, const char *argv0) {
     int count = 0;
     const char *const *names = mt_network_names(&count);
     fprintf(f,
             "usage: %s NETWORK [--layout any|nchw] [--batch N] [--image-size S] [--repeat N] [--warmup N]\n"
-            "       [--seed S] [--check [--tolerance T]] [--verbose] [--json]\n"
+            "       [--seed S] [--check [--tolerance T]] [--verbose] [--profile] [--json]\n"
             "\n"
             "Runs a whole zoo network forward with oneDNN on the CPU (fp32 inference), with the\n"
             "weights of `mtgpu run` (seeded random He weights, batch norm folded into the\n"
@@ -965,6 +1034,9 @@ static void usage(FILE *f, const char *argv0) {
             "                  small --image-size, e.g. 32); fails above the tolerance\n"
             "  --tolerance T   max normalised error of --check (default %g)\n"
             "  --verbose       list every primitive: layer, kind, implementation, output layout\n"
+            "  --profile       then N more passes with every primitive timed alone (executed and\n"
+            "                  waited for): each layer's median time, its steps summed (a reorder\n"
+            "                  counts for the layer that needs it)\n"
             "  --json          one JSON object with the results\n"
             "\n"
             "Threads: OMP_NUM_THREADS and OMP_WAIT_POLICY as in the environment (passive helps on a busy machine).\n"
@@ -983,7 +1055,7 @@ int main(int argc, char **argv) {
     const char *netname = NULL, *layout = "any";
     long long batch = 1, size = 0, repeat = DEFAULT_REPEAT, warmup = DEFAULT_WARMUP, seed = DEFAULT_SEED;
     double tol = DEFAULT_TOLERANCE;
-    int json = 0, check = 0, verbose = 0;
+    int json = 0, check = 0, verbose = 0, profile = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long long *iv = NULL, lo = 1, hi = 100000;
@@ -993,6 +1065,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--check")) check = 1;
         else if (!strcmp(a, "--verbose")) verbose = 1;
+        else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--layout") || !strcmp(a, "--tolerance") || !strcmp(a, "--batch") || !strcmp(a, "--image-size") ||
                  !strcmp(a, "--repeat") || !strcmp(a, "--warmup") || !strcmp(a, "--seed")) {
             if (i + 1 >= argc) {
@@ -1047,7 +1120,7 @@ int main(int argc, char **argv) {
     int rc = 1;
     mt_weights *w = NULL;
     float *host_out = NULL, *ref = NULL;
-    double *t = NULL;
+    double *t = NULL, *layer_ms = NULL;
     net_ctx c = {.net = net, .plain = !strcmp(layout, "nchw"), .err = err, .errlen = sizeof err};
     mt_shape is = mt_network_layer(net, 0)->out, os = mt_network_layer(net, mt_network_num_layers(net) - 1)->out;
     int64_t in_count = (int64_t)is.n * is.c * is.h * is.w, out_count = (int64_t)os.n * os.c * os.h * os.w;
@@ -1140,6 +1213,16 @@ int main(int argc, char **argv) {
     }
     qsort(t, (size_t)repeat, sizeof *t, cmp_double);
     double med = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
+    if (profile) {
+        if (!(layer_ms = malloc(sizeof(double) * (size_t)c.nl))) {
+            fprintf(stderr, "onednn_net: out of memory\n");
+            goto out;
+        }
+        if (profile_passes(&c, repeat, layer_ms)) {
+            fprintf(stderr, "onednn_net: %s: %s\n", netname, err);
+            goto out;
+        }
+    }
     double gflops = mt_network_conv_flops(net) / (med * 1e6);
     if (json) {
         printf("{\"network\": ");
@@ -1158,12 +1241,14 @@ int main(int argc, char **argv) {
                repeat, warmup, med, t[0], t[repeat - 1], gflops, build_s, c.nsteps, nconv, c.reorders, (long long)c.weight_bytes, (long long)c.act_bytes,
                c.nblocks, (long long)c.scratch_bytes);
         print_conv_impls(&c);
+        if (layer_ms) print_profile_json(&c, layer_ms);
         printf("}\n");
     } else {
         printf("latency: median %.3f ms, min %.3f ms, max %.3f ms over %lld passes after %lld warm-up (%.1f GFLOP/s)\n", med, t[0], t[repeat - 1],
                repeat, warmup, gflops);
         printf("memory: weights %.1f MiB + activations %.1f MiB in %d buffers + scratchpad %.3f MiB\n", (double)c.weight_bytes / 1048576.0,
                (double)c.act_bytes / 1048576.0, c.nblocks, (double)c.scratch_bytes / 1048576.0);
+        if (layer_ms) print_profile_text(&c, layer_ms);
     }
     rc = 0;
 out:
@@ -1172,6 +1257,7 @@ out:
     if (c.eng) dnnl_engine_destroy(c.eng);
     free(c.input);
     free(t);
+    free(layer_ms);
     free(host_out);
     free(ref);
     mt_weights_free(w);
