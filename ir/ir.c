@@ -244,6 +244,20 @@ mt_expr *mt_ir_load_vec(mt_kernel *k, mt_buffer *buf, mt_expr *base, int lanes) 
     return mt_ir_load(k, buf, mt_ir_ramp(k, base, 1, lanes));
 }
 
+mt_expr *mt_ir_shuffle(mt_kernel *k, mt_expr *a, mt_expr *b, const int *mask) {
+    if (!a || !b || !mask || a->type != MT_TYPE_FLOAT || b->type != MT_TYPE_FLOAT || a->lanes != b->lanes) return NULL;
+    const int lanes = a->lanes;
+    if (lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16) return NULL;
+    for (int i = 0; i < lanes; i++)
+        if (mask[i] < 0 || mask[i] >= 2 * lanes) return NULL;
+    mt_expr *e = new_expr(k, MT_EXPR_SHUFFLE, MT_TYPE_FLOAT, lanes);
+    if (!e) return NULL;
+    e->a = a;
+    e->b = b;
+    for (int i = 0; i < lanes; i++) e->mask[i] = (signed char)mask[i];
+    return e;
+}
+
 mt_expr *mt_ir_fma(mt_kernel *k, mt_expr *a, mt_expr *b, mt_expr *c) {
     if (!a || !b || !c) return NULL;
     int lanes = a->lanes;
@@ -432,6 +446,9 @@ static mt_status check_expr(analyzer *an, const mt_expr *e) {
     case MT_EXPR_FMA:
         if ((st = check_expr(an, e->a)) != MT_OK || (st = check_expr(an, e->b)) != MT_OK) return st;
         return check_expr(an, e->c);
+    case MT_EXPR_SHUFFLE:
+        if ((st = check_expr(an, e->a)) != MT_OK) return st;
+        return check_expr(an, e->b);
     default: return mt__fail(an->err, an->errlen, MT_INVALID_ARG, "ir: unknown expression kind %d", (int)e->kind);
     }
 }

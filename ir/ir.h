@@ -63,6 +63,7 @@ typedef enum mt_expr_kind {
     MT_EXPR_RAMP,      /* a + stride * i, i in 0..lanes-1 (integer) */
     MT_EXPR_BROADCAST, /* a repeated lanes times */
     MT_EXPR_FMA,       /* a * b + c (float) */
+    MT_EXPR_SHUFFLE,   /* lane i: lane mask[i] of a and b laid end to end (float vectors of equal lanes) */
     MT_EXPR_KIND_COUNT
 } mt_expr_kind;
 
@@ -81,6 +82,9 @@ typedef struct mt_buffer {
     char name[24];
 } mt_buffer;
 
+/* Lanes of the widest vector (OpenCL's float16). */
+#define MT_IR_MAX_LANES 16
+
 typedef struct mt_expr mt_expr;
 struct mt_expr {
     mt_expr_kind kind;
@@ -93,6 +97,7 @@ struct mt_expr {
     mt_var *var;    /* VAR */
     mt_buffer *buf; /* LOAD */
     mt_expr *a, *b, *c;
+    signed char mask[MT_IR_MAX_LANES]; /* SHUFFLE */
 };
 
 typedef enum mt_stmt_kind {
@@ -177,6 +182,11 @@ mt_expr *mt_ir_load_vec(mt_kernel *k, mt_buffer *buf, mt_expr *base, int lanes);
 mt_expr *mt_ir_ramp(mt_kernel *k, mt_expr *base, int stride, int lanes);
 mt_expr *mt_ir_broadcast(mt_kernel *k, mt_expr *scalar, int lanes);
 mt_expr *mt_ir_fma(mt_kernel *k, mt_expr *a, mt_expr *b, mt_expr *c);
+/* Lanes picked from the float vectors a and b (2, 4, 8 or 16 lanes each)
+ * laid end to end: lane i of the result is lane mask[i] of (a, b), mask[i]
+ * in [0, 2 * lanes). OpenCL's shuffle2; a register permute on CPUs. NULL for
+ * operands or a mask outside that. */
+mt_expr *mt_ir_shuffle(mt_kernel *k, mt_expr *a, mt_expr *b, const int *mask);
 
 /* ---- statements ---- */
 mt_stmt *mt_ir_seq(mt_kernel *k, mt_stmt **items, int n);   /* copies the array; NULL items are an error */

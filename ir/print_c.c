@@ -192,6 +192,15 @@ static void print_expr(printer *p, const mt_expr *e) {
         }
         break;
     case MT_EXPR_FMA: print_operation(p, e, -1); return;
+    case MT_EXPR_SHUFFLE:
+        mt__sb_append(sb, "shuffle2(");
+        print_expr(p, e->a);
+        mt__sb_append(sb, ", ");
+        print_expr(p, e->b);
+        mt__sb_printf(sb, ", (uint%d)(", e->lanes);
+        for (int i = 0; i < e->lanes; i++) mt__sb_printf(sb, i ? ", %d" : "%d", e->mask[i]);
+        mt__sb_append(sb, "))");
+        return;
     default: fail(p, MT_INVALID_ARG, "unknown expression kind"); return;
     }
     /* OpenCL vector built lane by lane. */
@@ -226,6 +235,11 @@ static void print_lane(printer *p, const mt_expr *e, int lane) {
     case MT_EXPR_SELECT:
     case MT_EXPR_FMA: print_operation(p, e, lane); return;
     case MT_EXPR_LOAD: print_element(p, e->buf, e->a, lane); return;
+    case MT_EXPR_SHUFFLE: {
+        const int m = e->mask[lane];
+        print_lane(p, m < e->lanes ? e->a : e->b, m % e->lanes);
+        return;
+    }
     default: fail(p, MT_INVALID_ARG, "vector expression of a scalar-only kind"); return;
     }
 }

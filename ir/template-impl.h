@@ -21,5 +21,6 @@ extern const mt_template mt__template_depthwise;
 extern const mt_template mt__template_gemm;
 extern const mt_template mt__template_kvec;
 extern const mt_template mt__template_wino;
+extern const mt_template mt__template_dwrow;
 
 #endif

@@ -133,6 +133,10 @@ static const cpu_pref cpu_prefs[] = {
     {"depthwise", "tile_f", {0, 1, 1, 1}}, {"depthwise", "tile_y", {0, 1, 1, 2}}, {"depthwise", "tile_x", {0, 1, 1, 8}},
     {"depthwise", "auto_unroll_max_step", {512}}, {"depthwise", "unroll_explicit", {1}}, {"depthwise", "vec", {8}},
     {"depthwise", "stage_local", {0}},
+    /* dwrow: 8-lane row vectors, two whole rows per work-item on rows of
+     * 56 outputs or more, else seven rows of four channels in turn (see
+     * cpu_pref_for_device). */
+    {"dwrow", "vec", {8}}, {"dwrow", "reg_y", {2}}, {"dwrow", "chan", {1}},
     /* kvec: two channel vectors x 7 pixels of a row (14 accumulators; vec is
      * the device's native float width, see cpu_pref_for_device), the s taps
      * unrolled and replicated (with pragmas PoCL kept the tile in memory:
@@ -213,6 +217,12 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
     /* gemm's tile in 8-lane vectors (AVX2: 16 registers): 4 x 24, 12 accumulators. */
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 4;
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 24;
+    /* dwrow on rows of fewer than 56 outputs: a work-item of one or two
+     * rows had too little work (PoCL's cost per work-group weighed); seven
+     * rows of four channels ran the 28x28, 14x14 and 7x7 layers of
+     * MobileNetV2 1.5-3x faster than one row of one channel. */
+    if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 7;
+    if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "chan")) pref->part[0] = 4;
     /* wino's register tile in 8-lane vectors (AVX2: 16 registers): 1x4 tiles x 2 vectors, 8 accumulators. */
     if (wino && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
 }
@@ -339,12 +349,18 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   kvec (ResNet-50's 64 -> 64 at 56x56: 0.85x in one run, 1.36x in the
  *   other), whose per-work-item store transposition weighs most on short
  *   reductions; on 14x14 and smaller, or with long reductions, kvec wins;
- * - gemm on depthwise layers with 28x28 outputs or fewer: 2.0-5.0x faster
- *   than the depthwise template's default, except one 14x14 stride-2 layer
- *   (1.4x slower); on larger outputs the depthwise template wins. */
+ * - dwrow on the depthwise layers it accepts (undilated, stride_w 1 or 2,
+ *   kernels up to 7x7): on MobileNetV2's 17 depthwise layers its default
+ *   ran faster than the depthwise template's and gemm's on every layer
+ *   (bench/default_configs/results/mobilenet_v2_dwrow/);
+ * - gemm on other depthwise layers with 28x28 outputs or fewer: 2.0-5.0x
+ *   faster than the depthwise template's default, except one 14x14
+ *   stride-2 layer (1.4x slower); on larger outputs the depthwise template
+ *   wins. */
 static const mt_template *cpu_default_template(const mt_workload *wl, unsigned layouts) {
     const int64_t pixels = (int64_t)mt_workload_out_h(wl) * mt_workload_out_w(wl);
-    const mt_template *gemm = mt_template_find("gemm");
+    const mt_template *gemm = mt_template_find("gemm"), *dwrow = mt_template_find("dwrow");
+    if (mt_workload_is_depthwise(wl) && template_usable(dwrow, wl, layouts)) return dwrow;
     if (mt_workload_is_depthwise(wl)) return pixels <= 28 * 28 && template_usable(gemm, wl, layouts) ? gemm : NULL;
     if (wl->groups != 1) return NULL;
     const mt_template *wino = mt_template_find("wino");

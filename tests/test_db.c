@@ -700,8 +700,9 @@ static void test_best_config(void **state) {
      * caller takes its F(4x4) layout and its preferred block fits the
      * device's local memory (this device's 1 MiB holds 256 channels' block
      * of 16 tiles but not 512 channels'), gemm on short
-     * unpadded 1x1 stride-1 layers with large images and on depthwise
-     * layers with small ones; kvec (depthwise for depthwise layers) for the rest. */
+     * unpadded 1x1 stride-1 layers with large images, dwrow on the
+     * depthwise layers it accepts and gemm on other depthwise layers with
+     * small images; kvec (depthwise for depthwise layers) for the rest. */
     static const struct {
         const char *wl;
         unsigned layouts;
@@ -722,8 +723,12 @@ static void test_best_config(void **state) {
         {"c=256,h=56,w=56,k=64,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=14,w=14,k=384,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=128,r=1,s=1,stride=2", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
-        {"c=384,h=14,w=14,k=384,r=3,s=3,pad=1,groups=384", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
-        {"c=32,h=112,w=112,k=32,r=3,s=3,pad=1,groups=32", MT_WEIGHT_LAYOUTS_ALL, "depthwise"},
+        {"c=384,h=14,w=14,k=384,r=3,s=3,pad=1,groups=384", MT_WEIGHT_LAYOUTS_ALL, "dwrow"},
+        {"c=32,h=112,w=112,k=32,r=3,s=3,pad=1,groups=32", MT_WEIGHT_LAYOUTS_ALL, "dwrow"},
+        {"c=96,h=112,w=112,k=96,r=3,s=3,stride=2,pad=1,groups=96", MT_WEIGHT_LAYOUTS_ALL, "dwrow"},
+        /* depthwise layers dwrow refuses: gemm on small outputs, else the depthwise template */
+        {"c=16,h=14,w=14,k=16,r=3,s=3,stride=3,pad=1,groups=16", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=16,h=56,w=56,k=16,r=3,s=3,pad=2,dilation=2,groups=16", MT_WEIGHT_LAYOUTS_ALL, "depthwise"},
     };
     for (size_t i = 0; i < sizeof cpu_rule / sizeof cpu_rule[0]; i++) {
         mt_workload rw;

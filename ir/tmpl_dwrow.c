@@ -1,0 +1,279 @@
+/* The `dwrow` template: depthwise convolutions (groups == c == k) on CPUs,
+ * whole output rows in vectors.
+ *
+ * A depthwise layer does r*s multiply-adds per output and moves every input
+ * and output once: it is bound by memory and by the instructions spent per
+ * element, not by FMAs. The `depthwise` template (AutoTVM's GPU schedule)
+ * and gemm (with groups) read each tap's input vector from memory at an
+ * unaligned offset and fall back to per-lane loads wherever a vector touches
+ * the padding, which is every vector of the first and last column tiles; on
+ * MobileNetV2's depthwise layers they ran 1.5-3.2x slower than oneDNN's.
+ *
+ * Here a work-item owns `chan` channels (in turn) x `reg_y` output rows, each
+ * row whole: ceil(ow / vec) accumulator vectors per row. For each input row
+ * it needs, it loads the row once into ceil(w / vec) vectors (a row past
+ * the image's top or bottom is skipped; the lanes past w read as 0), and
+ * builds every tap's input vector from those with register shuffles: for
+ * output vector v and tap column sx, lane l reads input column
+ * (v * vec + l) * stride_w - pad_w + sx, which lies in one or two (stride 1)
+ * or up to three (stride 2) row vectors, or in the zero padding. The column
+ * positions are constants, so the left and right padding cost nothing at run
+ * time, and each input row feeds the taps of every output row of the tile
+ * that reads it (up to r of them).
+ *
+ * Launch: axis 0 blocks of `chan` channels, axis 1 blocks of `reg_y` output
+ * rows, axis 2 images; one work-item per work-group (the shape that runs
+ * well on PoCL). Rows past the output (the last row block's overhang) are
+ * computed from zero-skipped reads and not stored; channels past c (when
+ * chan does not divide it) are skipped.
+ *
+ * Knobs, in order:
+ *   vec    {4, 8, 16}               lanes of the row vectors
+ *   reg_y  {1, 2, 3, 4, 7, 8, 14}   output rows per work-item (options past
+ *                                   the output's height left out)
+ *   chan   {1, 2, 4, 8, 16}         channels per work-item (options past c
+ *                                   left out)
+ * A config is invalid when its accumulators and the row vectors pass
+ * MT__DWROW_MAX_PRIVATE_FLOATS (AVX-512's 32 registers of 16 floats). The
+ * template accepts undilated depthwise layers with stride_w 1 or 2, kernels
+ * up to 7x7, and rows narrow enough that one output row and one input row
+ * fit that budget in 4-lane vectors. Weights are plain OIHW (k x 1 x r x s). */
+#include <limits.h>
+#include <stdint.h>
+
+#include "template-impl.h"
+#include "tmpl_common.h"
+#include "fail.h"
+
+#define MT__DWROW_MAX_PRIVATE_FLOATS 512
+#define MT__DWROW_MAX_TAPS 7
+
+typedef struct dwrow_plan {
+    int n, c, h, w, oh, ow, r, s, sh, sw, ph, pw;
+    int vec, yr, cb;
+    int nvo, nvi;  /* output vectors per row, input vectors per row */
+    int nin;       /* input rows a work-item reads: (yr - 1) * sh + r */
+    int co, yo;    /* work-groups along channels and rows */
+    const mt_conv_epilogue *epi;
+} dwrow_plan;
+
+static int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+static int dwrow_accepts(const mt_workload *wl) {
+    if (!wl || !mt_workload_is_depthwise(wl) || wl->dil_h != 1 || wl->dil_w != 1) return 0;
+    if (wl->stride_w < 1 || wl->stride_w > 2 || wl->r > MT__DWROW_MAX_TAPS || wl->s > MT__DWROW_MAX_TAPS) return 0;
+    const int ow = mt_workload_out_w(wl), oh = mt_workload_out_h(wl);
+    return ow >= 1 && oh >= 1 && round_up(ow, 4) + round_up(wl->w, 4) <= MT__DWROW_MAX_PRIVATE_FLOATS;
+}
+
+static mt_status dwrow_space(const mt_workload *wl, mt_space *out) {
+    if (!dwrow_accepts(wl) || !out) return MT_UNSUPPORTED;
+    const mt__enum_knob knobs[] = {
+        {"vec", MT__OPTIONS(4, 8, 16), INT_MAX},
+        {"reg_y", MT__OPTIONS(1, 2, 3, 4, 7, 8, 14), mt_workload_out_h(wl)},
+        {"chan", MT__OPTIONS(1, 2, 4, 8, 16), wl->c},
+    };
+    mt_space_init(out, "dwrow");
+    mt_status st = mt__space_add_enums(out, knobs, (int)(sizeof knobs / sizeof knobs[0]));
+    if (st != MT_OK) mt_space_free(out);
+    return st;
+}
+
+/* ---- IR building ---- */
+
+typedef struct dwrow_builder {
+    mt_kernel *k;
+    const dwrow_plan *p;
+    mt__conv_io io;
+    mt_buffer *row, *acc, *wreg;
+} dwrow_builder;
+
+#define KI(b, v) mt_ir_int((b)->k, (v))
+
+static int floor_div(int a, int m) { return a >= 0 ? a / m : -((-a + m - 1) / m); }
+
+/* Row vector q of the input row in b->row; the zero vector outside it. */
+static mt_expr *row_vector(dwrow_builder *b, int q) {
+    const dwrow_plan *p = b->p;
+    if (q < 0 || q >= p->nvi) return mt_ir_broadcast(b->k, mt_ir_float(b->k, 0.0f), p->vec);
+    return mt_ir_load_vec(b->k, b->row, KI(b, (int64_t)q * p->vec), p->vec);
+}
+
+/* The vector whose lane l holds input column base + sw * l of the loaded row
+ * (0 outside the row), from the row vectors by shuffles: the lanes come from
+ * consecutive row vectors, the first two in one shuffle, each further one
+ * in another that keeps the lanes already placed. */
+static mt_expr *row_window(dwrow_builder *b, int base) {
+    const dwrow_plan *p = b->p;
+    const int vec = p->vec;
+    int q[MT_IR_MAX_LANES] = {0}, m[MT_IR_MAX_LANES] = {0};
+    for (int l = 0; l < vec; l++) {
+        const int e = base + p->sw * l;
+        q[l] = floor_div(e, vec);
+        m[l] = e - q[l] * vec;
+    }
+    const int qlo = q[0], qhi = q[vec - 1];
+    int identity = qlo == qhi;
+    for (int l = 0; l < vec && identity; l++) identity = m[l] == l;
+    if (identity) return row_vector(b, qlo);
+    int mask[MT_IR_MAX_LANES];
+    const int qb = qhi > qlo ? qlo + 1 : qlo;
+    for (int l = 0; l < vec; l++) mask[l] = q[l] == qlo ? m[l] : q[l] == qb ? vec + m[l] : 0;
+    mt_expr *r = mt_ir_shuffle(b->k, row_vector(b, qlo), row_vector(b, qb), mask);
+    for (int qq = qb + 1; qq <= qhi; qq++) {
+        for (int l = 0; l < vec; l++) mask[l] = q[l] < qq ? l : q[l] == qq ? vec + m[l] : 0;
+        r = mt_ir_shuffle(b->k, r, row_vector(b, qq), mask);
+    }
+    return r;
+}
+
+/* Loads input row `rowi` (a flat index of its first element) into b->row:
+ * whole vectors, then the last partial one in power-of-two pieces over a
+ * zeroed vector (no read past the row). */
+static void load_row(dwrow_builder *b, mt_stmt_list *list, mt_expr *rowi) {
+    const dwrow_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    for (int j = 0; j < p->nvi; j++) {
+        const int at = j * vec, rem = p->w - at;
+        if (rem >= vec) {
+            mt_stmt_list_push(k, list, mt_ir_store_vec(k, b->row, KI(b, at), mt_ir_load_vec(k, b->io.in, mt_ir_add(k, rowi, KI(b, at)), vec)));
+            continue;
+        }
+        mt_stmt_list_push(k, list, mt_ir_store_vec(k, b->row, KI(b, at), mt_ir_broadcast(k, mt_ir_float(k, 0.0f), vec)));
+        int off = 0;
+        for (int piece = vec / 2; piece >= 1; piece /= 2) {
+            if (rem - off < piece) continue;
+            mt_expr *src = mt_ir_add(k, rowi, KI(b, at + off));
+            mt_stmt *st = piece == 1 ? mt_ir_store(k, b->row, KI(b, at + off), mt_ir_load(k, b->io.in, src))
+                                     : mt_ir_store_vec(k, b->row, KI(b, at + off), mt_ir_load_vec(k, b->io.in, src, piece));
+            mt_stmt_list_push(k, list, st);
+            off += piece;
+        }
+    }
+}
+
+static int64_t acc_at(const dwrow_plan *p, int yi, int v) { return ((int64_t)yi * p->nvo + v) * p->vec; }
+
+/* One channel: weights to registers, accumulators zeroed, every input row
+ * the tile reads (skipped outside the image) into the accumulators, stores. */
+static mt_stmt *channel_body(dwrow_builder *b, mt_expr *img, mt_expr *ch, mt_expr *y0) {
+    const dwrow_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec, taps = p->r * p->s;
+    mt_stmt_list list = {0};
+    mt__let_chain lc = {0};
+    mt_expr *plane = mt_ir_add(k, mt_ir_mul(k, img, KI(b, p->c)), ch);
+    mt_expr *in_plane = mt__let_bind(k, &lc, "ip", mt_ir_mul(k, plane, KI(b, (int64_t)p->h * p->w)));
+    mt_expr *out_plane = mt__let_bind(k, &lc, "op", mt_ir_mul(k, plane, KI(b, (int64_t)p->oh * p->ow)));
+    for (int i = 0; i < taps; i++)
+        mt_stmt_list_push(k, &list, mt_ir_store(k, b->wreg, KI(b, i), mt_ir_load(k, b->io.wt, mt_ir_add(k, mt_ir_mul(k, ch, KI(b, taps)), KI(b, i)))));
+    mt_stmt_list_push(k, &list, mt__zero_fill(k, b->acc, (int64_t)p->yr * p->nvo * vec, vec));
+    const int64_t last_y0 = (int64_t)(p->yo - 1) * p->yr;
+    for (int t = 0; t < p->nin; t++) {
+        mt_expr *iy = mt_ir_add(k, mt_ir_mul(k, y0, KI(b, p->sh)), KI(b, (int64_t)t - p->ph));
+        const int need_lo = t < p->ph, need_hi = last_y0 * p->sh - p->ph + t >= p->h;
+        mt_stmt_list rl = {0};
+        load_row(b, &rl, mt_ir_add(k, in_plane, mt_ir_mul(k, iy, KI(b, p->w))));
+        for (int v = 0; v < p->nvo; v++)
+            for (int sx = 0; sx < p->s; sx++) {
+                mt_expr *x = NULL;
+                for (int yi = 0; yi < p->yr; yi++) {
+                    const int rr = t - yi * p->sh;
+                    if (rr < 0 || rr >= p->r) continue;
+                    if (!x) x = row_window(b, v * vec * p->sw - p->pw + sx);
+                    mt_expr *wv = mt_ir_broadcast(k, mt_ir_load(k, b->wreg, KI(b, rr * p->s + sx)), vec);
+                    mt_expr *a = mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, yi, v)), vec);
+                    mt_stmt_list_push(k, &rl, mt_ir_store_vec(k, b->acc, KI(b, acc_at(p, yi, v)), mt_ir_fma(k, wv, x, a)));
+                }
+            }
+        mt_stmt_list_push(k, &list, mt_ir_if(k, mt__range_cond(k, iy, 0, p->h, need_lo, need_hi), mt_stmt_list_seq(k, &rl), NULL));
+    }
+    const int y_over = (int64_t)p->yo * p->yr > p->oh;
+    for (int yi = 0; yi < p->yr; yi++) {
+        mt_expr *oy = mt_ir_add(k, y0, KI(b, yi));
+        mt_stmt_list sl = {0};
+        for (int v = 0; v < p->nvo; v++) {
+            const int at = v * vec, n = p->ow - at < vec ? p->ow - at : vec;
+            mt_expr *idx = mt_ir_add(k, out_plane, mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), KI(b, at)));
+            if (n == vec) {
+                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, yi, v)), vec), ch, idx, vec);
+                mt_stmt_list_push(k, &sl, mt_ir_store_vec(k, b->io.out, idx, val));
+                continue;
+            }
+            for (int l = 0; l < n; l++) {
+                mt_expr *il = mt_ir_add(k, idx, KI(b, l));
+                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, mt_ir_load(k, b->acc, KI(b, acc_at(p, yi, v) + l)), ch, il, 1);
+                mt_stmt_list_push(k, &sl, mt_ir_store(k, b->io.out, il, val));
+            }
+        }
+        mt_stmt *rows = mt_stmt_list_seq(k, &sl);
+        mt_stmt_list_push(k, &list, y_over ? mt_ir_if(k, mt_ir_lt(k, oy, KI(b, p->oh)), rows, NULL) : rows);
+    }
+    return mt__let_wrap(k, &lc, mt_stmt_list_seq(k, &list));
+}
+
+static mt_status dwrow_build_plan(const dwrow_plan *p, mt_kernel **out, char *err, size_t errlen) {
+    mt_kernel *k = mt_kernel_new("conv2d_dwrow");
+    if (!k) return mt__fail(err, errlen, MT_NOMEM, "dwrow: out of memory");
+    dwrow_builder bb = {.k = k, .p = p};
+    dwrow_builder *b = &bb;
+    mt__conv_io_params(k, &b->io, (int64_t)p->n * p->c * p->h * p->w, (int64_t)p->c * p->r * p->s, (int64_t)p->n * p->c * p->oh * p->ow, p->c,
+                       p->epi);
+    b->row = mt_ir_buffer(k, "row", MT_SCOPE_PRIVATE, (int64_t)p->nvi * p->vec);
+    b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, (int64_t)p->yr * p->nvo * p->vec);
+    b->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, (int64_t)p->r * p->s);
+    mt__opt_loop g[3], lc;
+    mt_expr *bc = mt__loop_begin(k, &g[0], "bc", p->co, MT_LOOP_BLOCK);
+    mt_expr *by = mt__loop_begin(k, &g[1], "by", p->yo, MT_LOOP_BLOCK);
+    mt_expr *img = mt__loop_begin(k, &g[2], "img", p->n, MT_LOOP_BLOCK);
+    for (int i = 0; i < 3; i++) g[i].axis = i;
+    mt__let_chain l = {0};
+    mt_expr *y0 = mt__let_bind(k, &l, "y0", mt_ir_mul(k, by, KI(b, p->yr)));
+    mt_expr *ci = mt__loop_begin(k, &lc, "ci", p->cb, MT_LOOP_SERIAL);
+    mt__let_chain lch = {0};
+    mt_expr *ch = mt__let_bind(k, &lch, "ch", mt_ir_add(k, mt_ir_mul(k, bc, KI(b, p->cb)), ci));
+    mt_stmt *one = channel_body(b, img, ch, y0);
+    if ((int64_t)p->co * p->cb > p->c) one = mt_ir_if(k, mt_ir_lt(k, ch, KI(b, p->c)), one, NULL);
+    mt_stmt *body = mt__loop_end(k, &lc, mt__let_wrap(k, &lch, one));
+    body = mt_ir_alloc(k, b->row, mt_ir_alloc(k, b->acc, mt_ir_alloc(k, b->wreg, body)));
+    body = mt__let_wrap(k, &l, body);
+    for (int i = 2; i >= 0; i--) body = mt__loop_end(k, &g[i], body);
+    const mt__rt_plan rp = {.unroll_explicit = 1};
+    return mt__rt_finish(k, body, &rp, 0, "dwrow", out, err, errlen);
+}
+
+static mt_status dwrow_build(const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi, mt_kernel **out,
+                             char *err, size_t errlen) {
+    if (!dwrow_accepts(wl))
+        return mt__fail(err, errlen, MT_UNSUPPORTED, "dwrow: only undilated depthwise layers with stride_w 1 or 2, kernels up to 7x7 and rows up to ~250");
+    dwrow_plan p = {0};
+    p.n = wl->n, p.c = wl->c, p.h = wl->h, p.w = wl->w, p.oh = mt_workload_out_h(wl), p.ow = mt_workload_out_w(wl);
+    p.r = wl->r, p.s = wl->s, p.sh = wl->stride_h, p.sw = wl->stride_w, p.ph = wl->pad_h, p.pw = wl->pad_w;
+    p.vec = mt_config_value(sp, cfg, "vec");
+    p.yr = mt_config_value(sp, cfg, "reg_y");
+    p.cb = mt_config_value(sp, cfg, "chan");
+    p.epi = epi;
+    if ((p.vec != 4 && p.vec != 8 && p.vec != 16) || p.yr < 1 || p.cb < 1)
+        return mt__fail(err, errlen, MT_INVALID_ARG, "dwrow: config does not match this workload's space");
+    p.nvo = (p.ow + p.vec - 1) / p.vec;
+    p.nvi = (p.w + p.vec - 1) / p.vec;
+    p.nin = (p.yr - 1) * p.sh + p.r;
+    p.co = (p.c + p.cb - 1) / p.cb;
+    p.yo = (p.oh + p.yr - 1) / p.yr;
+    const int64_t priv = ((int64_t)p.yr * p.nvo + p.nvi) * p.vec + (int64_t)p.r * p.s;
+    if (priv > MT__DWROW_MAX_PRIVATE_FLOATS)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "dwrow: %lld private floats per work-item (%d rows x %d vectors of %d, and a row of %d) exceed %d",
+                        (long long)priv, p.yr, p.nvo, p.vec, p.nvi, MT__DWROW_MAX_PRIVATE_FLOATS);
+    return dwrow_build_plan(&p, out, err, errlen);
+}
+
+const mt_template mt__template_dwrow = {
+    /* .name    = */ "dwrow",
+    /* .accepts = */ dwrow_accepts,
+    /* .space   = */ dwrow_space,
+    /* .build   = */ dwrow_build,
+    /* .weights = */ MT_WEIGHTS_OIHW,
+    /* .weights_for = */ NULL,
+    /* .weights_all = */ 0,
+};
