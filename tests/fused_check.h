@@ -15,6 +15,16 @@
 #include "reference.h"
 #include "template.h"
 
+/* The epilogues the Winograd and dwrow tests run in turn: none, then each
+ * fused one. */
+static const mt_conv_epilogue fused_epilogues[] = {
+    {0},
+    {.bias = 1, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_RELU},
+    {.bias = 1, .residual = MT_RESIDUAL_NONE, .act = MT_EPILOGUE_RELU6},
+    {.bias = 0, .residual = MT_RESIDUAL_IN_OUTPUT, .act = MT_EPILOGUE_NONE},
+};
+#define FUSED_NEPI (int)(sizeof fused_epilogues / sizeof fused_epilogues[0])
+
 /* One workload's random data, its reference convolution, and their device
  * buffers; the weights are uploaded in the layout a config reads. */
 typedef struct fused_data {

@@ -129,15 +129,6 @@ static const char *const workloads[] = {
 };
 #define NWORKLOADS (int)(sizeof workloads / sizeof workloads[0])
 
-/* The epilogues run: none, then each fused one. */
-static const mt_conv_epilogue epilogues[] = {
-    {0},
-    {.bias = 1, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_RELU},
-    {.bias = 1, .residual = MT_RESIDUAL_NONE, .act = MT_EPILOGUE_RELU6},
-    {.bias = 0, .residual = MT_RESIDUAL_IN_OUTPUT, .act = MT_EPILOGUE_NONE},
-};
-#define NEPI (int)(sizeof epilogues / sizeof epilogues[0])
-
 static void run_workload(void **state) {
     const char *text = *state;
     if (!device) {
@@ -177,7 +168,7 @@ static void run_workload(void **state) {
                     print_message("  %s: not valid here: %s\n", what, err);
                     continue;
                 }
-                const mt_conv_epilogue *e = &epilogues[turn++ % NEPI];
+                const mt_conv_epilogue *e = &fused_epilogues[turn++ % FUSED_NEPI];
                 double max_err = fused_run(&d, device, t, &sp, &cfg, e, 1e-5, what);
                 if (max_err > worst) worst = max_err;
                 tested++;

@@ -123,15 +123,6 @@ static void test_accepts(void **state) {
     }
 }
 
-/* The epilogues run: none, then each fused one. */
-static const mt_conv_epilogue epilogues[] = {
-    {0},
-    {.bias = 1, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_RELU},
-    {.bias = 1, .residual = MT_RESIDUAL_NONE, .act = MT_EPILOGUE_RELU6},
-    {.bias = 0, .residual = MT_RESIDUAL_IN_OUTPUT, .act = MT_EPILOGUE_NONE},
-};
-#define NEPI (int)(sizeof epilogues / sizeof epilogues[0])
-
 /* Per tile size, configs that between them overhang the output's rows,
  * columns and channels, split the channels over work-groups, use every
  * vector width, put several register tiles in a work-group and run the
@@ -203,7 +194,7 @@ static void run_workload(void **state) {
             assert_int_equal(mt_template_config_weight_layout(t, &sp, &cfg), m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : MT_WEIGHTS_WINO6);
             /* Two epilogues per config, in turn, so every config meets the plain kernel or a fused one. */
             for (int j = 0; j < 2; j++) {
-                const mt_conv_epilogue *e = &epilogues[(sh + j * 2) % NEPI];
+                const mt_conv_epilogue *e = &fused_epilogues[(sh + j * 2) % FUSED_NEPI];
                 double max_err = fused_run(&d, device, t, &sp, &cfg, e, tolerance_of(m), what);
                 print_message("  %s epilogue(bias %d residual %d act %d): error %.2g\n", what, e->bias, e->residual, (int)e->act, max_err);
                 if (max_err > worst_seen[m]) worst_seen[m] = max_err;
