@@ -219,8 +219,10 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 24;
     /* dwrow on rows of fewer than 56 outputs: a work-item of one or two
      * rows had too little work (PoCL's cost per work-group weighed); seven
-     * rows of four channels ran the 28x28, 14x14 and 7x7 layers of
-     * MobileNetV2 1.5-3x faster than one row of one channel. */
+     * rows of four channels ran the 28x28, 14x14 and 7x7 depthwise layers
+     * of MobileNetV2 1.7-4.6x faster than one row of one channel (each
+     * timed alone, `mtgpu conv WL --template dwrow --config CFG`, one run
+     * on 2026-12-03). */
     if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 7;
     if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "chan")) pref->part[0] = 4;
     /* wino's register tile in 8-lane vectors (AVX2: 16 registers): 1x4 tiles x 2 vectors, 8 accumulators. */
@@ -350,9 +352,10 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   other), whose per-work-item store transposition weighs most on short
  *   reductions; on 14x14 and smaller, or with long reductions, kvec wins;
  * - dwrow on the depthwise layers it accepts (undilated, stride_w 1 or 2,
- *   kernels up to 7x7): on MobileNetV2's 17 depthwise layers its default
- *   ran faster than the depthwise template's and gemm's on every layer
- *   (bench/default_configs/results/mobilenet_v2_dwrow/);
+ *   kernels up to 7x7): on each of MobileNetV2's 10 unique depthwise
+ *   layers its default ran 1.2-6.8x faster than the better of the
+ *   depthwise template's and gemm's
+ *   (bench/default_configs/results/mobilenet_v2_dwrow/default_configs.md);
  * - gemm on other depthwise layers with 28x28 outputs or fewer: 2.0-5.0x
  *   faster than the depthwise template's default, except one 14x14
  *   stride-2 layer (1.4x slower); on larger outputs the depthwise template
