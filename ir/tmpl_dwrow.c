@@ -6,8 +6,9 @@
  * element, not by FMAs. The `depthwise` template (AutoTVM's GPU schedule)
  * and gemm (with groups) read each tap's input vector from memory at an
  * unaligned offset and fall back to per-lane loads wherever a vector touches
- * the padding, which is every vector of the first and last column tiles; on
- * MobileNetV2's depthwise layers they ran 1.5-3.2x slower than oneDNN's.
+ * the padding, which is every vector of the first and last column tiles;
+ * inside MobileNetV2 after tuning, its depthwise layers ran 1.4-3.2x slower
+ * than oneDNN's (bench/layers_vs_onednn/results/mobilenet_v2_tuned.md).
  *
  * Here a work-item owns `chan` channels (in turn) x `reg_y` output rows, each
  * row whole: ceil(ow / vec) accumulator vectors per row. For each input row
