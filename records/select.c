@@ -217,12 +217,12 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
     /* gemm's tile in 8-lane vectors (AVX2: 16 registers): 4 x 24, 12 accumulators. */
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 4;
     if (gemm && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 24;
-    /* dwrow on rows of fewer than 56 outputs: a work-item of one or two
-     * rows had too little work (PoCL's cost per work-group weighed); seven
-     * rows of four channels ran the 28x28, 14x14 and 7x7 depthwise layers
-     * of MobileNetV2 1.7-4.6x faster than one row of one channel (each
-     * timed alone, `mtgpu conv WL --template dwrow --config CFG`, one run
-     * on 2026-12-03). */
+    /* dwrow on rows of fewer than 56 outputs: seven rows of four channels
+     * per work-item (8-lane vectors) ran the 28x28, 14x14 and 7x7
+     * depthwise layers of MobileNetV2 1.7-4.6x faster than one row of one
+     * channel in 16-lane vectors and 1.6-3.3x faster than two such rows
+     * (each timed alone, `mtgpu conv WL --template dwrow --config
+     * CFG`, one run on 2026-12-03). */
     if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 7;
     if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "chan")) pref->part[0] = 4;
     /* wino's register tile in 8-lane vectors (AVX2: 16 registers): 1x4 tiles x 2 vectors, 8 accumulators. */
