@@ -133,10 +133,11 @@ static const cpu_pref cpu_prefs[] = {
     {"depthwise", "tile_f", {0, 1, 1, 1}}, {"depthwise", "tile_y", {0, 1, 1, 2}}, {"depthwise", "tile_x", {0, 1, 1, 8}},
     {"depthwise", "auto_unroll_max_step", {512}}, {"depthwise", "unroll_explicit", {1}}, {"depthwise", "vec", {8}},
     {"depthwise", "stage_local", {0}},
-    /* dwrow: 8-lane row vectors, two whole rows per work-item on rows of
-     * 56 outputs or more, else seven rows of four channels in turn (see
-     * cpu_pref_for_device). */
-    {"dwrow", "vec", {8}}, {"dwrow", "reg_y", {2}}, {"dwrow", "chan", {1}},
+    /* dwrow: whole rows of one channel per work-item in 16-lane vectors
+     * (two rows; one on rows of 112 outputs or more) on rows of 56 outputs
+     * or more, else seven rows of four channels in turn in 8-lane vectors
+     * (see cpu_pref_for_device). */
+    {"dwrow", "vec", {16}}, {"dwrow", "reg_y", {2}}, {"dwrow", "chan", {1}},
     /* kvec: two channel vectors x 7 pixels of a row (14 accumulators; vec is
      * the device's native float width, see cpu_pref_for_device), the s taps
      * unrolled and replicated (with pragmas PoCL kept the tile in memory:
@@ -225,6 +226,19 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * CFG`, one run on 2026-12-03). */
     if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 7;
     if (!strcmp(pref->tmpl, "dwrow") && ow < 56 && !strcmp(pref->knob, "chan")) pref->part[0] = 4;
+    /* dwrow on rows of 56 outputs or more: 16-lane vectors where the
+     * device has them, and one row per work-item on rows of 112 or more.
+     * Once shuffles were printed as clang's builtin (ir/print_c.c), these
+     * ran MobileNetV2's 112x112 and 56x56 depthwise layers faster than
+     * two rows in 8 lanes: 32 channels at 112x112 0.16 against 0.18 ms
+     * (median of 8 rounds in turns of the fastest of 40 runs; their median
+     * runs 0.20 against 0.28), 96 channels stride 2 0.18 against 0.25
+     * (0.21 against 0.29), 144 channels at 56x56 0.15 against 0.39 (0.20
+     * against 0.42); two rows in 16 lanes on the 112-wide layer 0.25
+     * (2026-12-03). On smaller rows 8 and 16 lanes were within the noise
+     * of each other. */
+    if (!strcmp(pref->tmpl, "dwrow") && (ow < 56 || dev->native_vector_width < 16) && !strcmp(pref->knob, "vec")) pref->part[0] = 8;
+    if (!strcmp(pref->tmpl, "dwrow") && ow >= 112 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
     /* wino's register tile in 8-lane vectors (AVX2: 16 registers): 1x4 tiles x 2 vectors, 8 accumulators. */
     if (wino && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
 }
