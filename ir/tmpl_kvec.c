@@ -288,33 +288,87 @@ static mt_stmt *store_row_lanes(kvec_builder *b, int y, mt_expr *oy) {
     return mt_stmt_list_seq(k, &list);
 }
 
+/* Largest block of pixels transposed at once: a power of two, at most the
+ * vector width and at least the row's reg_x (or the vector width). */
+static int transpose_block(const mt__rt_plan *p) {
+    int bl = 1;
+    while (bl < p->xr && bl < p->vec) bl *= 2;
+    return bl;
+}
+
+/* Row y of the tile transposed into `tb`: tb[ch * xrp + x] = channel ch
+ * (0 .. kr*vec) of tile column x, xrp = reg_x rounded up to the block. Per
+ * block of bl pixels and bl channels: bl vectors (the pixels' pieces of
+ * bl channels; zero past reg_x) swap their off-diagonal halves at block
+ * sizes bl/2 .. 1, one two-source shuffle per vector and step. */
+static mt_stmt *transpose_row(kvec_builder *b, mt_buffer *tb, int y) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int bl = transpose_block(p), xrp = (p->xr + bl - 1) / bl * bl;
+    mt_stmt_list list = {0};
+    mt_expr *m[16];
+    int mask_lo[16], mask_hi[16];
+    if (bl == 1) { /* one column: tb is the tile row's accumulators as they lie */
+        for (int64_t ch = 0; ch < (int64_t)p->kr * p->vec; ch++)
+            mt_stmt_list_push(k, &list, mt_ir_store(k, tb, KI(b, ch), mt_ir_load(k, b->acc, KI(b, acc_at(p, y, 0, (int)(ch / p->vec), (int)(ch % p->vec))))));
+        return mt_stmt_list_seq(k, &list);
+    }
+    for (int j = 0; j < p->kr; j++)
+        for (int g = 0; g < p->vec / bl; g++)
+            for (int x0 = 0; x0 < p->xr; x0 += bl) {
+                for (int i = 0; i < bl; i++)
+                    m[i] = x0 + i < p->xr ? mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, y, x0 + i, j, g * bl)), bl)
+                                          : mt_ir_broadcast(k, mt_ir_float(k, 0.0f), bl);
+                for (int h = bl / 2; h >= 1; h /= 2) {
+                    for (int l = 0; l < bl; l++) {
+                        mask_lo[l] = (l & h) ? bl + (l ^ h) : l;
+                        mask_hi[l] = (l & h) ? bl + l : l ^ h;
+                    }
+                    for (int i = 0; i < bl; i++) {
+                        if (i & h) continue;
+                        mt_expr *lo = mt_ir_shuffle(k, m[i], m[i ^ h], mask_lo), *hi = mt_ir_shuffle(k, m[i], m[i ^ h], mask_hi);
+                        m[i] = lo, m[i ^ h] = hi;
+                    }
+                }
+                for (int l = 0; l < bl; l++) {
+                    const int64_t ch = (int64_t)j * p->vec + g * bl + l;
+                    mt_stmt_list_push(k, &list, mt_ir_store_vec(k, tb, KI(b, ch * xrp + x0), m[l]));
+                }
+            }
+    return mt_stmt_list_seq(k, &list);
+}
+
 /* Row y of the tile, channel by channel: one channel's reg_x outputs are
  * neighbours in NCHW, so they go out as vector stores (chunks of 16, 8, 4, 2
- * and 1 columns), each gathered from the accumulators (column x of a channel
- * lies reg_k*vec floats after column x-1) and given the epilogue as a vector
- * (one bias, one residual vector load). Stored lane by lane instead, every
- * output cost its own address, epilogue and scalar store. Inside ResNet-50
+ * and 1 columns) given the epilogue as a vector (one bias, one residual
+ * vector load). Stored lane by lane instead, every output cost its own
+ * address, epilogue and scalar store. Inside ResNet-50
  * (bench/net_ab/results/net_ab.md, against lane-by-lane stores) the kvec layers ran
  * 1.05-1.36x faster (most on the 1x1 layers with short reductions), except
  * one strided 3x3 layer whose 4-column tiles ran 0.90x, and the
- * convolutions 1.09x. */
+ * convolutions 1.09x. The columns of a channel are first brought together
+ * by a transposition in registers (transpose_row). */
 static mt_stmt *store_row_vectors(kvec_builder *b, int y, mt_expr *oy) {
     static const int chunk[] = {16, 8, 4, 2, 1};
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
     const int64_t plane = (int64_t)p->oh * p->ow;
+    const int bl = transpose_block(p), xrp = (p->xr + bl - 1) / bl * bl;
+    mt_buffer *tb = mt_ir_buffer(k, "tr", MT_SCOPE_PRIVATE, (int64_t)p->kr * p->vec * xrp);
     mt_expr *row = mt_ir_add(k, b->out_img, mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), b->x0));
     mt_stmt_list list = {0};
+    mt_stmt_list_push(k, &list, transpose_row(b, tb, y));
     for (int j = 0; j < p->kr; j++) {
         for (int l = 0; l < p->vec; l++) {
-            mt_expr *ch = mt_ir_add(k, b->k0, KI(b, (int64_t)j * p->vec + l));
+            const int64_t chi = (int64_t)j * p->vec + l;
+            mt_expr *ch = mt_ir_add(k, b->k0, KI(b, chi));
             mt_expr *first = mt_ir_add(k, row, mt_ir_mul(k, ch, KI(b, plane)));
             mt_stmt_list cols = {0};
             for (int x = 0, c = 0; x < p->xr; x += chunk[c]) {
                 while (chunk[c] > p->xr - x) c++;
                 const int n = chunk[c];
-                mt_expr *a = KI(b, acc_at(p, y, x, j, l));
-                mt_expr *v = mt_ir_load(k, b->acc, n == 1 ? a : mt_ir_ramp(k, a, p->kr * p->vec, n));
+                mt_expr *a = KI(b, chi * xrp + x);
+                mt_expr *v = n == 1 ? mt_ir_load(k, tb, a) : mt_ir_load_vec(k, tb, a, n);
                 mt_expr *idx = mt_ir_add(k, first, KI(b, x));
                 mt_expr *val = mt__epilogue_apply(k, &b->io.epi, v, ch, idx, n);
                 mt_stmt_list_push(k, &cols, n == 1 ? mt_ir_store(k, b->io.out, idx, val) : mt_ir_store_vec(k, b->io.out, idx, val));
@@ -324,7 +378,7 @@ static mt_stmt *store_row_vectors(kvec_builder *b, int y, mt_expr *oy) {
             mt_stmt_list_push(k, &list, st);
         }
     }
-    return mt_stmt_list_seq(k, &list);
+    return mt_ir_alloc(k, tb, mt_stmt_list_seq(k, &list));
 }
 
 /* Stores the tile row by row: as vectors along the row where the tile's
