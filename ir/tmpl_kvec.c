@@ -25,9 +25,10 @@
  * 8 channels later (prefetch_row). At the
  * end it stores its tile channel by channel: a vector's lanes are different channels, so
  * different planes of the NCHW output, but one channel's reg_x columns are
- * neighbours, so each row goes out as vector stores along x, with the fused
- * epilogue applied to each vector (lane by lane where the tile overhangs the
- * row).
+ * neighbours, so each row is transposed in registers (pixel vectors of
+ * channels into channel vectors of pixels, by two-source shuffles) and goes
+ * out as vector stores along x, with the fused epilogue applied to each
+ * vector (lane by lane where the tile overhangs the row).
  * The register-tile loops are replicated in the IR (constant indices keep
  * the accumulators in registers on PoCL).
  *
@@ -346,8 +347,17 @@ static mt_stmt *transpose_row(kvec_builder *b, mt_buffer *tb, int y) {
  * (bench/net_ab/results/net_ab.md, against lane-by-lane stores) the kvec layers ran
  * 1.05-1.36x faster (most on the 1x1 layers with short reductions), except
  * one strided 3x3 layer whose 4-column tiles ran 0.90x, and the
- * convolutions 1.09x. The columns of a channel are first brought together
- * by a transposition in registers (transpose_row). */
+ * convolutions 1.09x. The columns of a channel are brought together by a
+ * transposition in registers (transpose_row) rather than gathered lane by
+ * lane from the accumulators: ResNet-50's default 1x1 kernel (2 channel
+ * vectors x 14 columns) went from 2724 to 1903 instructions, and alone
+ * MobileNetV2's and ResNet-50's kvec 1x1 layers with reductions of 64 to
+ * 256 channels ran 1.03-1.25x faster (median of the per-round ratios, 15
+ * rounds in turns, 2026-12-03); inside ResNet-50 at default configs they
+ * moved with the unchanged layers (1.10 against 1.07-1.11,
+ * bench/net_ab/results/net_ab_kvec_transpose_resnet50.md). The same
+ * transposition printed with OpenCL's shuffle2 had made no difference
+ * (see ir/print_c.c on shuffles). */
 static mt_stmt *store_row_vectors(kvec_builder *b, int y, mt_expr *oy) {
     static const int chunk[] = {16, 8, 4, 2, 1};
     const mt__rt_plan *p = b->p;
