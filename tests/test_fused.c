@@ -8,7 +8,9 @@
  * stores; from its own buffer and in place from the output), the parameter
  * order, and the activations. Fixed kvec configs cover both of its store
  * paths: vectors along a row (in chunks of 4, 2 and 1 columns) and lane by
- * lane where a tile overhangs the row, with channel and row overhang. */
+ * lane where a tile overhangs the row, with channel and row overhang; others
+ * its edge tiles (a reduction copy per edge tile, and the shared copy that
+ * tests columns at run time when a row has more than four). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,6 +58,27 @@ static const char *const kvec_store_configs[] = {
     "thread_k=1,vec=16,reg_k=1,thread_y=1,reg_y=1,thread_x=4,reg_x=3,unroll_rs=2,unroll_explicit=1",
 };
 #define NKVEC_STORE (int)(sizeof kvec_store_configs / sizeof kvec_store_configs[0])
+
+/* kvec's edge tiles: each gets a copy of the reduction with its first
+ * column constant (up to 4 per row), more share one copy that tests columns
+ * at run time. */
+static const struct {
+    const char *workload, *config;
+} kvec_edge_cases[] = {
+    /* 1-column tiles, 12 per row: edges at columns 0, 1, 10 and 11 (four copies) */
+    {"n=1,c=3,h=23,w=23,k=20,r=7,s=7,stride=2,pad=3",
+     "thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=1,unroll_rs=1,unroll_explicit=1"},
+    /* 2-column tiles, 2 per group: edges at columns 0 and 10 */
+    {"n=1,c=3,h=23,w=23,k=20,r=7,s=7,stride=2,pad=3",
+     "thread_k=1,vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=2,reg_x=2,unroll_rs=1,unroll_explicit=0"},
+    /* six edge tiles (0-2 and 12-14): the shared run-time tested copy */
+    {"n=1,c=3,h=15,w=15,k=16,r=7,s=7,stride=1,pad=3",
+     "thread_k=1,vec=16,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=1,unroll_rs=1,unroll_explicit=1"},
+    /* dilated, 4-column tiles: edges at 0 and 12 (which overhangs the 15 columns); s as a loop */
+    {"n=1,c=4,h=17,w=19,k=8,r=3,s=5,pad=2,dilation=2",
+     "thread_k=1,vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=4,unroll_rs=0,unroll_explicit=1"},
+};
+#define NKVEC_EDGE (int)(sizeof kvec_edge_cases / sizeof kvec_edge_cases[0])
 
 static const mt_conv_epilogue variants[] = {
     {.bias = 1, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_RELU},
@@ -147,8 +170,8 @@ static void test_epilogue_arguments(void **state) {
 int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE];
-    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + 1];
+    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE];
+    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + 1];
     int n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_epilogue_arguments);
     int nc = 0;
@@ -167,6 +190,13 @@ int main(void) {
     for (int i = 0; i < NKVEC_STORE; i++) {
         cases[nc] = (fused_case){.workload = KVEC_STORE_WL, .t = mt_template_find("kvec"), .first_variant = i, .config = kvec_store_configs[i]};
         snprintf(cases[nc].name, sizeof cases[nc].name, "kvec stores %s %s", KVEC_STORE_WL, kvec_store_configs[i]);
+        tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
+        nc++;
+    }
+    for (int i = 0; i < NKVEC_EDGE; i++) {
+        cases[nc] = (fused_case){.workload = kvec_edge_cases[i].workload, .t = mt_template_find("kvec"), .first_variant = i % NVARIANTS,
+                                 .config = kvec_edge_cases[i].config};
+        snprintf(cases[nc].name, sizeof cases[nc].name, "kvec edges %s %s", kvec_edge_cases[i].workload, kvec_edge_cases[i].config);
         tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
         nc++;
     }
