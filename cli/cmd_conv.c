@@ -35,7 +35,8 @@ static void help(void) {
            "                strict output is checked against the CPU reference too. Other devices have\n"
            "                no vendor reference: that is said, and the configs run as without it\n"
            "                (neither that nor a missing cuDNN changes the exit status)\n"
-           "  --source      print each config's kernel source (OpenCL C and CUDA C) instead of running it\n"
+           "  --source      print each config's kernel source (OpenCL C and CUDA C) and its launch (work-groups\n"
+           "                and work-items per axis) instead of running it\n"
            "  --json        one JSON object per config: template, config, index, ms, gflops,\n"
            "                max_rel_err, status (ok, build_error, launch_error, wrong_result,\n"
            "                invalid_config, ...), message; with --reference also cudnn_ms,\n"
@@ -121,6 +122,12 @@ static int print_source(const mt_template *t, const mt_workload *wl, const mt_sp
         fprintf(stderr, "mtgpu conv: %s: %s\n", mt_status_str(st), err);
         return MT_EXIT_FAIL;
     }
+    /* The launch, which the source alone does not say: what a program that
+     * runs the printed kernel needs (bench/kernel_anatomy). */
+    mt_kernel_resources res;
+    if (mt_kernel_analyze(k, &res, err, sizeof err) == MT_OK)
+        printf("// launch: %lldx%lldx%lld work-groups of %lldx%lldx%lld work-items\n", (long long)res.grid[0], (long long)res.grid[1],
+               (long long)res.grid[2], (long long)res.block[0], (long long)res.block[1], (long long)res.block[2]);
     int rc = MT_EXIT_OK;
     for (int lang = MT_LANG_OPENCL; lang <= MT_LANG_CUDA; lang++) {
         char *src = NULL;

@@ -212,15 +212,33 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
 
-/* The start of the input row that kernel row r reads for tile row y in
- * channel c + MT__PREFETCH_CHANNELS (the last channel at most), prefetched
- * (see mt__prefetch_planes). */
+/* Floats per cache line, for the prefetches of a row segment. */
+#define KVEC_LINE_FLOATS 16
+
+/* The input row segment that kernel row r reads for tile row y in channel
+ * c + MT__PREFETCH_CHANNELS, prefetched (see mt__prefetch_planes): one
+ * prefetch per cache line it can touch, at its first float, every 16 floats
+ * on and at its last. Prefetching only the first float left the segment's
+ * second line (14 floats start anywhere in a line) to a miss at full
+ * latency. The channel is not clamped to the last one: a prefetch does not
+ * fault, on x86-64 (the only target that gets them) not even past the
+ * buffer, and the clamp cost a compare, a move and a multiply per prefetch
+ * in the loop's hottest part. ResNet-50's 256 -> 64 1x1 layer at 56x56,
+ * default config (median process CPU time per run, 80 runs each in turns,
+ * one OpenCL host program): 1.02 ms with one clamped prefetch, 0.76 with
+ * these; its 512 -> 128 layer at 28x28 0.77 against 0.68 ms. Prefetching 16
+ * or 32 channels ahead instead of 8 changed nothing beyond noise. */
 static mt_stmt *prefetch_row(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
-    mt_expr *ahead = mt_ir_min(k, mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS)), KI(b, p->c - 1));
+    mt_expr *ahead = mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS));
     mt_expr *row = mt_ir_add(k, mt_ir_mul(k, input_row(b, r, y), KI(b, p->w)), first_col(b));
-    return mt_ir_prefetch(k, b->io.in, mt_ir_add(k, channel_plane(b, ahead), row));
+    mt_expr *start = mt_ir_add(k, channel_plane(b, ahead), row);
+    const int64_t last = (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw;
+    mt_stmt_list list = {0};
+    for (int64_t off = 0; off < last; off += KVEC_LINE_FLOATS) mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, off))));
+    mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, last))));
+    return mt_stmt_list_seq(k, &list);
 }
 
 static mt_stmt *reduction_loops(kvec_builder *b) {

@@ -673,6 +673,40 @@ static void test_template_prefetch(void **state) {
     }
 }
 
+/* The prefetch of a tile's row segment touches every cache line the
+ * segment can span: its first float, every 16 on and its last (14 floats
+ * span two lines unless they start a line). */
+static void test_template_prefetch_lines(void **state) {
+    (void)state;
+    static const struct {
+        const char *config;
+        int want;
+    } cases[] = {
+        {"thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 2},
+        {"thread_k=1,vec=16,reg_k=1,thread_y=1,reg_y=1,thread_x=2,reg_x=1,unroll_rs=1,unroll_explicit=1", 1},
+    };
+    const mt_template *t = mt_template_find("kvec");
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=256,h=56,w=56,k=64,r=1,s=1", &wl, NULL, 0), MT_OK);
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_config cfg;
+        char err[256];
+        assert_int_equal(mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err), MT_OK);
+        mt_kernel *k = NULL;
+        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
+        char *text = NULL;
+        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
+        int n = 0;
+        for (const char *q = text; (q = strstr(q, "__builtin_prefetch(")) != NULL; q++) n++;
+        if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].config, n, cases[i].want);
+        free(text);
+        mt_kernel_free(k);
+    }
+    mt_space_free(&sp);
+}
+
 static int setup(void **state) {
     (void)state;
     snprintf(g_tmp, sizeof g_tmp, "%s/mtgpu-test-opencl-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -701,6 +735,7 @@ int main(void) {
         cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir),     cmocka_unit_test(test_template_prefetch),
+        cmocka_unit_test(test_template_prefetch_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

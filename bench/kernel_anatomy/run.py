@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Where a generated kernel's time goes: each case's kernel (`mtgpu conv
+--source`, its default config unless the case names one) timed in turns with
+copies of its source edited to take away one cost at a time, by
+bench_anatomy (process CPU time per run over the device's compute units: the
+time stolen from this virtual machine falls outside it). The variants:
+
+  generated           the kernel as mtgpu prints it
+  input in cache      the input channel planes 16 floats apart instead of
+                      h*w (1x1 layers: each work-group's input stays in L1)
+  weights in cache    every work-group reads the weights of the first few
+                      channels and the first channel block
+  both in cache       the two above
+  ... no prefetch     and kvec's input prefetches removed
+  ... reduction x10   and the reduction loop run 10 times over (accumulating
+                      on): the work before and after it (zeroing, the
+                      stores, the work-group's launch) weighs a tenth
+  interior only       (padded kvec layers) every tile through the copy of
+                      the reduction without column tests (reads past the
+                      image's border land in the program's margin)
+and, timed in the same turns and the same way, a kernel of independent
+16-lane FMA chains: the peak the fractions are taken against.
+
+Only the first variant computes the convolution; the others are timing
+experiments (their outputs differ). A variant whose pattern is not in the
+source is left out and said so.
+
+    bench/kernel_anatomy/run.py        (about 3 minutes on the 2-core machine)
+
+Environment: BUILD_DIR [build-new, else build-bench, else build], ROUNDS [6],
+RUNS [10] per round, OUT [bench/kernel_anatomy/results] gets kernel_anatomy.md
+and kernel_anatomy.json. Exit status 0 when every case ran."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import benchlib  # noqa: E402
+
+log = benchlib.logger("kernel_anatomy")
+
+# (layer, workload, template, config or None for the default)
+CASES = [
+    ("ResNet-50 layer1.0.conv3", "n=1,c=64,h=56,w=56,k=256,r=1,s=1,stride=1,pad=0", "gemm", None),
+    ("ResNet-50 layer1.1.conv1", "n=1,c=256,h=56,w=56,k=64,r=1,s=1,stride=1,pad=0", "kvec", None),
+    ("ResNet-50 layer2.1.conv1", "n=1,c=512,h=28,w=28,k=128,r=1,s=1,stride=1,pad=0", "kvec", None),
+    ("ResNet-50 layer3.1.conv3", "n=1,c=256,h=14,w=14,k=1024,r=1,s=1,stride=1,pad=0", "kvec", None),
+    ("ResNet-50 layer2.0.conv2", "n=1,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", "kvec", None),
+    ("ResNet-50 conv1", "n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3", "kvec", None),
+]
+
+PREFETCH = re.compile(r"#if defined\(__clang__\) && defined\(__x86_64__\)\n[^\n]*__builtin_prefetch[^\n]*\n#endif\n")
+# The reduction loop over input channels: kvec's c, gemm's rco.
+RED_LOOP = re.compile(r"for \(long ((?:c|rco)_\d+) = 0; \1 < (\d+); \+\+\1\) \{")
+# kvec's test that a tile's columns lie inside the image.
+INTERIOR = re.compile(r"if \(\(\(\(\(x0_\d+ \* \d+L\) \+ \(-\d+L\)\) >= 0L\) && [^\n]*\) \{\n")
+
+
+# Independent 16-lane FMA chains, as mt_device_measure_peak times them, but
+# timed here in turns with the kernels and by CPU time like them: the peak
+# the fractions are taken against.
+PEAK_GROUPS, PEAK_ITERS, PEAK_CHAINS = 64, 4096, 12
+PEAK_FLOPS = 2.0 * 16 * PEAK_GROUPS * PEAK_ITERS * PEAK_CHAINS
+PEAK_SRC = """__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void fma_peak(__global const float *restrict input, __global const float *restrict weight, __global float *restrict output) {
+    const float16 x = vload16(0, input), y = vload16(1, weight);
+%s
+    for (int i = 0; i < %d; i++) {
+%s
+    }
+    vstore16(%s, 0, output + 16 * get_group_id(0));
+}
+""" % ("\n".join("    float16 a%d = x + %d.0f;" % (i, i) for i in range(PEAK_CHAINS)), PEAK_ITERS,
+       "\n".join("        a%d = fma(x, y, a%d);" % (i, i) for i in range(PEAK_CHAINS)), " + ".join("a%d" % i for i in range(PEAK_CHAINS)))
+
+
+def parse_workload(text):
+    d = dict(kv.split("=") for kv in text.split(","))
+    n, c, h, w, k = (int(d.get(x, 1)) for x in ("n", "c", "h", "w", "k"))
+    r, s = int(d.get("r", 1)), int(d.get("s", 1))
+    stride, pad = int(d.get("stride", 1)), int(d.get("pad", 0))
+    oh, ow = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+    return dict(n=n, c=c, h=h, w=w, k=k, r=r, s=s, oh=oh, ow=ow, flops=2.0 * n * k * oh * ow * c * r * s)
+
+
+def source_of(mtgpu, wl, template, config):
+    out = subprocess.run([mtgpu, "conv", wl, "--template", template, "--config", config or "default", "--source"], check=True,
+                         capture_output=True, text=True).stdout
+    head = re.search(r"^// (\S+) (\S+)\n// launch: (\d+)x(\d+)x(\d+) work-groups of (\d+)x(\d+)x(\d+) work-items\n", out, re.M)
+    body = re.search(r"// ---- OpenCL C ----\n(.*?)\n// ---- CUDA C ----", out, re.S)
+    if not head or not body:
+        raise RuntimeError(f"{wl}: no OpenCL source and launch in `mtgpu conv --source`'s output")
+    g = [int(x) for x in head.groups()[2:5]]
+    b = [int(x) for x in head.groups()[5:8]]
+    return head.group(2), body.group(1) + "\n", g, b
+
+
+def input_in_cache(src, wl):
+    plane = wl["h"] * wl["w"]
+    pat = re.compile(r"\(((?:c|rco)_\d+) \* %dL\)" % plane)
+    return pat.sub(r"(\1 * 16L)", src) if pat.search(src) else None
+
+
+def weights_in_cache(src):
+    lines, hit = [], False
+    for line in src.split("\n"):
+        if "weight" in line and ("wb" in line or "w_row" in line):
+            new = re.sub(r"\bwb(\d+)_\d+\b", r"(\1L * 4096L)", line)
+            new = re.sub(r"\bw_row_\d+\b", "0L", new)
+            new = re.sub(r"\b((?:c|rco)_\d+)\b", r"(\1 & 7L)", new)
+            hit |= new != line
+            line = new
+        lines.append(line)
+    return "\n".join(lines) if hit else None
+
+
+def variants(src, wl):
+    out = [("generated", src)]
+    i = input_in_cache(src, wl)
+    ww = weights_in_cache(src)
+    out.append(("input in cache", i))
+    out.append(("weights in cache", ww))
+    both = weights_in_cache(i) if i else None
+    out.append(("both in cache", both))
+    nopf = PREFETCH.sub("", both) if both and PREFETCH.search(both) else both
+    out.append(("both in cache, no prefetch", nopf if both and PREFETCH.search(both) else None))
+    x10 = RED_LOOP.sub(lambda m: "for (long rep_x10 = 0; rep_x10 < 10; ++rep_x10) " + m.group(0), nopf) if nopf and RED_LOOP.search(nopf) else None
+    out.append(("both in cache, no prefetch, reduction x10", x10))
+    out.append(("interior only", INTERIOR.sub("if (1) {\n", src, count=1) if INTERIOR.search(src) else None))
+    return out
+
+
+def main():
+    mtgpu_dir = next((d for d in (os.environ.get("BUILD_DIR"), "build-new", "build-bench", "build") if d and os.path.exists(os.path.join(d, "mtgpu"))), None)
+    if not mtgpu_dir or not os.path.exists(os.path.join(mtgpu_dir, "bench_anatomy")):
+        log("no build with mtgpu and bench_anatomy (set BUILD_DIR)")
+        return 1
+    mtgpu, host = os.path.join(mtgpu_dir, "mtgpu"), os.path.join(mtgpu_dir, "bench_anatomy")
+    rounds, runs = os.environ.get("ROUNDS", "6"), os.environ.get("RUNS", "10")
+    out_dir = os.environ.get("OUT", "bench/kernel_anatomy/results")
+    os.makedirs(out_dir, exist_ok=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+    results, rc = [], 0
+    with tempfile.TemporaryDirectory(prefix="mtgpu-anatomy-") as tmp:
+        for layer, wl_text, template, config in CASES:
+            wl = parse_workload(wl_text)
+            cfg, src, grid, block = source_of(mtgpu, wl_text, template, config)
+            vs = variants(src, wl)
+            args, names, missing = [], [], []
+            for j, (name, text) in enumerate(vs):
+                if text is None:
+                    missing.append(name)
+                    continue
+                path = os.path.join(tmp, f"v{j}.cl")
+                with open(path, "w") as f:
+                    f.write(text)
+                args += [path, "x".join(map(str, grid)), "x".join(map(str, block))]
+                names.append(name)
+            peak_path = os.path.join(tmp, "peak.cl")
+            with open(peak_path, "w") as f:
+                f.write(PEAK_SRC)
+            args += [peak_path, f"{PEAK_GROUPS}x1x1", "1x1x1"]
+            nin = wl["n"] * wl["c"] * wl["h"] * wl["w"]
+            nw = (wl["k"] + 15) // 16 * 16 * wl["c"] * wl["r"] * wl["s"] + 64 * 1024
+            nout = wl["n"] * wl["k"] * wl["oh"] * wl["ow"]
+            log(f"{layer} ({template} {cfg}): {len(names)} variants")
+            p = subprocess.run([host, "--input", str(nin), "--weights", str(nw), "--output", str(nout), "--rounds", rounds, "--runs", runs] + args,
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                log(f"{layer}: bench_anatomy failed: {p.stderr.strip()}")
+                rc = 1
+                continue
+            rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+            head, rows, peak_row = rows[0], rows[1:-1], rows[-1]
+            peak = PEAK_FLOPS / (peak_row["cpu_ms_median"] * 1e6)
+            case = dict(layer=layer, workload=wl_text, template=template, config=cfg, grid=grid, block=block, gflop=wl["flops"] / 1e9,
+                        peak_gflops=peak, peak_gflops_events=head["peak_gflops"], device=head["device"], left_out=missing, variants=[])
+            for name, row in zip(names, rows):
+                flops = wl["flops"] * (10 if name.endswith("x10") else 1)
+                gf = flops / (row["cpu_ms_median"] * 1e6) if row["cpu_ms_median"] > 0 else 0.0
+                case["variants"].append(dict(name=name, cpu_ms=row["cpu_ms_median"], cpu_ms_min=row["cpu_ms_min"], wall_ms=row["wall_ms_median"],
+                                             wall_ms_min=row["wall_ms_min"], gflops=gf, of_peak=gf / peak if peak else None, runs=row["runs"]))
+            results.append(case)
+
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    doc = dict(generated=when, commit=commit + ("+changes" if dirty else ""), cpu=benchlib.cpu_model(), rounds=int(rounds), runs=int(runs), cases=results)
+    with open(os.path.join(out_dir, "kernel_anatomy.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    md = [f"# Where the generated kernels' time goes\n",
+          f"Generated {when} by `bench/kernel_anatomy/run.py` at commit {doc['commit']} on {doc['cpu']}; mtgpu through PoCL's CPU device. "
+          f"Each case: its kernel and edited copies of it timed in turns by `bench_anatomy`, {rounds} rounds of {runs} runs each; "
+          "times are medians of process CPU time per run over the device's compute units (stolen time left out), GFLOP/s count the "
+          "convolution's direct FLOPs (ten times over for `reduction x10`), against the FMA peak: a kernel of 12 independent 16-lane FMA "
+          "chains per work-item timed in the same turns, the same way. "
+          "Only `generated` computes the convolution; the other rows take one cost away at a time (see run.py).\n"]
+    for case in results:
+        md.append(f"\n## {case['layer']}: `{case['workload']}`\n")
+        md.append(f"{case['template']} `{case['config']}`, {case['grid'][0]}x{case['grid'][1]}x{case['grid'][2]} work-groups; "
+                  f"{case['gflop']:.3f} GFLOP; FMA peak {case['peak_gflops']:.0f} GFLOP/s.\n")
+        md.append("| variant | CPU ms | wall ms | GFLOP/s | of peak |\n|---|---|---|---|---|")
+        for v in case["variants"]:
+            md.append(f"| {v['name']} | {v['cpu_ms']:.3f} | {v['wall_ms']:.3f} | {v['gflops']:.0f} | "
+                      f"{100 * v['of_peak']:.0f}% |" if v["of_peak"] is not None else f"| {v['name']} | {v['cpu_ms']:.3f} | {v['wall_ms']:.3f} | {v['gflops']:.0f} | |")
+        if case["left_out"]:
+            md.append(f"\nNot applicable to this kernel: {', '.join(case['left_out'])}.")
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(out_dir, "kernel_anatomy.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
