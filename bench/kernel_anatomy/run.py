@@ -7,7 +7,8 @@ time stolen from this virtual machine falls outside it). The variants:
 
   generated           the kernel as mtgpu prints it
   input in cache      the input channel planes 16 floats apart instead of
-                      h*w (1x1 layers: each work-group's input stays in L1)
+                      h*w, in loads and prefetches (1x1 layers: each
+                      work-group's input stays in L1)
   weights in cache    every work-group reads the weights of the first few
                       channels and the first channel block
   both in cache       the two above
@@ -100,9 +101,12 @@ def source_of(mtgpu, wl, template, config):
 
 
 def input_in_cache(src, wl):
+    """Input planes 16 floats apart, in the loads and in kvec's prefetches of
+    later channels alike (so that those fetch the lines the loads will use)."""
     plane = wl["h"] * wl["w"]
     pat = re.compile(r"\(((?:c|rco)_\d+) \* %dL\)" % plane)
-    return pat.sub(r"(\1 * 16L)", src) if pat.search(src) else None
+    ahead = re.compile(r"\(\(((?:c|rco)_\d+) \+ (\d+)L\) \* %dL\)" % plane)
+    return ahead.sub(r"((\1 + \2L) * 16L)", pat.sub(r"(\1 * 16L)", src)) if pat.search(src) else None
 
 
 def weights_in_cache(src):
