@@ -457,8 +457,9 @@ static void hoist_locals(printer *p, const mt_stmt *s) {
  * lane, and LLVM turned dwrow's stride-2 windows into pairs of scalar loads
  * and inserts (1134 vmovsd, 729 vinsertps and 624 vinsertf128 against 756
  * FMAs in one kernel); with the builtin, MobileNetV2's 96-channel stride-2
- * layer (vec=8, reg_y=4, chan=1) ran 0.46 against 0.83 ms (median of 80 runs each, both printed
- * sources timed in turns by one OpenCL host program, 2026-12-03). A
+ * layer (vec=8, reg_y=4, chan=1) ran 0.46 against 0.83 ms (median of 80
+ * runs each, both printed sources timed in turns by one OpenCL host
+ * program, 2026-12-03). A
  * definition placed before the kernel wins (the tests run both forms). */
 static mt_status insert_shuffle_macro(mt_strbuf *sb, size_t at, char *err, size_t errlen) {
     static const char macro[] = "#ifndef MT_SHUFFLE2\n"

@@ -144,6 +144,9 @@ static mt_expr *first_col(kvec_builder *b) {
     return mt_ir_add(b->k, mt_ir_mul(b->k, b->x0, KI(b, b->p->sw)), KI(b, -b->p->pw));
 }
 
+/* How far past first_col the tile's last tap reads, in input columns. */
+static int64_t tile_reach(const mt__rt_plan *p) { return (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw; }
+
 /* The start of input channel c's plane in this image. */
 static mt_expr *channel_plane(kvec_builder *b, mt_expr *c) {
     return mt_ir_add(b->k, b->in_img, mt_ir_mul(b->k, c, KI(b, (int64_t)b->p->h * b->p->w)));
@@ -234,7 +237,7 @@ static mt_stmt *prefetch_row(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     mt_expr *ahead = mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS));
     mt_expr *row = mt_ir_add(k, mt_ir_mul(k, input_row(b, r, y), KI(b, p->w)), first_col(b));
     mt_expr *start = mt_ir_add(k, channel_plane(b, ahead), row);
-    const int64_t last = (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw;
+    const int64_t last = tile_reach(p);
     mt_stmt_list list = {0};
     for (int64_t off = 0; off < last; off += KVEC_LINE_FLOATS) mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, off))));
     mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, last))));
@@ -278,7 +281,7 @@ static mt_stmt *reduction(kvec_builder *b) {
     b->x_tests = p->ix_lo || p->ix_hi;
     const int64_t tiles = (int64_t)p->xo * p->xt;
     if (!b->x_tests || tiles < 2) return reduction_loops(b);
-    const int64_t reach = (int64_t)(p->xr - 1) * p->sw + (int64_t)(p->s - 1) * p->dw;
+    const int64_t reach = tile_reach(p);
     int64_t edge[KVEC_MAX_EDGE_COPIES];
     int edges = 0;
     for (int64_t t = 0; t < tiles && edges >= 0; t++) {

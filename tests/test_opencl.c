@@ -638,6 +638,17 @@ static void test_build_ir(void **state) {
     mt_kernel_free(k);
 }
 
+/* The OpenCL source of template t's kernel for cfg (free it). */
+static char *kernel_text(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg) {
+    mt_kernel *k = NULL;
+    char err[256];
+    assert_int_equal(mt_template_build(t, wl, sp, cfg, &k, err, sizeof err), MT_OK);
+    char *text = NULL;
+    assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
+    mt_kernel_free(k);
+    return text;
+}
+
 /* kvec prefetches the input rows of later channels on planes past 2 KiB
  * (ir/tmpl_common.h, mt__prefetch_planes) and not on smaller ones, where the
  * CPU's own stride prefetcher reaches. */
@@ -661,14 +672,9 @@ static void test_template_prefetch(void **state) {
         mt_config cfg;
         assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
         assert_int_equal(mt_space_config_from_index(&sp, 0, &cfg), MT_OK);
-        mt_kernel *k = NULL;
-        char err[256];
-        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
-        char *text = NULL;
-        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
+        char *text = kernel_text(t, &wl, &sp, &cfg);
         if ((strstr(text, "__builtin_prefetch(") != NULL) != cases[i].want) fail_msg("%s: prefetch %s", cases[i].wl, cases[i].want ? "missing" : "unexpected");
         free(text);
-        mt_kernel_free(k);
         mt_space_free(&sp);
     }
 }
@@ -694,15 +700,11 @@ static void test_template_prefetch_lines(void **state) {
         mt_config cfg;
         char err[256];
         assert_int_equal(mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err), MT_OK);
-        mt_kernel *k = NULL;
-        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
-        char *text = NULL;
-        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
+        char *text = kernel_text(t, &wl, &sp, &cfg);
         int n = 0;
         for (const char *q = text; (q = strstr(q, "__builtin_prefetch(")) != NULL; q++) n++;
         if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].config, n, cases[i].want);
         free(text);
-        mt_kernel_free(k);
     }
     mt_space_free(&sp);
 }

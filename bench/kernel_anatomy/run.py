@@ -130,8 +130,9 @@ def variants(src, wl):
     out.append(("weights in cache", ww))
     both = weights_in_cache(i) if i else None
     out.append(("both in cache", both))
-    nopf = PREFETCH.sub("", both) if both and PREFETCH.search(both) else both
-    out.append(("both in cache, no prefetch", nopf if both and PREFETCH.search(both) else None))
+    prefetches = both is not None and PREFETCH.search(both) is not None
+    nopf = PREFETCH.sub("", both) if prefetches else both
+    out.append(("both in cache, no prefetch", nopf if prefetches else None))
     x10 = RED_LOOP.sub(lambda m: "for (long rep_x10 = 0; rep_x10 < 10; ++rep_x10) " + m.group(0), nopf) if nopf and RED_LOOP.search(nopf) else None
     out.append(("both in cache, no prefetch, reduction x10", x10))
     out.append(("interior only", INTERIOR.sub("if (1) {\n", src, count=1) if INTERIOR.search(src) else None))
@@ -183,7 +184,7 @@ def main():
             head, rows, peak_row = rows[0], rows[1:-1], rows[-1]
             peak = PEAK_FLOPS / (peak_row["cpu_ms_median"] * 1e6)
             case = dict(layer=layer, workload=wl_text, template=template, config=cfg, grid=grid, block=block, gflop=wl["flops"] / 1e9,
-                        peak_gflops=peak, peak_gflops_events=head["peak_gflops"], device=head["device"], left_out=missing, variants=[])
+                        peak_gflops=peak, device=head["device"], left_out=missing, variants=[])
             for name, row in zip(names, rows):
                 flops = wl["flops"] * (10 if name.endswith("x10") else 1)
                 gf = flops / (row["cpu_ms_median"] * 1e6) if row["cpu_ms_median"] > 0 else 0.0
@@ -208,8 +209,8 @@ def main():
                   f"{case['gflop']:.3f} GFLOP; FMA peak {case['peak_gflops']:.0f} GFLOP/s.\n")
         md.append("| variant | CPU ms | wall ms | GFLOP/s | of peak |\n|---|---|---|---|---|")
         for v in case["variants"]:
-            md.append(f"| {v['name']} | {v['cpu_ms']:.3f} | {v['wall_ms']:.3f} | {v['gflops']:.0f} | "
-                      f"{100 * v['of_peak']:.0f}% |" if v["of_peak"] is not None else f"| {v['name']} | {v['cpu_ms']:.3f} | {v['wall_ms']:.3f} | {v['gflops']:.0f} | |")
+            of_peak = f"{100 * v['of_peak']:.0f}%" if v["of_peak"] is not None else ""
+            md.append(f"| {v['name']} | {v['cpu_ms']:.3f} | {v['wall_ms']:.3f} | {v['gflops']:.0f} | {of_peak} |")
         if case["left_out"]:
             md.append(f"\nNot applicable to this kernel: {', '.join(case['left_out'])}.")
     text = "\n".join(md) + "\n"
