@@ -214,4 +214,28 @@ typedef struct mt__rt_launch {
 void mt__rt_launch_begin(mt_kernel *k, const mt__rt_plan *p, int64_t images, mt__rt_launch *l);
 mt_stmt *mt__rt_launch_end(mt_kernel *k, const mt__rt_launch *l, mt_stmt *body);
 
+/* Pixel blocks (images x p->yo x p->xo, row-major) per chunk for
+ * mt__rt_launch_begin_chunked: the largest divisor of their count that keeps
+ * a chunk at or under MT__RT_CHUNK_PIXELS output pixels and its input (the
+ * reduction's floats for each of its pixels) within MT__RT_CHUNK_INPUT_BYTES,
+ * about a core's L1 data cache. 1 (no chunking) when no divisor gives at least
+ * MT__RT_CHUNK_MIN_PIXELS, or when an image's output is at most
+ * MT__RT_CHUNK_MIN_OUTPUT_BYTES, about a core's L2: inside a network,
+ * chunking ran MobileNetV2's 16 -> 96 layer at 112x112 1.47x faster, left
+ * its 1x1 layers at 56x56 and 28x28 (outputs under 2 MiB) unchanged when
+ * they were excluded and 1.1-1.6x slower when they were not, and ResNet-50's
+ * 64 -> 256 layers at 56x56 with 448-pixel chunks (115 KiB of input) ran
+ * 1.05-1.3x slower (bench/net_ab/results/net_ab_gemm_chunks_*.md). */
+#define MT__RT_CHUNK_PIXELS 512
+#define MT__RT_CHUNK_MIN_PIXELS 256
+#define MT__RT_CHUNK_INPUT_BYTES (32 << 10)
+#define MT__RT_CHUNK_MIN_OUTPUT_BYTES (2 << 20)
+int64_t mt__rt_chunk_blocks(const mt__rt_plan *p, int64_t images);
+/* As mt__rt_launch_begin, but the work-groups run chunk by chunk: axis 0 =
+ * the pixel block within a chunk (`chunk` of them), axis 1 = channel blocks,
+ * axis 2 = chunks; bx and bz are derived from the pixel block (bk, bx, bz
+ * keep their meaning; group[] holds bq, bk, bc). With chunk == 1 it is
+ * mt__rt_launch_begin. */
+void mt__rt_launch_begin_chunked(mt_kernel *k, const mt__rt_plan *p, int64_t images, int64_t chunk, mt__rt_launch *l);
+
 #endif

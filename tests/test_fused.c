@@ -10,7 +10,9 @@
  * paths: vectors along a row (in chunks of 4, 2 and 1 columns) and lane by
  * lane where a tile overhangs the row, with channel and row overhang; others
  * its edge tiles (a reduction copy per edge tile, and the shared copy that
- * tests columns at run time when a row has more than four). */
+ * tests columns at run time when a row has more than four). Fixed gemm
+ * configs cover its chunked work-group order (a pixel block derived from its
+ * chunk and its place in it, across rows and images). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,6 +81,23 @@ static const struct {
      "thread_k=1,vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=4,unroll_rs=0,unroll_explicit=1"},
 };
 #define NKVEC_EDGE (int)(sizeof kvec_edge_cases / sizeof kvec_edge_cases[0])
+
+/* gemm's chunked work-group order (outputs above 2 MiB, short reductions):
+ * the pixel block of a work-group comes from its chunk and its place in it;
+ * `chunk` is the grid's axis 0 the case must get. */
+static const struct {
+    const char *workload, *config;
+    int64_t chunk;
+} gemm_chunk_cases[] = {
+    /* flattened 1x1: 288 blocks of 32 pixels in chunks of 16; 11 channel blocks, the last overhanging */
+    {"n=1,c=4,h=96,w=96,k=64,r=1,s=1",
+     "thread_k=1,reg_k=6,thread_y=1,reg_y=1,thread_x=1,reg_x=32,tile_red=4x1,vec=16,stage_local=0,auto_unroll_max_step=512,unroll_explicit=1", 16},
+    /* 3x3 over two images, 2x2x2 work-items: 360 blocks (5 per row, the last
+     * overhanging) in chunks of 12 that cross rows */
+    {"n=2,c=2,h=72,w=72,k=112,r=3,s=3,pad=1",
+     "thread_k=2,reg_k=4,thread_y=2,reg_y=1,thread_x=2,reg_x=8,tile_red=2x1,vec=8,stage_local=0,auto_unroll_max_step=0,unroll_explicit=0", 12},
+};
+#define NGEMM_CHUNK (int)(sizeof gemm_chunk_cases / sizeof gemm_chunk_cases[0])
 
 static const mt_conv_epilogue variants[] = {
     {.bias = 1, .residual = MT_RESIDUAL_BUFFER, .act = MT_EPILOGUE_RELU},
@@ -167,13 +186,36 @@ static void test_epilogue_arguments(void **state) {
     mt_space_free(&sp);
 }
 
+/* The chunk cases get the grid they are meant to test. */
+static void test_gemm_chunk_grid(void **state) {
+    (void)state;
+    const mt_template *t = mt_template_find("gemm");
+    for (int i = 0; i < NGEMM_CHUNK; i++) {
+        char err[512];
+        mt_workload wl;
+        assert_int_equal(mt_workload_parse(gemm_chunk_cases[i].workload, &wl, err, sizeof err), MT_OK);
+        mt_space sp;
+        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+        mt_config cfg;
+        assert_int_equal(mt_config_parse(&sp, gemm_chunk_cases[i].config, &cfg, err, sizeof err), MT_OK);
+        mt_kernel *k = NULL;
+        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
+        mt_kernel_resources res;
+        assert_int_equal(mt_kernel_analyze(k, &res, err, sizeof err), MT_OK);
+        assert_int_equal(res.grid[0], gemm_chunk_cases[i].chunk);
+        mt_kernel_free(k);
+        mt_space_free(&sp);
+    }
+}
+
 int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE];
-    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + 1];
+    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK];
+    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK + 2];
     int n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_epilogue_arguments);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_gemm_chunk_grid);
     int nc = 0;
     for (int w = 0; w < MT_TEST_NCONV_WORKLOADS; w++) {
         mt_workload wl;
@@ -197,6 +239,13 @@ int main(void) {
         cases[nc] = (fused_case){.workload = kvec_edge_cases[i].workload, .t = mt_template_find("kvec"), .first_variant = i % NVARIANTS,
                                  .config = kvec_edge_cases[i].config};
         snprintf(cases[nc].name, sizeof cases[nc].name, "kvec edges %s %s", kvec_edge_cases[i].workload, kvec_edge_cases[i].config);
+        tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
+        nc++;
+    }
+    for (int i = 0; i < NGEMM_CHUNK; i++) {
+        cases[nc] = (fused_case){.workload = gemm_chunk_cases[i].workload, .t = mt_template_find("gemm"), .first_variant = i % NVARIANTS,
+                                 .config = gemm_chunk_cases[i].config};
+        snprintf(cases[nc].name, sizeof cases[nc].name, "gemm chunks %s %s", gemm_chunk_cases[i].workload, gemm_chunk_cases[i].config);
         tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
         nc++;
     }
