@@ -182,6 +182,19 @@ static void print_expr(printer *p, const mt_expr *e) {
             mt__sb_append(sb, ")");
             return;
         }
+        if (e->a->kind == MT_EXPR_RAMP && e->a->stride == 2 && e->type == MT_TYPE_FLOAT && e->buf->scope != MT_SCOPE_PRIVATE &&
+            (e->lanes == 2 || e->lanes == 4 || e->lanes == 8 || e->lanes == 16)) {
+            /* Every other float (stride-2 convolutions): the even lanes of
+             * the first n floats and the odd lanes of the n from n-1 on, two
+             * vector loads and one shuffle instead of n scalar loads; they
+             * read exactly the floats from the first lane's to the last's. */
+            mt__sb_printf(sb, "((float%d)(vload%d(0, ", e->lanes, e->lanes);
+            print_address(p, e->buf, e->a);
+            mt__sb_printf(sb, ").even, vload%d(0, ", e->lanes);
+            print_address(p, e->buf, e->a);
+            mt__sb_printf(sb, " + %d).odd))", e->lanes - 1);
+            return;
+        }
         break; /* gather: per lane */
     case MT_EXPR_RAMP:
     case MT_EXPR_BROADCAST:

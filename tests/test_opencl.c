@@ -638,6 +638,60 @@ static void test_build_ir(void **state) {
     mt_kernel_free(k);
 }
 
+/* Vector loads of every other float (stride-2 convolutions) print as two
+ * contiguous vector loads and a shuffle (.even of the first, .odd of the
+ * second) and load the right floats for every vector width; the input is
+ * exactly as long as the last vector needs. */
+static void test_strided_vector_loads(void **state) {
+    (void)state;
+    REQUIRE_OPENCL();
+    enum { N = 64 };
+    mt_device *dev = open_dev(NULL, 0);
+    float h[2 * N - 1], r[N];
+    for (int i = 0; i < 2 * N - 1; i++) h[i] = (float)(i * 3 - 50);
+    mt_dbuf *bi, *bo;
+    assert_int_equal(mt_dbuf_alloc(dev, sizeof h, &bi), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(dev, sizeof r, &bo), MT_OK);
+    assert_int_equal(mt_dbuf_write(dev, bi, 0, h, sizeof h), MT_OK);
+    static const int widths[] = {2, 4, 8, 16};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        const int lanes = widths[w];
+        mt_kernel *k = mt_kernel_new("even");
+        assert_non_null(k);
+        mt_buffer *in = mt_ir_param(k, "in", 2 * N - 1, 1);
+        mt_buffer *out = mt_ir_param(k, "out", N, 0);
+        mt_var *bx = mt_ir_var(k, "bx", MT_TYPE_INT);
+        mt_expr *first = mt_ir_mul(k, mt_ir_v(k, bx), mt_ir_int(k, lanes));
+        mt_expr *v = mt_ir_load(k, in, mt_ir_ramp(k, mt_ir_mul(k, first, mt_ir_int(k, 2)), 2, lanes));
+        k->body = mt_ir_for(k, bx, N / lanes, MT_LOOP_BLOCK, 0, mt_ir_store_vec(k, out, first, v));
+        assert_non_null(k->body);
+        char *text = NULL, perr[256];
+        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, perr, sizeof perr), MT_OK);
+        if (!strstr(text, ").even, vload") || !strstr(text, ").odd)")) fail_msg("%d lanes: not two vector loads:\n%s", lanes, text);
+        free(text);
+        mt_program *p = NULL;
+        char log[4096];
+        mt_status s = mt_program_build(dev, k, &p, log, sizeof log);
+        if (s != MT_OK) print_error("build: %s\n", log);
+        assert_int_equal(s, MT_OK);
+        mt_dbuf *args[2] = {bi, bo};
+        const int64_t grid[3] = {N / lanes, 1, 1}, block[3] = {1, 1, 1};
+        double t[1];
+        char err[256];
+        s = mt_program_run(dev, p, args, 2, grid, block, 0, 1, t, err, sizeof err);
+        if (s != MT_OK) print_error("run: %s\n", err);
+        assert_int_equal(s, MT_OK);
+        assert_int_equal(mt_dbuf_read(dev, bo, 0, r, sizeof r), MT_OK);
+        for (int i = 0; i < N; i++)
+            if (r[i] != h[2 * i]) fail_msg("%d lanes: out[%d] = %g, want in[%d] = %g", lanes, i, r[i], 2 * i, h[2 * i]);
+        mt_program_free(p);
+        mt_kernel_free(k);
+    }
+    mt_dbuf_free(bi);
+    mt_dbuf_free(bo);
+    mt_device_close(dev);
+}
+
 /* The OpenCL source of template t's kernel for cfg (free it). */
 static char *kernel_text(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg) {
     mt_kernel *k = NULL;
@@ -736,7 +790,7 @@ int main(void) {
         cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_open_specs),
         cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
-        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir),     cmocka_unit_test(test_template_prefetch),
+        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch),
         cmocka_unit_test(test_template_prefetch_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
