@@ -160,9 +160,11 @@ mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int 
  * fastest of each): 9-11% faster alone with prefetches 4-16 channels
  * ahead (8 taken), none on 14x14 planes; inside ResNet-50 those layers
  * 3-12% and the 7x7 stem 18%
- * (bench/net_ab/results/net_ab_prefetch_resnet50.md). gemm, whose pixel
- * vectors read two whole cache lines per channel, ran 2-3% slower with them
- * and has none. mt__prefetch_planes says whether planes of h x w take it. */
+ * (bench/net_ab/results/net_ab_prefetch_resnet50.md). gemm prefetches on
+ * flattened 1x1 layers (ir/tmpl_gemm.c, gemm_prefetches): timed alone on
+ * ResNet-50's they first seemed 2-3% slower, but inside the network they
+ * ran 1.02-1.15x faster. mt__prefetch_planes says whether planes of h x w
+ * take it. */
 #define MT__PREFETCH_CHANNELS 8
 int mt__prefetch_planes(int h, int w);
 

@@ -110,6 +110,9 @@
 #define GEMM_MAX_RED_UNROLL 16
 
 
+/* Floats per CPU cache line (64 bytes), for the input prefetches. */
+#define GEMM_LINE_FLOATS 16
+
 static int gemm_accepts(const mt_workload *wl) {
     return wl && wl->groups >= 1 && wl->c % wl->groups == 0 && wl->k % wl->groups == 0;
 }
@@ -250,6 +253,40 @@ static mt_stmt *load_inputs(gemm_builder *b, mt_buffer *xin, mt_expr *c, mt_expr
     return mt_stmt_list_seq(k, &list);
 }
 
+/* Whether a flattened 1x1 kernel prefetches its input MT__PREFETCH_CHANNELS
+ * channels ahead (planes past 2 KiB, see mt__prefetch_planes). Each channel's
+ * pixels are a run of reg_x floats, but successive channels lie a plane
+ * apart, beyond the stride prefetcher's reach, and the first work-group to
+ * read a pixel block waited for each channel's lines. Inside the networks at
+ * default configs (bench/net_ab/results/net_ab_gemm_prefetch_*.md):
+ * MobileNetV2's 96 -> 24 and 144 -> 24 layers at 56x56 1.12x and 1.21x
+ * while its unchanged layers drifted 0.91-0.94x, ResNet-50's 1x1 gemm layers
+ * 1.02-1.15x (median 1.09) while the rest held at 0.99-1.00x. In a first
+ * run (not kept) MobileNetV2's 16 -> 96 layer at 112x112 ran 0.92x with
+ * them: chunked (mt__rt_chunk_blocks), its input is already in L1, and
+ * chunked kernels take none. */
+static int gemm_prefetches(const mt__rt_plan *p) {
+    return p->flat && mt__prefetch_planes(p->h, p->w) && p->cg > MT__PREFETCH_CHANNELS &&
+           mt__rt_chunk_blocks(p, (int64_t)p->n * p->groups) == 1;
+}
+
+/* The prefetch of every cache line of the work-item's pixels in channel
+ * c + MT__PREFETCH_CHANNELS (flattened: one run of reg_x floats); past the
+ * last channel it prefetches past the plane, which never faults. */
+static mt_stmt *prefetch_input(gemm_builder *b, mt_expr *c) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    mt_expr *ahead = mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS));
+    mt_expr *start = mt_ir_add(k, b->tap_in, mt_ir_mul(k, ahead, KI(b, (int64_t)p->h * p->w)));
+    mt_stmt_list list = {0};
+    for (int64_t off = 0; off < p->xr; off += GEMM_LINE_FLOATS) mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, off))));
+    /* The run's last line, unless runs start lines (buffers are line-aligned) */
+    const int runs_aligned = p->xr % GEMM_LINE_FLOATS == 0 && (int64_t)p->h * p->w % GEMM_LINE_FLOATS == 0;
+    if ((p->xr - 1) % GEMM_LINE_FLOATS != 0 && !runs_aligned)
+        mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, p->xr - 1))));
+    return mt_stmt_list_seq(k, &list);
+}
+
 /* One reduction step: input and weight registers for (c, r, s), then the outer product. */
 static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr *r, mt_expr *s, enum load_mode mode) {
     const mt__rt_plan *p = b->p;
@@ -259,6 +296,7 @@ static mt_stmt *reduction_step(gemm_builder *b, mt_expr *c, mt_expr *ci, mt_expr
     mt_buffer *xin = mt_ir_buffer(k, "xin", MT_SCOPE_PRIVATE, (int64_t)p->yr * p->xr);
     mt_buffer *wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, p->kr);
     mt_stmt_list list = {0};
+    if (mode != LOAD_LOCAL && gemm_prefetches(p)) mt_stmt_list_push(k, &list, prefetch_input(b, c));
     mt_stmt_list_push(k, &list, load_inputs(b, xin, c, ci, r, s, mode));
     mt_expr *tap = b->wl ? mt_ir_add(k, mt_ir_mul(k, r, KI(b, p->s)), s) : NULL;
     for (int i = 0; i < p->kr; i++) {

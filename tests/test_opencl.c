@@ -733,6 +733,44 @@ static void test_template_prefetch(void **state) {
     }
 }
 
+/* gemm prefetches on flattened 1x1 layers with planes past 2 KiB and more
+ * channels than it looks ahead, unless chunked: one prefetch per cache line
+ * of a 32-pixel run (two: runs start lines), and none on 3x3 layers or small
+ * planes. */
+static void test_gemm_prefetch(void **state) {
+    (void)state;
+    static const struct {
+        const char *wl, *tile_red;
+        int want;
+    } cases[] = {
+        {"n=1,c=144,h=56,w=56,k=24,r=1,s=1", "144x1", 2},
+        {"n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", "64x1", 0},
+        {"n=1,c=144,h=14,w=14,k=24,r=1,s=1", "144x1", 0},
+        {"n=1,c=8,h=56,w=56,k=24,r=1,s=1", "8x1", 0}, /* nothing 8 channels ahead */
+        {"n=1,c=16,h=112,w=112,k=96,r=1,s=1", "16x1", 0}, /* chunked: its input stays in L1 */
+    };
+    const mt_template *t = mt_template_find("gemm");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_workload wl;
+        assert_int_equal(mt_workload_parse(cases[i].wl, &wl, NULL, 0), MT_OK);
+        mt_space sp;
+        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+        mt_config cfg;
+        char err[512];
+        char text_cfg[256];
+        snprintf(text_cfg, sizeof text_cfg,
+                 "thread_k=1,reg_k=6,thread_y=1,reg_y=1,thread_x=1,reg_x=32,tile_red=%s,vec=16,stage_local=0,auto_unroll_max_step=0,unroll_explicit=1",
+                 cases[i].tile_red);
+        if (mt_config_parse(&sp, text_cfg, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].wl, err);
+        char *text = kernel_text(t, &wl, &sp, &cfg);
+        int n = 0;
+        for (const char *q = text; (q = strstr(q, "__builtin_prefetch(")) != NULL; q++) n++;
+        if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].wl, n, cases[i].want);
+        free(text);
+        mt_space_free(&sp);
+    }
+}
+
 /* The prefetch of a tile's row segment touches every cache line the
  * segment can span: its first float, every 16 on and its last (14 floats
  * span two lines unless they start a line). */
@@ -790,7 +828,7 @@ int main(void) {
         cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_open_specs),
         cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
-        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch),
+        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch), cmocka_unit_test(test_gemm_prefetch),
         cmocka_unit_test(test_template_prefetch_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
