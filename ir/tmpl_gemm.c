@@ -50,17 +50,20 @@
  * min(k0, kg - reg_k) + i and stores those >= k0. (Clamping each row instead
  * made LLVM vectorize the address arithmetic of the reduction loop.)
  *
- * Launch: the pixel blocks (image, group, row block, column block) are cut
- * into chunks of up to MT__RT_CHUNK_PIXELS output pixels; grid axis 0 = the
- * block within its chunk, axis 1 = channel blocks, axis 2 = chunks. PoCL runs
- * work-groups in that order, so a chunk's input stays in cache while every
- * channel block passes over it, and each channel block writes its rows of
- * the chunk as runs of about 2 KiB. The earlier order (channel blocks
- * fastest, one pixel block at a time) kept only one block's input hot but
- * wrote each work-group's 6x32 tile as 128-byte pieces of 6 planes, all k
- * planes in turn: with output lines not in cache (as in a network, unlike a
- * kernel timed alone) MobileNetV2's 16 -> 96 layer at 112x112 took 1.1 ms
- * instead of 0.47 (process CPU time, caches flushed between runs).
+ * Launch: grid axis 0 = channel blocks, axis 1 = column blocks, axis 2 =
+ * (image, group, row block); work-items alike. Channel blocks vary fastest so
+ * that on PoCL consecutive work-groups reuse one input tile from cache. But
+ * that writes each work-group's 6x32 tile as 128-byte pieces of 6 planes, all
+ * k planes in turn, and with output lines not in cache (as in a network,
+ * unlike a kernel timed alone) MobileNetV2's 16 -> 96 layer at 112x112 took
+ * 1.11 ms against 0.47 with the pixel blocks first (process CPU time, the
+ * caches flushed between runs; in another run 0.58 against 0.40-0.41 with
+ * chunks of 448 pixels or more).
+ * So where an image's output passes L2 and the input of a few hundred pixels
+ * fits L1 (mt__rt_chunk_blocks), the pixel blocks are cut into chunks: axis
+ * 0 = the block within its chunk, axis 1 = channel blocks, axis 2 = chunks;
+ * every channel block passes over one chunk while its input stays in L1,
+ * writing runs of about 2 KiB per plane.
  *
  * Knobs, in order (work-group counts are derived: ceil(extent / (threads*reg))):
  *   thread_k {1,2,4,8,16}       work-items per work-group along channels
@@ -522,8 +525,8 @@ static mt_status gemm_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
         b->il = mt_ir_buffer(k, "il", MT_SCOPE_LOCAL, (int64_t)p->rci * b->pch * b->pcw);
     }
 
-    /* Launch: chunks of pixel blocks (see the header comment); work-items
-     * along channels, columns and rows. */
+    /* Launch: channel blocks fastest, or chunks of pixel blocks (see the
+     * header comment); work-items along channels, columns and rows. */
     mt__rt_launch ln;
     const int64_t images = (int64_t)p->n * p->groups;
     mt__rt_launch_begin_chunked(k, p, images, mt__rt_chunk_blocks(p, images), &ln);
