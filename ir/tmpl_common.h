@@ -168,6 +168,14 @@ mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int 
 #define MT__PREFETCH_CHANNELS 8
 int mt__prefetch_planes(int h, int w);
 
+/* Floats per CPU cache line (64 bytes). */
+#define MT__LINE_FLOATS 16
+/* Prefetches of buf at every cache line the floats start .. start + last
+ * can touch: the first, every MT__LINE_FLOATS on and the last, which is left
+ * out when `aligned` (the run starts a line, so the last float's line is
+ * already in). A sequence; NULL when out of memory. */
+mt_stmt *mt__prefetch_run(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned);
+
 /* Stores of 0 into buf[0..n), vec lanes at a time (vec divides n). */
 mt_stmt *mt__zero_fill(mt_kernel *k, mt_buffer *buf, int64_t n, int vec);
 

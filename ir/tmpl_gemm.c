@@ -113,9 +113,6 @@
 #define GEMM_MAX_RED_UNROLL 16
 
 
-/* Floats per CPU cache line (64 bytes), for the input prefetches. */
-#define GEMM_LINE_FLOATS 16
-
 static int gemm_accepts(const mt_workload *wl) {
     return wl && wl->groups >= 1 && wl->c % wl->groups == 0 && wl->k % wl->groups == 0;
 }
@@ -281,13 +278,9 @@ static mt_stmt *prefetch_input(gemm_builder *b, mt_expr *c) {
     mt_kernel *k = b->k;
     mt_expr *ahead = mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS));
     mt_expr *start = mt_ir_add(k, b->tap_in, mt_ir_mul(k, ahead, KI(b, (int64_t)p->h * p->w)));
-    mt_stmt_list list = {0};
-    for (int64_t off = 0; off < p->xr; off += GEMM_LINE_FLOATS) mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, off))));
-    /* The run's last line, unless runs start lines (buffers are line-aligned) */
-    const int runs_aligned = p->xr % GEMM_LINE_FLOATS == 0 && (int64_t)p->h * p->w % GEMM_LINE_FLOATS == 0;
-    if ((p->xr - 1) % GEMM_LINE_FLOATS != 0 && !runs_aligned)
-        mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, p->xr - 1))));
-    return mt_stmt_list_seq(k, &list);
+    /* Runs start lines when every run's offset is a multiple of a line (buffers are line-aligned). */
+    const int runs_aligned = p->xr % MT__LINE_FLOATS == 0 && (int64_t)p->h * p->w % MT__LINE_FLOATS == 0;
+    return mt__prefetch_run(k, b->io.in, start, p->xr - 1, runs_aligned);
 }
 
 /* One reduction step: input and weight registers for (c, r, s), then the outer product. */

@@ -215,9 +215,6 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
 
-/* Floats per cache line, for the prefetches of a row segment. */
-#define KVEC_LINE_FLOATS 16
-
 /* The input row segment that kernel row r reads for tile row y in channel
  * c + MT__PREFETCH_CHANNELS, prefetched (see mt__prefetch_planes): one
  * prefetch per cache line it can touch, at its first float, every 16 floats
@@ -237,11 +234,7 @@ static mt_stmt *prefetch_row(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     mt_expr *ahead = mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS));
     mt_expr *row = mt_ir_add(k, mt_ir_mul(k, input_row(b, r, y), KI(b, p->w)), first_col(b));
     mt_expr *start = mt_ir_add(k, channel_plane(b, ahead), row);
-    const int64_t last = tile_reach(p);
-    mt_stmt_list list = {0};
-    for (int64_t off = 0; off < last; off += KVEC_LINE_FLOATS) mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, off))));
-    mt_stmt_list_push(k, &list, mt_ir_prefetch(k, b->io.in, mt_ir_add(k, start, KI(b, last))));
-    return mt_stmt_list_seq(k, &list);
+    return mt__prefetch_run(k, b->io.in, start, tile_reach(p), 0);
 }
 
 static mt_stmt *reduction_loops(kvec_builder *b) {
