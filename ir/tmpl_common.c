@@ -672,6 +672,7 @@ mt_status mt__rt_finish(mt_kernel *k, mt_stmt *body, const mt__rt_plan *p, int64
 }
 
 void mt__rt_launch_begin(mt_kernel *k, const mt__rt_plan *p, int64_t images, mt__rt_launch *l) {
+    l->guard = NULL;
     l->bk = mt__loop_begin(k, &l->group[0], "bk", p->ko, MT_LOOP_BLOCK);
     l->bx = mt__loop_begin(k, &l->group[1], "bx", p->xo, MT_LOOP_BLOCK);
     l->bz = mt__loop_begin(k, &l->group[2], "bz", images * p->yo, MT_LOOP_BLOCK);
@@ -686,22 +687,28 @@ int64_t mt__rt_chunk_blocks(const mt__rt_plan *p, int64_t images) {
     const int64_t block_pixels = (int64_t)p->yt * p->yr * p->xt * p->xr;
     const int64_t pixel_bytes = (int64_t)p->cg * p->r * p->s * 4;
     if ((int64_t)p->k * p->oh * p->ow * 4 <= MT__RT_CHUNK_MIN_OUTPUT_BYTES) return 1;
-    int64_t best = 1;
+    int64_t divisor = 1, any = 1;
     for (int64_t q = 2; q <= blocks && q * block_pixels <= MT__RT_CHUNK_PIXELS &&
-                        q * block_pixels * pixel_bytes <= MT__RT_CHUNK_INPUT_BYTES; q++)
-        if (blocks % q == 0) best = q;
-    return best * block_pixels >= MT__RT_CHUNK_MIN_PIXELS ? best : 1;
+                        q * block_pixels * pixel_bytes <= MT__RT_CHUNK_INPUT_BYTES; q++) {
+        if (blocks % q == 0) divisor = q;
+        any = q;
+    }
+    if (divisor * block_pixels >= MT__RT_CHUNK_MIN_PIXELS) return divisor;
+    /* A last chunk that is only partly there needs a test around the body,
+     * which a kernel with barriers (local staging) must not have. */
+    return !p->stage && any * block_pixels >= MT__RT_CHUNK_MIN_PIXELS ? any : 1;
 }
 
 void mt__rt_launch_begin_chunked(mt_kernel *k, const mt__rt_plan *p, int64_t images, int64_t chunk, mt__rt_launch *l) {
     const int64_t blocks = images * p->yo * p->xo;
-    if (chunk <= 1 || blocks % chunk != 0) {
+    if (chunk <= 1) {
         mt__rt_launch_begin(k, p, images, l);
         return;
     }
+    l->guard = NULL;
     mt_expr *bq = mt__loop_begin(k, &l->group[0], "bq", chunk, MT_LOOP_BLOCK);
     l->bk = mt__loop_begin(k, &l->group[1], "bk", p->ko, MT_LOOP_BLOCK);
-    mt_expr *bc = mt__loop_begin(k, &l->group[2], "bc", blocks / chunk, MT_LOOP_BLOCK);
+    mt_expr *bc = mt__loop_begin(k, &l->group[2], "bc", (blocks + chunk - 1) / chunk, MT_LOOP_BLOCK);
     l->tk = mt__loop_begin(k, &l->item[0], "tk", p->kt, MT_LOOP_THREAD);
     l->tx = mt__loop_begin(k, &l->item[1], "tx", p->xt, MT_LOOP_THREAD);
     l->ty = mt__loop_begin(k, &l->item[2], "ty", p->yt, MT_LOOP_THREAD);
@@ -709,9 +716,12 @@ void mt__rt_launch_begin_chunked(mt_kernel *k, const mt__rt_plan *p, int64_t ima
     mt_expr *block = mt_ir_add(k, mt_ir_mul(k, bc, mt_ir_int(k, chunk)), bq);
     l->bx = p->xo > 1 ? mt_ir_mod(k, block, mt_ir_int(k, p->xo)) : mt_ir_int(k, 0);
     l->bz = p->xo > 1 ? mt_ir_div(k, block, mt_ir_int(k, p->xo)) : block;
+    /* The work-groups of the last chunk past the last block do nothing. */
+    if (blocks % chunk) l->guard = mt_ir_lt(k, block, mt_ir_int(k, blocks));
 }
 
 mt_stmt *mt__rt_launch_end(mt_kernel *k, const mt__rt_launch *l, mt_stmt *body) {
+    if (l->guard) body = mt_ir_if(k, l->guard, body, NULL);
     for (int i = 2; i >= 0; i--) body = mt__loop_end(k, &l->item[i], body);
     for (int i = 2; i >= 0; i--) body = mt__loop_end(k, &l->group[i], body);
     return body;

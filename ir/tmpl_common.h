@@ -220,6 +220,7 @@ mt_stmt *mt__loop_end(mt_kernel *k, const mt__opt_loop *l, mt_stmt *body);
 typedef struct mt__rt_launch {
     mt__opt_loop group[3], item[3]; /* bk, bx, bz; tk, tx, ty */
     mt_expr *bk, *bx, *bz, *tk, *tx, *ty;
+    mt_expr *guard; /* NULL, or whether the work-group has work (a partial last chunk) */
 } mt__rt_launch;
 void mt__rt_launch_begin(mt_kernel *k, const mt__rt_plan *p, int64_t images, mt__rt_launch *l);
 mt_stmt *mt__rt_launch_end(mt_kernel *k, const mt__rt_launch *l, mt_stmt *body);
@@ -228,8 +229,12 @@ mt_stmt *mt__rt_launch_end(mt_kernel *k, const mt__rt_launch *l, mt_stmt *body);
  * mt__rt_launch_begin_chunked: the largest divisor of their count that keeps
  * a chunk at or under MT__RT_CHUNK_PIXELS output pixels and its input (the
  * reduction's floats for each of its pixels) within MT__RT_CHUNK_INPUT_BYTES,
- * about a core's L1 data cache. 1 (no chunking) when no divisor gives at least
- * MT__RT_CHUNK_MIN_PIXELS, or when an image's output is at most
+ * about a core's L1 data cache. Where no divisor gives at least
+ * MT__RT_CHUNK_MIN_PIXELS, the largest such chunk with a partial last one
+ * (pixel blocks of 48, 262 of them at 112x112, have no divisor in range),
+ * unless the kernel stages through local memory (p->stage: its barriers
+ * must not sit under the test that skips the missing blocks); 1 (no
+ * chunking) when that is still short of MT__RT_CHUNK_MIN_PIXELS, or when an image's output is at most
  * MT__RT_CHUNK_MIN_OUTPUT_BYTES, about a core's L2: inside a network,
  * chunking ran MobileNetV2's 16 -> 96 layer at 112x112 1.47x faster, left
  * its 1x1 layers at 56x56 and 28x28 (outputs under 2 MiB) unchanged when
@@ -244,8 +249,9 @@ int64_t mt__rt_chunk_blocks(const mt__rt_plan *p, int64_t images);
 /* As mt__rt_launch_begin, but the work-groups run chunk by chunk: axis 0 =
  * the pixel block within a chunk (`chunk` of them), axis 1 = channel blocks,
  * axis 2 = chunks; bx and bz are derived from the pixel block (bk, bx, bz
- * keep their meaning; group[] holds bq, bk, bc). With chunk == 1 it is
- * mt__rt_launch_begin. */
+ * keep their meaning; group[] holds bq, bk, bc). When chunk does not divide
+ * the blocks, the last chunk's work-groups past the last block skip the
+ * body (l->guard). With chunk == 1 it is mt__rt_launch_begin. */
 void mt__rt_launch_begin_chunked(mt_kernel *k, const mt__rt_plan *p, int64_t images, int64_t chunk, mt__rt_launch *l);
 
 #endif

@@ -71,7 +71,7 @@
  *   thread_y {1,2}              work-items per work-group along output rows
  *   reg_y    {1,2,3,4}          output rows per work-item
  *   thread_x {1,2,4,8,16}       work-items per work-group along columns
- *   reg_x    {1,4,8,16,24,32}   columns (pixels) per work-item
+ *   reg_x    {1,4,8,16,24,32,48,64} columns (pixels) per work-item
  *   tile_red split of c/groups in 2 (FACTOR): outer (a serial loop), inner
  *            (unrolled when <= 16, else left to auto-unroll; the chunk
  *            staged at once with stage_local)
@@ -84,8 +84,9 @@
  * Options larger than the workload can use are left out of the space (e.g.
  * only 1 for the y knobs when flattened). The register tiles are enums rather
  * than power-of-two splits because the best CPU tiles hold 12 float8
- * accumulators (6x16, 4x24, 12x8; AVX2 has 16 vector registers), which needs
- * factors of 3. A config is invalid when vec does not divide reg_x, when
+ * accumulators (6x16, 4x24, 12x8; AVX2 has 16 vector registers) or 24
+ * float16 ones (8x48, 12x32, 6x64; AVX-512 has 32), which needs factors of
+ * 3. A config is invalid when vec does not divide reg_x, when
  * the work-item's private floats (accumulators + input and weight registers)
  * exceed MT__GEMM_MAX_PRIVATE_FLOATS, or when the kernel would have more than
  * MT__GEMM_MAX_UNROLLED_STMTS statements once unrolled (PoCL compile time
@@ -104,7 +105,10 @@
 #include "tmpl_common.h"
 #include "fail.h"
 
-#define MT__GEMM_MAX_PRIVATE_FLOATS 256
+/* Room for 24 float16 accumulators (8 x 48 pixels) with their input and
+ * weight registers; a tile past a device's registers spills (AVX2's 16 hold
+ * 12 float8 accumulators), which the tuner measures as slow. */
+#define MT__GEMM_MAX_PRIVATE_FLOATS 512
 /* Largest kernel, in statements once unrolled loops are expanded: PoCL took
  * from 1 to 11 minutes to compile random configs of ~2000-5000 statements
  * (good configs have a few hundred), so bigger ones are rejected. */
@@ -147,7 +151,7 @@ static mt_status gemm_space(const mt_workload *wl, mt_space *out) {
         {"thread_y", MT__OPTIONS(1, 2), p.oh},
         {"reg_y", MT__OPTIONS(1, 2, 3, 4), p.oh},
         {"thread_x", MT__OPTIONS(1, 2, 4, 8, 16), p.ow},
-        {"reg_x", MT__OPTIONS(1, 4, 8, 16, 24, 32), pow2_at_least(p.ow)},
+        {"reg_x", MT__OPTIONS(1, 4, 8, 16, 24, 32, 48, 64), pow2_at_least(p.ow)},
     };
     const mt__enum_knob rest[] = {
         {"vec", MT__OPTIONS(1, 4, 8, 16), pow2_at_least(p.ow)},

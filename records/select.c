@@ -119,13 +119,20 @@ typedef struct cpu_pref {
 } cpu_pref;
 
 static const cpu_pref cpu_prefs[] = {
-    /* gemm: 6 channels x 32 pixels in vectors as wide as the device's
-     * registers (12 AVX-512 accumulators, 8 loads per 12 FMAs; with 8-lane
+    /* gemm: 8 channels x 48 pixels in vectors as wide as the device's
+     * registers (24 AVX-512 accumulators, 11 loads per 24 FMAs; with 8-lane
      * vectors 4 x 24, see cpu_pref_for_device); 4 x 24 in 8-lane vectors
      * on AVX-512 ran the 64 -> 256 1x1 layer of ResNet-50 at 56x56 in
-     * 1.00-1.04 ms against 0.33-0.61 ms, four runs of each in turns. */
-    {"gemm", "thread_k", {1}}, {"gemm", "reg_k", {6}}, {"gemm", "thread_y", {1}}, {"gemm", "reg_y", {1}},
-    {"gemm", "thread_x", {1}}, {"gemm", "reg_x", {32}}, {"gemm", "tile_red", {0, 1}}, {"gemm", "vec", {8}},
+     * 1.00-1.04 ms against 0.33-0.61 ms, four runs of each in turns. Against
+     * the 6 x 32 tile (12 accumulators) kept before, inside the networks at
+     * default configs (net_ab, 5 rounds, 2026-12-03): ResNet-50's nine gemm
+     * layers 7.09 -> 6.72 ms of device time (1.06x; seven of them 1.04-1.13x,
+     * 64 -> 64 at 56x56 0.90x) while its other convolutions drifted 0.94x;
+     * MobileNetV2's 1.83 -> 1.66 ms (1.10x; 24 -> 144 at 56x56 0.90-0.95x)
+     * while its others drifted 1.09x
+     * (bench/net_ab/results/net_ab_gemm_tiles_{resnet50,mobilenet_v2}.md). */
+    {"gemm", "thread_k", {1}}, {"gemm", "reg_k", {8}}, {"gemm", "thread_y", {1}}, {"gemm", "reg_y", {1}},
+    {"gemm", "thread_x", {1}}, {"gemm", "reg_x", {48}}, {"gemm", "tile_red", {0, 1}}, {"gemm", "vec", {8}},
     {"gemm", "stage_local", {0}}, {"gemm", "auto_unroll_max_step", {512}}, {"gemm", "unroll_explicit", {1}},
     {"direct", "tile_f", {0, 1, 1, 8}}, {"direct", "tile_y", {0, 1, 0, 1}}, {"direct", "tile_x", {0, 1, 1, 8}},
     {"direct", "tile_rc", {0, 1}}, {"direct", "auto_unroll_max_step", {512}}, {"direct", "unroll_explicit", {0}},
@@ -360,8 +367,9 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   weights are 4x the direct ones and come from memory there (9.4 MB at
  *   256 channels, 38 MB at 512). With fewer than 16 channels the input
  *   transform outweighs the products;
- * - gemm (6 channels x 32 pixels) on unpadded 1x1 stride-1 layers with at
- *   most 160 input channels and 28x28 outputs or more: 1.0-7.3x faster than
+ * - gemm (8 channels x 48 pixels; 6 x 32 when this was measured) on
+ *   unpadded 1x1 stride-1 layers with at most 160 input channels and 28x28
+ *   outputs or more: 1.0-7.3x faster than
  *   kvec (ResNet-50's 64 -> 64 at 56x56: 0.85x in one run, 1.36x in the
  *   other), whose per-work-item store transposition weighs most on short
  *   reductions; on 14x14 and smaller, or with long reductions, kvec wins;

@@ -84,7 +84,8 @@ static const struct {
 
 /* gemm's chunked work-group order (outputs above 2 MiB, short reductions):
  * the pixel block of a work-group comes from its chunk and its place in it;
- * `chunk` is the grid's axis 0 the case must get. */
+ * `chunk` is the grid's axis 0 the case must get (the channel blocks where
+ * the case is not chunked). */
 static const struct {
     const char *workload, *config;
     int64_t chunk;
@@ -96,6 +97,15 @@ static const struct {
      * overhanging) in chunks of 12 that cross rows */
     {"n=2,c=2,h=72,w=72,k=112,r=3,s=3,pad=1",
      "thread_k=2,reg_k=4,thread_y=2,reg_y=1,thread_x=2,reg_x=8,tile_red=2x1,vec=8,stage_local=0,auto_unroll_max_step=0,unroll_explicit=0", 12},
+    /* flattened 1x1: 201 blocks of 48 pixels (the last of 4) have no divisor
+     * from 6 to 10, so chunks of 10 with a last chunk of one block; 8
+     * channel blocks, the last overhanging */
+    {"n=1,c=4,h=98,w=98,k=60,r=1,s=1",
+     "thread_k=1,reg_k=8,thread_y=1,reg_y=1,thread_x=1,reg_x=48,tile_red=4x1,vec=16,stage_local=0,auto_unroll_max_step=512,unroll_explicit=1", 10},
+    /* the same staged through local memory: no partial chunk (its barriers
+     * must not sit under the test), so channel blocks first */
+    {"n=1,c=4,h=98,w=98,k=60,r=1,s=1",
+     "thread_k=1,reg_k=8,thread_y=1,reg_y=1,thread_x=1,reg_x=48,tile_red=1x4,vec=16,stage_local=1,auto_unroll_max_step=512,unroll_explicit=1", 8},
 };
 #define NGEMM_CHUNK (int)(sizeof gemm_chunk_cases / sizeof gemm_chunk_cases[0])
 
