@@ -372,7 +372,15 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   outputs or more: 1.0-7.3x faster than
  *   kvec (ResNet-50's 64 -> 64 at 56x56: 0.85x in one run, 1.36x in the
  *   other), whose per-work-item store transposition weighs most on short
- *   reductions; on 14x14 and smaller, or with long reductions, kvec wins;
+ *   reductions; on 14x14 and smaller kvec wins. With the 8 x 48 tile gemm
+ *   also took the layers of 161-512 input channels: `mtgpu tune resnet50`
+ *   chose it on four of them, and inside the networks at default configs
+ *   (net_ab, 4 rounds, 2026-12-03) ResNet-50's eight such layers ran
+ *   9.25 -> 8.25 ms (1.12x; each 1.06-1.18x) while its other convolutions
+ *   drifted 1.03x, MobileNetV2's two 192 -> 32 layers at 28x28 1.04x while
+ *   its others drifted 0.83x
+ *   (bench/net_ab/results/net_ab_gemm_rule_{resnet50,mobilenet_v2}.md).
+ *   Longer reductions (1024 channels and more) were not measured: kvec;
  * - dwrow on the depthwise layers it accepts (undilated, stride_w 1 or 2,
  *   kernels up to 7x7): on each of MobileNetV2's 10 unique depthwise
  *   layers its default ran 1.2-6.8x faster than the better of the
@@ -393,7 +401,7 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
         mt_workload_out_w(wl) >= 28)
         return wino;
     const int pointwise = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
-    if (pointwise && template_usable(gemm, wl, layouts) && wl->c <= 160 && pixels >= 28 * 28) return gemm;
+    if (pointwise && template_usable(gemm, wl, layouts) && wl->c <= 512 && pixels >= 28 * 28) return gemm;
     return NULL;
 }
 

@@ -699,8 +699,8 @@ static void test_best_config(void **state) {
      * layers with 16 channels or more and 28x28 outputs or more when the
      * caller takes its F(4x4) layout and its preferred block fits the
      * device's local memory (this device's 1 MiB holds 256 channels' block
-     * of 16 tiles but not 512 channels'), gemm on short
-     * unpadded 1x1 stride-1 layers with large images, dwrow on the
+     * of 16 tiles but not 512 channels'), gemm on unpadded 1x1 stride-1
+     * layers of up to 512 input channels with large images, dwrow on the
      * depthwise layers it accepts and gemm on other depthwise layers with
      * small images; kvec (depthwise for depthwise layers) for the rest. */
     static const struct {
@@ -720,7 +720,9 @@ static void test_best_config(void **state) {
         {"c=8,h=56,w=56,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=256,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
-        {"c=256,h=56,w=56,k=64,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=256,h=56,w=56,k=64,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=512,h=28,w=28,k=128,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=1024,h=28,w=28,k=256,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=14,w=14,k=384,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=128,r=1,s=1,stride=2", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=384,h=14,w=14,k=384,r=3,s=3,pad=1,groups=384", MT_WEIGHT_LAYOUTS_ALL, "dwrow"},
