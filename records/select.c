@@ -122,12 +122,13 @@ static const cpu_pref cpu_prefs[] = {
     /* gemm: 8 channels x 48 pixels in vectors as wide as the device's
      * registers (24 AVX-512 accumulators, 11 loads per 24 FMAs; with 8-lane
      * vectors 4 x 24, see cpu_pref_for_device); 4 x 24 in 8-lane vectors
-     * on AVX-512 ran the 64 -> 256 1x1 layer of ResNet-50 at 56x56 in
-     * 1.00-1.04 ms against 0.33-0.61 ms, four runs of each in turns. Against
-     * the 6 x 32 tile (12 accumulators) kept before, inside the networks at
-     * default configs (net_ab, 5 rounds, 2026-12-03): ResNet-50's nine gemm
-     * layers 7.09 -> 6.72 ms of device time (1.06x; seven of them 1.04-1.13x,
-     * 64 -> 64 at 56x56 0.90x) while its other convolutions drifted 0.94x;
+     * on AVX-512 had run the 64 -> 256 1x1 layer of ResNet-50 at 56x56 in
+     * 1.00-1.04 ms against 0.33-0.61 ms for 6 x 32, four runs of each in
+     * turns. Against that 6 x 32 tile (12 accumulators), inside the networks
+     * at default configs (net_ab, 5 rounds, 2026-12-03): ResNet-50's nine
+     * gemm layers 7.09 -> 6.72 ms of device time (1.06x; eight of them
+     * 0.96-1.13x, 64 -> 64 at 56x56 0.90x) while its other convolutions
+     * drifted 0.94x;
      * MobileNetV2's 1.83 -> 1.66 ms (1.10x; 24 -> 144 at 56x56 0.90-0.95x)
      * while its others drifted 1.09x
      * (bench/net_ab/results/net_ab_gemm_tiles_{resnet50,mobilenet_v2}.md). */
