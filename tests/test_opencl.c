@@ -703,6 +703,15 @@ static char *kernel_text(const mt_template *t, const mt_workload *wl, const mt_s
     return text;
 }
 
+/* Prefetch instructions in the printed kernel of cfg (freed here). */
+static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg) {
+    char *text = kernel_text(t, wl, sp, cfg);
+    int n = 0;
+    for (const char *q = text; (q = strstr(q, "__builtin_prefetch(")) != NULL; q++) n++;
+    free(text);
+    return n;
+}
+
 /* kvec prefetches the input rows of later channels on planes past 2 KiB
  * (ir/tmpl_common.h, mt__prefetch_planes) and not on smaller ones, where the
  * CPU's own stride prefetcher reaches. */
@@ -762,11 +771,8 @@ static void test_gemm_prefetch(void **state) {
                  "thread_k=1,reg_k=6,thread_y=1,reg_y=1,thread_x=1,reg_x=32,tile_red=%s,vec=16,stage_local=0,auto_unroll_max_step=0,unroll_explicit=1",
                  cases[i].tile_red);
         if (mt_config_parse(&sp, text_cfg, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].wl, err);
-        char *text = kernel_text(t, &wl, &sp, &cfg);
-        int n = 0;
-        for (const char *q = text; (q = strstr(q, "__builtin_prefetch(")) != NULL; q++) n++;
+        int n = kernel_prefetches(t, &wl, &sp, &cfg);
         if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].wl, n, cases[i].want);
-        free(text);
         mt_space_free(&sp);
     }
 }
@@ -792,11 +798,8 @@ static void test_template_prefetch_lines(void **state) {
         mt_config cfg;
         char err[256];
         assert_int_equal(mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err), MT_OK);
-        char *text = kernel_text(t, &wl, &sp, &cfg);
-        int n = 0;
-        for (const char *q = text; (q = strstr(q, "__builtin_prefetch(")) != NULL; q++) n++;
+        int n = kernel_prefetches(t, &wl, &sp, &cfg);
         if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].config, n, cases[i].want);
-        free(text);
     }
     mt_space_free(&sp);
 }
