@@ -14,7 +14,7 @@
 
 static void help(void) {
     printf("usage: mtgpu conv WORKLOAD [--template T] [--config CFG | --random N] [--seed S]\n"
-           "                  [--device D] [--repeats N] [--reference] [--source] [--json]\n"
+           "                  [--device D] [--repeats N] [--cold] [--reference] [--source] [--json]\n"
            "\n"
            "Builds the kernel of each config, checks its output against the CPU\n"
            "reference and times it. WORKLOAD is e.g. n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1\n"
@@ -28,6 +28,10 @@ static void help(void) {
            "  --seed S      random seed for configs and input data (default 1)\n"
            "  --device D    opencl:N, cuda:N or N (default: the first device)\n"
            "  --repeats N   timed runs at most (default 20; at least 3, until 30 ms are timed)\n"
+           "  --cold        before every timed run take the weights and the output out of the caches\n"
+           "                (a CPU device: clflush), as they arrive in a network's pass; the input stays\n"
+           "                warm, as the previous layer leaves it. A device that cannot evict times warm\n"
+           "                (the JSON's cold is then false)\n"
            "  --reference   also time the vendor library on the same data: on a CUDA device, cuDNN's\n"
            "                fastest algorithm with strict fp32 math (CUDNN_FMA_MATH, no TF32) and with\n"
            "                default math (TF32 tensor cores allowed); each config's line then shows\n"
@@ -80,8 +84,9 @@ static void print_result(const mt_workload *wl, const mt_device_info *di, const 
         mt__sb_json_str(&sb, tname);
         mt__sb_append(&sb, ", \"config\": ");
         mt__sb_json_str(&sb, cfg);
-        mt__sb_printf(&sb, ", \"index\": %llu, \"ms\": %.6g, \"min_ms\": %.6g, \"gflops\": %.4g, \"max_rel_err\": %.3g, \"build_s\": %.3f, \"repeats\": %d, \"status\": ",
-                      (unsigned long long)index, r->median_ms, r->min_ms, r->gflops, r->max_rel_err, r->build_s, r->repeats);
+        mt__sb_printf(&sb, ", \"index\": %llu, \"ms\": %.6g, \"min_ms\": %.6g, \"gflops\": %.4g, \"max_rel_err\": %.3g, \"build_s\": %.3f, \"repeats\": %d, \"cold\": %s, \"status\": ",
+                      (unsigned long long)index, r->median_ms, r->min_ms, r->gflops, r->max_rel_err, r->build_s, r->repeats,
+                      r->cold ? "true" : "false");
         mt__sb_json_str(&sb, mt_status_name(r->status));
         mt__sb_append(&sb, ", \"message\": ");
         mt__sb_json_str(&sb, r->message);
@@ -177,12 +182,12 @@ typedef struct {
     const char *config;        /* one config's text, or NULL: nrandom random ones */
     long long nrandom, seed, repeats;
     const char *device;
-    int reference, source, json;
+    int reference, source, json, cold;
 } conv_request;
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_conv_options(int argc, char **argv, conv_request *rq) {
-    enum { O_TEMPLATE, O_CONFIG, O_RANDOM, O_SEED, O_DEVICE, O_REPEATS, O_REFERENCE, O_SOURCE, O_JSON, O_COUNT };
+    enum { O_TEMPLATE, O_CONFIG, O_RANDOM, O_SEED, O_DEVICE, O_REPEATS, O_COLD, O_REFERENCE, O_SOURCE, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TEMPLATE] = {.name = "template", .short_name = 't', .takes_value = 1},
         [O_CONFIG] = {.name = "config", .short_name = 'c', .takes_value = 1},
@@ -190,6 +195,7 @@ static int parse_conv_options(int argc, char **argv, conv_request *rq) {
         [O_SEED] = {.name = "seed", .takes_value = 1},
         [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
         [O_REPEATS] = {.name = "repeats", .takes_value = 1},
+        [O_COLD] = {.name = "cold"},
         [O_REFERENCE] = {.name = "reference"},
         [O_SOURCE] = {.name = "source"},
         [O_JSON] = {.name = "json"},
@@ -216,6 +222,7 @@ static int parse_conv_options(int argc, char **argv, conv_request *rq) {
     rq->device = opts[O_DEVICE].value;
     rq->reference = opts[O_REFERENCE].given;
     rq->source = opts[O_SOURCE].given;
+    rq->cold = opts[O_COLD].given;
     rq->json = opts[O_JSON].given;
     if (mt_opt_set_ll("conv", &opts[O_RANDOM], 1, 100000, &rq->nrandom) || mt_opt_set_ll("conv", &opts[O_SEED], 0, (long long)1 << 62, &rq->seed) ||
         mt_opt_set_ll("conv", &opts[O_REPEATS], 1, 100000, &rq->repeats))
@@ -401,6 +408,7 @@ int mt_cmd_conv(int argc, char **argv) {
     if (rc == MT_EXIT_OK) {
         mt_measure_params mp = mt_measure_default_params();
         mp.max_repeats = (int)rq.repeats;
+        mp.cold = rq.cold;
         if (mp.min_repeats > mp.max_repeats) mp.min_repeats = mp.max_repeats;
         vendor_ref ref;
         memset(&ref, 0, sizeof ref);

@@ -23,7 +23,8 @@
 static void help(void) {
     printf("usage: mtgpu tune TARGET [--trials N] [--cost-model M] [--model FILE] [--adapt-steps N] [--adapt-lr R]\n"
            "                  [--device D[,D...] | --device all [--per-device-records]] [--db PATH | --no-db] [--seed S] [--time-limit SEC] [--batch N]\n"
-           "                  [--early-stop N] [--timeout SEC] [--batch-size N] [--templates LIST] [--refine K] [--json]\n"
+           "                  [--early-stop N] [--timeout SEC] [--measure warm|cold] [--batch-size N] [--templates LIST] [--refine K]\n"
+           "                  [--json]\n"
            "                  [--simulate DB [--simulate-device FP]]\n"
            "\n"
            "Tunes every convolution of a network (TARGET = resnet18, resnet34, resnet50, vgg16,\n"
@@ -61,6 +62,12 @@ static void help(void) {
            "  --early-stop N    stop a task's template after N trials without improvement (default 64; 0: never)\n"
            "  --timeout SEC     per measurement, after which the kernel counts as hung (default 20,\n"
            "                    plus 4x its compile time for the first launch's code generation)\n"
+           "  --measure M       cold (the default on CPU devices): before every timed run take the\n"
+           "                    weights and the output out of the caches, as they arrive in a network's\n"
+           "                    pass (weights heavy configs, e.g. Winograd's on small layers, run up to\n"
+           "                    2x slower there than warm); records say measured-cold, and a cold\n"
+           "                    tuning resumes from cold records only. warm: back-to-back runs, the\n"
+           "                    weights left in the caches. Devices that cannot evict (GPUs) time warm\n"
            "  --batch-size N    the network's batch size (default 1)\n"
            "  --templates LIST  comma-separated templates to tune (direct, depthwise, gemm, kvec, wino,\n"
            "                    dwrow; default: every template that accepts a task)\n"
@@ -242,7 +249,7 @@ static int check_combinations(const mt_opt *simulate, const mt_opt *sim_device, 
 
 /* Parses the options into *rq. Returns -1 to go on, else the exit status. */
 static int parse_tune_options(int argc, char **argv, tune_request *rq) {
-    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_ASTEPS, O_ALR, O_DEVICE, O_DB, O_NO_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE,
+    enum { O_TRIALS, O_MODEL, O_MODEL_FILE, O_ASTEPS, O_ALR, O_DEVICE, O_DB, O_NO_DB, O_SEED, O_TIME, O_BATCH, O_EARLY, O_TIMEOUT, O_BSIZE, O_TEMPLATES, O_REFINE, O_MEASURE,
            O_JSON, O_SIMULATE, O_SIM_DEVICE, O_PER_DEVICE, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_TRIALS] = {.name = "trials", .short_name = 'n', .takes_value = 1},
@@ -261,6 +268,7 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
         [O_BSIZE] = {.name = "batch-size", .takes_value = 1},
         [O_TEMPLATES] = {.name = "templates", .takes_value = 1},
         [O_REFINE] = {.name = "refine", .takes_value = 1},
+        [O_MEASURE] = {.name = "measure", .takes_value = 1},
         [O_JSON] = {.name = "json"},
         [O_SIMULATE] = {.name = "simulate", .takes_value = 1},
         [O_SIM_DEVICE] = {.name = "simulate-device", .takes_value = 1},
@@ -325,6 +333,17 @@ static int parse_tune_options(int argc, char **argv, tune_request *rq) {
         return MT_EXIT_USAGE;
     if (!check_combinations(&opts[O_SIMULATE], &opts[O_SIM_DEVICE], &opts[O_DEVICE], &opts[O_TIMEOUT], &opts[O_DB], &opts[O_NO_DB], &opts[O_REFINE]))
         return MT_EXIT_USAGE;
+    if (opts[O_MEASURE].given) {
+        if (strcmp(opts[O_MEASURE].value, "warm") != 0 && strcmp(opts[O_MEASURE].value, "cold") != 0) {
+            fprintf(stderr, "mtgpu tune: --measure takes warm or cold, not '%s'\n", opts[O_MEASURE].value);
+            return MT_EXIT_USAGE;
+        }
+        if (opts[O_SIMULATE].given) {
+            fprintf(stderr, "mtgpu tune: --simulate replays recorded times: no --measure\n");
+            return MT_EXIT_USAGE;
+        }
+        tp->measurer.measure.cold = strcmp(opts[O_MEASURE].value, "cold") == 0;
+    }
     tp->db_path = opts[O_DB].value;
     tp->no_db = opts[O_NO_DB].given;
     tp->simulate_db = opts[O_SIMULATE].value;

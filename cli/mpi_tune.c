@@ -18,7 +18,7 @@
  *   0 -> r, TAG_WORK:        measure <seq> <workload text> <template> <config text>
  *   r -> 0, TAG_RESULT:      result <seq> <batch status> <status> <median> <min> <gflops> <max_rel_err>
  *                            <build_s> <repeats> <nruns> <run_ms,...> <message> <wall_s>
- *                            <sent_to_worker> <fingerprint> <batch message>
+ *                            <sent_to_worker> <fingerprint> <batch message> <cold>
  *   0 -> r, TAG_QUIT:        empty; the rank stops its measurer and finalizes
  * The fingerprint travels with every result; the record keeps it.
  *
@@ -44,7 +44,7 @@
 #include "mpi_tune.h"
 #include "strbuf.h"
 
-#define MT__MPI_PROTO 1
+#define MT__MPI_PROTO 2 /* 2: results say whether they were timed cold */
 enum { TAG_HELLO = 1, TAG_INFO, TAG_WORK, TAG_RESULT, TAG_QUIT };
 
 static int env_set(const char *name) {
@@ -166,6 +166,7 @@ static void put_result(mt_strbuf *sb, long long seq, mt_status bst, const mt_mea
     mt__proto_put_int(sb, r->sent_to_worker);
     mt__proto_put(sb, fp);
     mt__proto_put(sb, bmsg);
+    mt__proto_put_int(sb, r->m.cold);
     mt__proto_end(sb);
 }
 
@@ -316,14 +317,14 @@ static mt_status farm_start(void *ctx, const mt_measurer_params *p, mt_device_in
 static int parse_result(char *line, long long *seq, mt_status *bst, mt_measurer_result *r, char *bmsg, size_t blen) {
     char *f[MT__PROTO_MAX_FIELDS];
     int nf = mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
-    long long b, code, repeats, nruns, sent;
+    long long b, code, repeats, nruns, sent, cold;
     mt_measure_result *m = &r->m;
-    if (nf != 17 || strcmp(f[0], "result") != 0 || mt__proto_get_int(f[1], seq) != 0 || mt__proto_get_int(f[2], &b) != 0 ||
+    if (nf != 18 || strcmp(f[0], "result") != 0 || mt__proto_get_int(f[1], seq) != 0 || mt__proto_get_int(f[2], &b) != 0 ||
         mt__proto_get_int(f[3], &code) != 0 || mt__proto_get_f64(f[4], &m->median_ms) != 0 || mt__proto_get_f64(f[5], &m->min_ms) != 0 ||
         mt__proto_get_f64(f[6], &m->gflops) != 0 || mt__proto_get_f64(f[7], &m->max_rel_err) != 0 ||
         mt__proto_get_f64(f[8], &m->build_s) != 0 || mt__proto_get_int(f[9], &repeats) != 0 || mt__proto_get_int(f[10], &nruns) != 0 ||
         nruns < 0 || nruns > MT_MEASURE_MAX_RUNS || repeats < 0 || repeats > 1000000000 || mt__proto_get_f64(f[13], &r->wall_s) != 0 ||
-        mt__proto_get_int(f[14], &sent) != 0 || strlen(f[15]) >= sizeof r->device)
+        mt__proto_get_int(f[14], &sent) != 0 || strlen(f[15]) >= sizeof r->device || mt__proto_get_int(f[17], &cold) != 0)
         return -1;
     const char *p = f[11];
     for (long long i = 0; i < nruns; i++) {
@@ -337,6 +338,7 @@ static int parse_result(char *line, long long *seq, mt_status *bst, mt_measurer_
     if (*p) return -1;
     m->status = (mt_status)code;
     m->repeats = (int)repeats;
+    m->cold = cold != 0;
     m->nruns = (int)nruns;
     snprintf(m->message, sizeof m->message, "%s", f[12]);
     r->sent_to_worker = sent != 0;

@@ -277,6 +277,7 @@ static const mt_backend_i cuda_backend = {
     /* .launch    = */ NULL, /* each launch runs to completion (the executor is OpenCL-only for now) */
     /* .finish    = */ NULL,
     /* .view      = */ NULL, /* the executor is OpenCL-only for now */
+    /* .evict     = */ NULL,
 };
 
 const mt_backend_i *mt__backend_cuda(char *err, size_t errlen) {

@@ -35,6 +35,11 @@ typedef struct mt_backend_i {
      * multiple of MT_DBUF_VIEW_ALIGN and the range lies inside parent (the
      * dispatcher checks). NULL: no views (mt_dbuf_view says MT_UNSUPPORTED). */
     /* .view       = */ mt_status (*view)(void *dev, void *parent, size_t offset, size_t bytes, void **buf);
+    /* Optional: takes the buffer's bytes out of the caches its next reader
+     * would find them in (the host's, for a CPU device), so that the next
+     * launch reads it from memory; MT_UNSUPPORTED where the device cannot.
+     * NULL: MT_UNSUPPORTED. */
+    /* .evict      = */ mt_status (*evict)(void *dev, void *buf, char *err, size_t errlen);
 } mt_backend_i;
 
 /* Returns the OpenCL backend table, or NULL when built without OpenCL. */

@@ -348,6 +348,21 @@ mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, siz
     return dev->be->read(dev->h, b->h, offset, dst, bytes);
 }
 
+int mt_device_info_can_evict(const mt_device_info *info) {
+#if defined(__x86_64__) || defined(__i386__)
+    return info && info->backend == MT_BACKEND_OPENCL && info->is_cpu;
+#else
+    (void)info;
+    return 0;
+#endif
+}
+
+mt_status mt_dbuf_evict(mt_device *dev, mt_dbuf *b, char *err, size_t errlen) {
+    if (!dbuf_ok(dev, b, 0, 0)) return mt__fail(err, errlen, MT_INVALID_ARG, "evict: no such buffer on this device");
+    if (!dev->be->evict) return mt__fail(err, errlen, MT_UNSUPPORTED, "evict: the %s backend cannot take buffers out of caches", mt_backend_name(dev->be->kind));
+    return dev->be->evict(dev->h, b->h, err, errlen);
+}
+
 mt_status mt_dbuf_view(mt_dbuf *parent, size_t offset, size_t bytes, mt_dbuf **out) {
     if (!out) return MT_INVALID_ARG;
     *out = NULL;

@@ -263,6 +263,19 @@ done:
     return result(res, st);
 }
 
+/* `repeats` timed runs of prog after `warmup` untimed ones; with cold, the
+ * weights and the output are evicted before each timed run (outside its
+ * timing). MT_LAUNCH when a launch fails, the reason in msg. */
+static mt_status timed_runs(mt_conv_bench *b, mt_program *prog, mt_dbuf **args, const mt_kernel_resources *kr, int warmup, int repeats,
+                            int cold, mt_dbuf *wbuf, double *times, char *msg, size_t msglen) {
+    if (!cold) return mt_program_run(b->dev, prog, args, 3, kr->grid, kr->block, warmup, repeats, times, msg, msglen) == MT_OK ? MT_OK : MT_LAUNCH;
+    for (int i = 0; i < repeats; i++) {
+        if (mt_dbuf_evict(b->dev, wbuf, msg, msglen) != MT_OK || mt_dbuf_evict(b->dev, b->d_out, msg, msglen) != MT_OK) return MT_LAUNCH;
+        if (mt_program_run(b->dev, prog, args, 3, kr->grid, kr->block, i == 0 ? warmup : 0, 1, times + i, msg, msglen) != MT_OK) return MT_LAUNCH;
+    }
+    return MT_OK;
+}
+
 mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt_space *sp, const mt_config *cfg,
                                 const mt_measure_params *params, mt_measure_result *res) {
     if (!res) return MT_INVALID_ARG;
@@ -295,12 +308,21 @@ mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt
         st = MT_NOMEM;
         goto done;
     }
-    int n = p.min_repeats;
-    st = mt_program_run(b->dev, prog, args, 3, kr.grid, kr.block, p.warmup, n, times, res->message, sizeof res->message);
-    if (st != MT_OK) {
-        st = MT_LAUNCH;
-        goto done;
+    int n = p.min_repeats, cold = 0;
+    if (p.cold) {
+        /* Cold only where the device can evict; the warm-up first, so that
+         * the input is where a network's previous layer would leave it. */
+        char why[256];
+        double warm_ms;
+        if (p.warmup > 0 &&
+            mt_program_run(b->dev, prog, args, 3, kr.grid, kr.block, p.warmup - 1, 1, &warm_ms, res->message, sizeof res->message) != MT_OK) {
+            st = MT_LAUNCH;
+            goto done;
+        }
+        p.warmup = 0;
+        cold = mt_dbuf_evict(b->dev, wbuf, why, sizeof why) == MT_OK;
     }
+    if ((st = timed_runs(b, prog, args, &kr, p.warmup, n, cold, wbuf, times, res->message, sizeof res->message)) != MT_OK) goto done;
     double total = 0;
     for (int i = 0; i < n; i++) total += times[i];
     if (total < p.min_time_ms && n < p.max_repeats) {
@@ -309,14 +331,11 @@ mt_status mt_conv_bench_measure(mt_conv_bench *b, const mt_template *t, const mt
         int more = per > 0 ? (int)ceil((p.min_time_ms - total) / per) : p.max_repeats - n;
         if (more > p.max_repeats - n) more = p.max_repeats - n;
         if (more > 0) {
-            st = mt_program_run(b->dev, prog, args, 3, kr.grid, kr.block, 0, more, times + n, res->message, sizeof res->message);
-            if (st != MT_OK) {
-                st = MT_LAUNCH;
-                goto done;
-            }
+            if ((st = timed_runs(b, prog, args, &kr, 0, more, cold, wbuf, times + n, res->message, sizeof res->message)) != MT_OK) goto done;
             n += more;
         }
     }
+    res->cold = cold;
     res->nruns = n < MT_MEASURE_MAX_RUNS ? n : MT_MEASURE_MAX_RUNS;
     memcpy(res->run_ms, times, sizeof(double) * (size_t)res->nruns);
     qsort(times, (size_t)n, sizeof(double), cmp_double);

@@ -52,6 +52,16 @@ mt_status mt_program_launch(mt_device *dev, mt_program *p, mt_dbuf **args, int n
 mt_status mt_program_launch_timed(mt_device *dev, mt_program *p, mt_dbuf **args, int nargs, const int64_t grid[3], const int64_t block[3],
                                   double *ms, char *err, size_t errlen);
 
+/* Takes buffer b out of the caches a kernel of dev would find it in (on a
+ * CPU device, every level of the host's: clflush), so that the next launch
+ * reads it from memory, as a layer's weights in a network's pass.
+ * MT_UNSUPPORTED, with the reason in err, where the backend or device cannot
+ * (a GPU, a CPU without clflush). */
+mt_status mt_dbuf_evict(mt_device *dev, mt_dbuf *b, char *err, size_t errlen);
+/* 1 when devices of this description can evict buffers (an OpenCL CPU
+ * device on an x86 host), so that cold measurements are cold there. */
+int mt_device_info_can_evict(const mt_device_info *info);
+
 #ifdef __cplusplus
 }
 #endif

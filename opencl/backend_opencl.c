@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 #ifdef __APPLE__
 #include <OpenCL/opencl.h>
@@ -696,6 +699,34 @@ static mt_status cl_view(void *devp, void *parentp, size_t offset, size_t bytes,
     return MT_OK;
 }
 
+/* A CPU device's buffers are the host's memory, and a pointer from mapping
+ * one is that memory (PoCL's CPU devices map in place): flushing its lines
+ * takes the buffer out of every cache level, the way a layer's weights
+ * arrive in a network's pass after the other layers' data went through the
+ * caches. Not on other devices, nor off x86 (no clflush). */
+static mt_status cl_evict(void *devp, void *bufp, char *err, size_t errlen) {
+    cl_dev *d = devp;
+    cl_buf *b = bufp;
+    if (!d || !b) return mt__fail(err, errlen, MT_INVALID_ARG, "evict: NULL argument");
+#if defined(__x86_64__) || defined(__i386__)
+    if (!d->info.is_cpu) return mt__fail(err, errlen, MT_UNSUPPORTED, "evict: %s is not a CPU device: its caches are not the host's", d->info.name);
+    if (b->size == 0) return MT_OK;
+    cl_int e;
+    unsigned char *p = clEnqueueMapBuffer(d->queue, b->mem, CL_TRUE, CL_MAP_READ, 0, b->size, 0, NULL, NULL, &e);
+    if (!p || e != CL_SUCCESS) return mt__fail(err, errlen, cl_mem_status(e, MT_DEVICE), "evict: mapping the buffer failed (OpenCL error %d)", (int)e);
+    for (size_t off = 0; off < b->size; off += 64) _mm_clflush(p + off);
+    _mm_clflush(p + b->size - 1);
+    _mm_mfence();
+    e = clEnqueueUnmapMemObject(d->queue, b->mem, p, 0, NULL, NULL);
+    if (e == CL_SUCCESS) e = clFinish(d->queue);
+    if (e != CL_SUCCESS) return mt__fail(err, errlen, cl_mem_status(e, MT_DEVICE), "evict: unmapping the buffer failed (OpenCL error %d)", (int)e);
+    return MT_OK;
+#else
+    (void)b;
+    return mt__fail(err, errlen, MT_UNSUPPORTED, "evict: needs x86's clflush (%s)", d->info.name);
+#endif
+}
+
 static void cl_buf_free(void *bufp) {
     cl_buf *b = bufp;
     if (!b) return;
@@ -864,6 +895,7 @@ static const mt_backend_i cl_backend = {
     /* .launch    = */ cl_launch,
     /* .finish    = */ cl_finish,
     /* .view      = */ cl_view,
+    /* .evict     = */ cl_evict,
 };
 
 const mt_backend_i *mt__backend_opencl(void) { return &cl_backend; }

@@ -476,10 +476,19 @@ mt_status mt_select_config(const mt_select_query *q, mt_select_result *out, char
     if (q->db && q->rank == 0 && try_preference(q->db, c, fp)) {
         r->from = MT_SELECT_FROM_PREFERENCE;
     } else if (q->db) {
-        mt_db_filter f = {.wl = wl, .device = fp, .only_ok = 1, .order_by_median = 1, .limit = MT__SELECT_MAX_CANDIDATES};
+        /* Records timed cold (weights and output evicted first, as in a
+         * network's pass) rank among themselves where there are any: a warm
+         * record of the same kernel times faster than the network runs it. */
+        mt_db_filter f = {.wl = wl, .device = fp, .source_prefix = MT_RECORD_SOURCE_COLD, .only_ok = 1, .order_by_median = 1,
+                          .limit = MT__SELECT_MAX_CANDIDATES};
         /* A damaged row or a failed read must not stop an inference server:
          * note it and go on with what was found, or the default. */
         if (mt_db_for_each(q->db, &f, try_record, c, r->db_note, sizeof r->db_note) == MT_OK) r->db_note[0] = '\0';
+        if (!c->found) {
+            c->seen = 0;
+            f.source_prefix = NULL;
+            if (mt_db_for_each(q->db, &f, try_record, c, r->db_note, sizeof r->db_note) == MT_OK) r->db_note[0] = '\0';
+        }
         if (c->found) r->from = MT_SELECT_FROM_RECORD;
     }
     if (!c->found) {

@@ -96,15 +96,18 @@ static const char *const stmt_sql[MT__DB_NSTMT] = {
     [MT__DB_DEV_GET] = "SELECT fingerprint, backend, platform, name, driver, info, first_seen FROM devices WHERE fingerprint = ?1",
     [MT__DB_DEV_ALL] = "SELECT fingerprint, backend, platform, name, driver, info, first_seen FROM devices ORDER BY first_seen, rowid",
     /* A key stored twice keeps its first record, unless that one failed
-     * because of the environment (mt_record_env_failure; the same test in SQL). */
+     * because of the environment (mt_record_env_failure; the same test in SQL)
+     * or the new one was timed cold and the stored one not (a cold tuning
+     * measures the configs of warm records again: see MT_RECORD_SOURCE_COLD). */
     [MT__DB_REC_INSERT] = "INSERT INTO records (workload_id, template, config, config_index, device, costs, median_ms, status, message,"
                      " build_s, timestamp, version, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
                      " ON CONFLICT (workload_id, template, config, device) DO UPDATE SET config_index = excluded.config_index,"
                      " costs = excluded.costs, median_ms = excluded.median_ms, status = excluded.status, message = excluded.message,"
                      " build_s = excluded.build_s, timestamp = excluded.timestamp, version = excluded.version, source = excluded.source"
-                     " WHERE records.status <> 'ok' AND (substr(records.message, 1, length('" MT_RECORD_ENV_FAILURE_PREFIX "')) = '"
+                     " WHERE (records.status <> 'ok' AND (substr(records.message, 1, length('" MT_RECORD_ENV_FAILURE_PREFIX "')) = '"
                      MT_RECORD_ENV_FAILURE_PREFIX "' OR records.message IN ('worker crashed (signal 9)',"
-                     " 'the compiler process died: worker crashed (signal 9)'))",
+                     " 'the compiler process died: worker crashed (signal 9)')))"
+                     " OR (excluded.source = '" MT_RECORD_SOURCE_COLD "' AND records.source <> '" MT_RECORD_SOURCE_COLD "')",
     [MT__DB_REC_HAS] = "SELECT 1 FROM records r JOIN workloads w ON w.id = r.workload_id"
                   " WHERE w.text = ?1 AND r.template = ?2 AND r.config = ?3 AND r.device = ?4",
     [MT__DB_PREF_PUT] = "INSERT OR REPLACE INTO preferences (workload_id, device, template, config, in_network_ms, fastest_ms, network,"

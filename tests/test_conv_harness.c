@@ -85,6 +85,20 @@ static void run_case(void **state) {
         if (r.status != MT_OK) {
             print_error("%s %s [%s]: %s: %s\n", mt_template_name(hc->t), hc->workload, ctext, mt_status_name(r.status), r.message);
             failures++;
+        } else if (ran == 0) {
+            /* Timed cold (weights and output evicted before each run): still
+             * checked against the reference, and cold where the device can. */
+            mt_measure_params cp = mp;
+            cp.check = 1;
+            cp.warmup = 1;
+            cp.min_repeats = cp.max_repeats = 2;
+            cp.cold = 1;
+            mt_conv_bench_measure(bench, hc->t, &sp, &cfg, &cp, &r);
+            if (r.status != MT_OK || r.cold != mt_device_info_can_evict(mt_device_get_info(device)) || r.repeats != 2 || !(r.median_ms > 0)) {
+                print_error("%s %s [%s] cold: %s (cold %d, %d runs): %s\n", mt_template_name(hc->t), hc->workload, ctext,
+                            mt_status_name(r.status), r.cold, r.repeats, r.message);
+                failures++;
+            }
         }
         ran++;
     }

@@ -914,6 +914,58 @@ static void test_preferences(void **state) {
     integrity_ok(path);
 }
 
+/* Records timed cold rank among themselves where a workload has any: a
+ * warm record, faster on paper, is passed over; ranks count cold records
+ * only; a workload with warm records alone still gets its fastest. */
+static void test_cold_records_first(void **state) {
+    (void)state;
+    mt_db *db = open_db("cold.db");
+    mt_workload wl = wl_3x3();
+    mt_device_info dev = test_device(FP1, 256, 32768);
+    mt_record warm, cold_fast, cold_slow;
+    make_record(&warm, &wl, FP1, 41, 0.1);
+    make_record(&cold_fast, &wl, FP1, 42, 0.2);
+    make_record(&cold_slow, &wl, FP1, 43, 0.3);
+    snprintf(cold_fast.source, sizeof cold_fast.source, "%s", MT_RECORD_SOURCE_COLD);
+    snprintf(cold_slow.source, sizeof cold_slow.source, "%s", MT_RECORD_SOURCE_COLD);
+    char err[512];
+    mt_select_result sel;
+    assert_int_equal(mt_db_put_record(db, &warm, NULL, err, sizeof err), MT_OK);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+    assert_string_equal(sel.rec.config, warm.config);
+    mt_select_result_free(&sel);
+    assert_int_equal(mt_db_put_record(db, &cold_slow, NULL, err, sizeof err), MT_OK);
+    assert_int_equal(mt_db_put_record(db, &cold_fast, NULL, err, sizeof err), MT_OK);
+    const mt_record *order[] = {&cold_fast, &cold_fast, &cold_slow};
+    for (int rank = 0; rank <= 2; rank++) {
+        assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, rank, &sel, err, sizeof err), MT_OK);
+        assert_int_equal(sel.from, MT_SELECT_FROM_RECORD);
+        assert_string_equal(sel.rec.config, order[rank]->config);
+        assert_string_equal(sel.rec.source, MT_RECORD_SOURCE_COLD);
+        mt_select_result_free(&sel);
+    }
+    /* A cold record of the warm one's config replaces it; a warm one then
+     * does not replace the cold one. */
+    mt_record again = warm;
+    again.median_ms = 0.15;
+    snprintf(again.source, sizeof again.source, "%s", MT_RECORD_SOURCE_COLD);
+    int inserted = -1;
+    assert_int_equal(mt_db_put_record(db, &again, &inserted, err, sizeof err), MT_OK);
+    assert_int_equal(inserted, 1);
+    assert_int_equal(select_config(db, &wl, &dev, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+    assert_string_equal(sel.rec.config, warm.config);
+    assert_true(sel.rec.median_ms == 0.15);
+    mt_select_result_free(&sel);
+    assert_int_equal(mt_db_put_record(db, &warm, &inserted, err, sizeof err), MT_OK);
+    assert_int_equal(inserted, 0);
+    int64_t n = 0;
+    mt_db_filter cf = {.source_prefix = MT_RECORD_SOURCE_COLD};
+    assert_int_equal(mt_db_count_filter(db, &cf, &n, err, sizeof err), MT_OK);
+    assert_int_equal(n, 3);
+    mt_db_close(db);
+}
+
 /* A version 1 file (no preferences table): read-only it works without
  * preferences; opened for writing it becomes version 2, records intact. */
 static void test_schema_upgrade(void **state) {
@@ -1433,6 +1485,7 @@ int main(void) {
         cmocka_unit_test(test_open_create),
         cmocka_unit_test(test_default_path),
         cmocka_unit_test(test_schema_version), cmocka_unit_test(test_schema_upgrade), cmocka_unit_test(test_preferences),
+        cmocka_unit_test(test_cold_records_first),
         cmocka_unit_test(test_not_sqlite),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_round_trip),

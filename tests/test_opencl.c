@@ -569,6 +569,21 @@ static void test_buffers(void **state) {
     unsigned char part[8];
     assert_int_equal(mt_dbuf_read(dev, b, 100, part, sizeof part), MT_OK);
     for (int i = 0; i < 8; i++) assert_int_equal(part[i], 100 + i);
+
+    /* Evicting a CPU device's buffer (x86: clflush through a mapping)
+     * leaves its contents; elsewhere it says it cannot. */
+    char err[256] = "";
+    mt_status ev = mt_dbuf_evict(dev, b, err, sizeof err);
+    assert_int_equal(ev, mt_device_info_can_evict(in) ? MT_OK : MT_UNSUPPORTED);
+    if (ev != MT_OK) assert_true(err[0] != '\0');
+    memset(dst, 0, sizeof dst);
+    assert_int_equal(mt_dbuf_read(dev, b, 0, dst, 256), MT_OK);
+    for (int i = 0; i < 256; i++) assert_int_equal(dst[i], (i >= 64 && i < 80) || i >= 240 ? 0xee : i);
+    assert_int_equal(mt_dbuf_evict(dev, NULL, err, sizeof err), MT_INVALID_ARG);
+    assert_int_equal(mt_dbuf_evict(NULL, b, err, sizeof err), MT_INVALID_ARG);
+#if defined(__x86_64__)
+    if (in->is_cpu) assert_true(mt_device_info_can_evict(in));
+#endif
     mt_dbuf_free(b);
     mt_dbuf_free(NULL);
     mt_program_free(NULL);

@@ -16,6 +16,7 @@
 #include "mtgpu/device.h"
 #include "template.h"
 #include "mtgpu/tuner.h"
+#include "program.h"
 
 static char tmpdir[256];
 static int have_device;
@@ -120,6 +121,70 @@ static void test_tune_and_resume(void **state) {
     assert_int_equal(s.measured_this_run, 0);
     mt_tune_summary_free(&s);
     assert_int_equal(count_records(db), 7);
+}
+
+typedef struct {
+    int cold, warm;
+} source_count;
+
+static int count_source(const mt_record *r, void *user) {
+    source_count *c = user;
+    if (strcmp(r->source, MT_RECORD_SOURCE_COLD) == 0) c->cold++;
+    else if (strcmp(r->source, "measured") == 0) c->warm++;
+    return 0;
+}
+
+static source_count count_sources(const char *path) {
+    mt_db *db = NULL;
+    mt_db_params dp = mt_db_default_params();
+    dp.readonly = 1;
+    assert_int_equal(mt_db_open(path, &dp, &db, NULL, 0), MT_OK);
+    source_count c = {0, 0};
+    assert_int_equal(mt_db_for_each(db, NULL, count_source, &c, NULL, 0), MT_OK);
+    mt_db_close(db);
+    return c;
+}
+
+/* The tuner times cold by default where the device can evict: its records
+ * say so, and a cold tuning resumes from cold records only (the warm ones
+ * of an earlier warm tuning are measured again, cold, and replaced). */
+static void test_cold_resume(void **state) {
+    (void)state;
+    if (!have_device) {
+        print_message("skipped: no device: %s\n", why);
+        skip();
+    }
+    char db[512];
+    snprintf(db, sizeof db, "%s/cold.db", tmpdir);
+    mt_task task = small_task();
+    char err[1024];
+    mt_tune_params p = quick_params(db, "random", 4, 2);
+    assert_int_equal(p.measurer.measure.cold, 1);
+    p.measurer.measure.cold = 0;
+    mt_tune_summary s;
+    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    const int can = mt_device_info_can_evict(&s.device);
+    mt_tune_summary_free(&s);
+    source_count c = count_sources(db);
+    assert_int_equal(c.warm, 4);
+    assert_int_equal(c.cold, 0);
+    if (!can) {
+        print_message("skipped: the device cannot evict buffers from its caches (not an OpenCL CPU device on x86)\n");
+        skip();
+    }
+    p = quick_params(db, "random", 4, 2);
+    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    assert_int_equal(s.resumed, 0);
+    assert_int_equal(s.measured_this_run, 4);
+    mt_tune_summary_free(&s);
+    c = count_sources(db);
+    assert_int_equal(c.cold, 4);
+    assert_int_equal(c.warm + c.cold, (int)count_records(db));
+    p = quick_params(db, "random", 4, 2);
+    assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
+    assert_int_equal(s.resumed, 4);
+    assert_int_equal(s.measured_this_run, 0);
+    mt_tune_summary_free(&s);
 }
 
 static void exec_sql(const char *path, const char *sql) {
@@ -304,6 +369,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_tune_and_resume),
+        cmocka_unit_test(test_cold_resume),
         cmocka_unit_test(test_resume_past_damage),
         cmocka_unit_test(test_hang_is_a_timeout),
         cmocka_unit_test(test_start_from_default),

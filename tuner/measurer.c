@@ -28,9 +28,9 @@
  *         -> prepared <seconds>                (inputs, CPU reference, buffers built)
  *         -> error <status code> <message>
  *     measure <seq> <template> <config text> <warmup> <min_repeats> <max_repeats>
- *             <min_time_ms> <check> <tolerance>
+ *             <min_time_ms> <check> <tolerance> <cold>
  *         -> result <seq> <status code> <median_ms> <min_ms> <gflops> <max_rel_err>
- *                   <build_s> <repeats> <nruns> <run_ms,run_ms,...> <message>
+ *                   <build_s> <repeats> <nruns> <run_ms,run_ms,...> <message> <cold>
  *     compile <seq> <workload text> <template> <config text> <warm>
  *         -> compiled <seq> <status code> <build_s> <message>
  *            (builds and compiles into the binary cache, times nothing; warm:
@@ -1086,11 +1086,12 @@ static int parse_result(char *line, long long seq, mt_measure_result *r) {
     int nf = mt__proto_split(line, f, MT__PROTO_MAX_FIELDS);
     long long s, code, repeats, nruns;
     double median, min, gflops, relerr, wbuild;
-    if (nf != 12 || strcmp(f[0], "result") != 0 || mt__proto_get_int(f[1], &s) != 0 || s != seq ||
+    long long cold;
+    if (nf != 13 || strcmp(f[0], "result") != 0 || mt__proto_get_int(f[1], &s) != 0 || s != seq ||
         mt__proto_get_int(f[2], &code) != 0 || mt__proto_get_f64(f[3], &median) != 0 || mt__proto_get_f64(f[4], &min) != 0 ||
         mt__proto_get_f64(f[5], &gflops) != 0 || mt__proto_get_f64(f[6], &relerr) != 0 || mt__proto_get_f64(f[7], &wbuild) != 0 ||
         mt__proto_get_int(f[8], &repeats) != 0 || mt__proto_get_int(f[9], &nruns) != 0 || nruns < 0 || nruns > MT_MEASURE_MAX_RUNS ||
-        repeats < 0 || repeats > INT_MAX)
+        repeats < 0 || repeats > INT_MAX || mt__proto_get_int(f[12], &cold) != 0)
         return -1;
     double runs[MT_MEASURE_MAX_RUNS];
     char *p = f[10];
@@ -1114,6 +1115,7 @@ static int parse_result(char *line, long long seq, mt_measure_result *r) {
     r->gflops = gflops;
     r->max_rel_err = relerr;
     r->repeats = (int)repeats;
+    r->cold = cold != 0;
     r->nruns = (int)nruns;
     memcpy(r->run_ms, runs, sizeof(double) * (size_t)nruns);
     snprintf(r->message, sizeof r->message, "%s", f[11]);
@@ -1140,6 +1142,7 @@ static int measure_one(mt_measurer *m, proc *w, const mt_template *t, const char
     mt__proto_put_f64(&sb, mp->min_time_ms);
     mt__proto_put_int(&sb, mp->check);
     mt__proto_put_f64(&sb, mp->tolerance);
+    mt__proto_put_int(&sb, mp->cold);
     mt__proto_end(&sb);
     double t0 = now_s();
     int sent = send_line(w, &sb);

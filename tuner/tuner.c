@@ -87,6 +87,7 @@ typedef struct {
     mt__replay *replay;           /* replaying a recording (then meas is NULL) */
     mt__sink sink;                /* where every record goes */
     char source[MT_RECORD_SOURCE_LEN]; /* the records' source: "" (measured) or "replay:<fingerprint>" */
+    int cold;                          /* measuring cold on a device that can (records MT_RECORD_SOURCE_COLD) */
     unit *units;
     int nunits;
     template_model models[MT__MAX_TEMPLATES];
@@ -142,6 +143,9 @@ mt_tune_params mt_tune_default_params(void) {
     p.start_from_default = 1;
     p.seed = 1;
     p.measurer = mt_measurer_default_params();
+    /* Timed as a network runs the kernels where the device can evict (a
+     * CPU): see mt_measure_params.cold. */
+    p.measurer.measure.cold = 1;
     return p;
 }
 
@@ -288,6 +292,7 @@ static mt_status run_open_device(tune_run *s, mt_tune_summary *out, char *err, s
             return st;
         s->limits = mt_device_info_limits(&s->dev);
         s->lim = &s->limits;
+        s->cold = p->measurer.measure.cold && mt_device_info_can_evict(&s->dev);
     }
     out->device = s->dev;
     return s->sink.iface->device(s->sink.ctx, &s->dev, err, errlen);
@@ -406,6 +411,10 @@ static mt_status run_resume(tune_run *s, char *err, size_t errlen) {
         unit *u = &s->units[j];
         resume_state rs = {.u = u, .wl = &s->tasks[u->task].wl, .dev = &s->dev};
         mt_db_filter f = {.wl = &s->tasks[u->task].wl, .device = s->dev.fingerprint, .template_name = mt_template_name(u->t)};
+        /* A cold tuning resumes from cold records only: warm times of the
+         * same configs are faster and would stand as the bests to beat (the
+         * configs are measured again, cold, and their records replaced). */
+        if (s->cold) f.source_prefix = MT_RECORD_SOURCE_COLD;
         char rerr[1024] = "";
         int64_t damaged = 0;
         mt_status st =
@@ -578,7 +587,7 @@ static void make_record(const tune_run *s, const unit *u, const mt_config *cfg, 
     rec->status = res->m.status;
     snprintf(rec->message, sizeof rec->message, "%s", res->m.message);
     rec->build_s = res->m.build_s;
-    snprintf(rec->source, sizeof rec->source, "%s", s->source);
+    snprintf(rec->source, sizeof rec->source, "%s", !s->source[0] && res->m.cold ? MT_RECORD_SOURCE_COLD : s->source);
 }
 
 /* Each measured config: its record through the sink (committed before the

@@ -155,6 +155,7 @@ static void send_result(worker *w, mt_strbuf *sb, const char *seq, const mt_meas
         mt__sb_printf(sb, "%s%016llx", i ? "," : "", (unsigned long long)bits);
     }
     mt__proto_put(sb, r->message);
+    mt__proto_put_int(sb, r->cold);
     mt__proto_end(sb);
     send_line(w, sb);
 }
@@ -196,17 +197,17 @@ static void *watch_tuner(void *arg) {
     return NULL;
 }
 
-/* measure <seq> <template> <config> <warmup> <min_repeats> <max_repeats> <min_time_ms> <check> <tolerance> */
+/* measure <seq> <template> <config> <warmup> <min_repeats> <max_repeats> <min_time_ms> <check> <tolerance> <cold> */
 static void do_measure(worker *w, char **f, int nf, mt_strbuf *sb) {
     mt_measure_result r;
     memset(&r, 0, sizeof r);
     r.max_rel_err = -1;
-    long long warmup, minr, maxr, check;
+    long long warmup, minr, maxr, check, cold;
     mt_measure_params mp = mt_measure_default_params();
-    if (nf != 10 || mt__proto_get_int(f[4], &warmup) != 0 || mt__proto_get_int(f[5], &minr) != 0 ||
+    if (nf != 11 || mt__proto_get_int(f[4], &warmup) != 0 || mt__proto_get_int(f[5], &minr) != 0 ||
         mt__proto_get_int(f[6], &maxr) != 0 || mt__proto_get_f64(f[7], &mp.min_time_ms) != 0 || mt__proto_get_int(f[8], &check) != 0 ||
         mt__proto_get_f64(f[9], &mp.tolerance) != 0 || warmup < 0 || warmup > 1000000 || minr < 0 || minr > 1000000 || maxr < 0 ||
-        maxr > 1000000) {
+        maxr > 1000000 || mt__proto_get_int(f[10], &cold) != 0) {
         r.status = MT_PARSE;
         snprintf(r.message, sizeof r.message, "malformed measure request");
         send_result(w, sb, nf > 1 ? f[1] : "0", &r);
@@ -216,6 +217,7 @@ static void do_measure(worker *w, char **f, int nf, mt_strbuf *sb) {
     mp.min_repeats = (int)minr;
     mp.max_repeats = (int)maxr;
     mp.check = check != 0;
+    mp.cold = cold != 0;
     const char *cfgtext = f[3];
 
     if (w->hang_on && *w->hang_on && strstr(cfgtext, w->hang_on)) hang_forever(w);

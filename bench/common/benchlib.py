@@ -5,6 +5,7 @@ import json
 import os
 import platform
 import sqlite3
+import statistics
 import subprocess
 import sys
 
@@ -16,14 +17,44 @@ def logger(name):
     return log
 
 
+def cpu_caches():
+    """The last two cache levels of CPU 0, e.g. "L2 2 MiB/core, L3 480 MiB":
+    CPUs of one model name (an "Intel(R) Xeon(R) Processor" of two
+    generations) differ there, and the cache sizes decide which kernels win."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    levels = {}
+    try:
+        for d in sorted(os.listdir(base)):
+            if not d.startswith("index"):
+                continue
+            rd = lambda f: open(os.path.join(base, d, f)).read().strip()
+            if rd("type") == "Instruction":
+                continue
+            size, shared = rd("size"), rd("shared_cpu_list")
+            kib = int(size[:-1]) * (1024 if size.endswith("M") else 1) if size[-1] in "KM" else int(size) // 1024
+            levels[int(rd("level"))] = (kib, "," not in shared and "-" not in shared)
+    except (OSError, ValueError):
+        return ""
+    parts = []
+    for lvl in sorted(levels)[-2:]:
+        kib, private = levels[lvl]
+        amount = f"{kib // 1024} MiB" if kib % 1024 == 0 else f"{kib} KiB"
+        parts.append(f"L{lvl} {amount}{'/core' if private else ''}")
+    return ", ".join(parts)
+
+
 def cpu_model():
+    """The CPU's model name with its cache sizes, for the reports."""
+    name = platform.processor() or "unknown"
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+                name = line.split(":", 1)[1].strip()
+                break
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    caches = cpu_caches()
+    return f"{name} ({caches})" if caches else name
 
 
 def workloads_of(mtgpu, names):
@@ -62,3 +93,23 @@ def snapshot(src, dst):
     s.backup(d)
     s.close()
     d.close()
+
+
+def side_rounds(work, net, sides, rounds):
+    """Per round, each side's median latency from WORK/NET.SIDE.ROUND.json
+    (what `mtgpu run --json` and bench_onednn_net write), None where missing."""
+    rows = []
+    for r in range(rounds):
+        row = {}
+        for s in sides:
+            p = os.path.join(work, f"{net}.{s}.{r}.json")
+            row[s] = json.load(open(p))["median_ms"] if os.path.exists(p) and os.path.getsize(p) else None
+        rows.append(row)
+    return rows
+
+
+def round_ratio(rows, a, b):
+    """Side a's latency over side b's within each round (one window of the
+    machine): (median, min, max) over the rounds, or None."""
+    v = [x[a] / x[b] for x in rows if x[a] and x[b]]
+    return (statistics.median(v), min(v), max(v)) if v else None

@@ -59,7 +59,7 @@ for ((r = 0; r < ROUNDS; r++)); do
   done
 done
 
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+cpu=$(PYTHONPATH=bench/common python3 -c "import benchlib; print(benchlib.cpu_model())")
 python3 bench/layers_vs_onednn/report.py --work "$work" --rounds "$ROUNDS" --repeat "$REPEAT" --network "$NETWORK" \
   --db "${DB:-none (default configs)}" --cpu "$cpu" --cores "$(nproc)" \
   --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" --out "$OUT" --name "$NAME"

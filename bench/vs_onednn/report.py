@@ -13,6 +13,10 @@ import json
 import os
 import re
 import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from benchlib import round_ratio, side_rounds  # noqa: E402
 
 SIDES = ["onednn_any", "onednn_nchw", "default", "tuned"]
 # Ratio goals to oneDNN's blocked layouts at `mtgpu tune`'s defaults.
@@ -35,17 +39,10 @@ def kernel_shape(workload):
 
 
 def network(work, db_dir, net, rounds):
-    rows = []
-    for r in range(rounds):
-        row = {}
-        for s in SIDES:
-            p = os.path.join(work, f"{net}.{s}.{r}.json")
-            row[s] = load(p)["median_ms"] if os.path.exists(p) and os.path.getsize(p) else None
-        rows.append(row)
+    rows = side_rounds(work, net, SIDES, rounds)
 
     def ratios(a, b):
-        v = [x[a] / x[b] for x in rows if x[a] and x[b]]
-        return (statistics.median(v), min(v), max(v)) if v else None
+        return round_ratio(rows, a, b)
 
     out = {"network": net, "rounds": rows,
            "tuned_vs_any": ratios("tuned", "onednn_any"), "default_vs_any": ratios("default", "onednn_any"),

@@ -101,7 +101,7 @@ for net in $NETS; do
   time_net "$net"
 done
 
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+cpu=$(PYTHONPATH=bench/common python3 -c "import benchlib; print(benchlib.cpu_model())")
 python3 bench/vs_onednn/report.py --work "$work" --db-dir "$DB_DIR" --out "$OUT" --rounds "$ROUNDS" --repeat "$REPEAT" \
   --cpu "$cpu" --cores "$(nproc)" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "${nets[@]}"
 exit $status

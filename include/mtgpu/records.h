@@ -163,8 +163,13 @@ typedef struct mt_record {
     double build_s;                         /* compile seconds (0 when cached or unknown) */
     double timestamp;                       /* seconds since the epoch; <= 0 in a put: now */
     char version[MT_RECORD_VERSION_LEN];    /* mtgpu version that measured it; "" in a put: this one */
-    char source[MT_RECORD_SOURCE_LEN];      /* "measured" or "autotvm:<target>"; "" in a put: "measured" */
+    char source[MT_RECORD_SOURCE_LEN];      /* "measured", MT_RECORD_SOURCE_COLD or "autotvm:<target>"; "" in a put: "measured" */
 } mt_record;
+
+/* The source of a record timed cold (mt_measure_params.cold: weights and
+ * output evicted from the caches before every run). Selection ranks such
+ * records among themselves where a workload has any (mt_select_config). */
+#define MT_RECORD_SOURCE_COLD "measured-cold"
 
 /* A zeroed record with config_index -1 and status MT_OK. */
 void mt_record_init(mt_record *rec);

@@ -95,7 +95,7 @@ typedef struct mt_tune_params {
     double time_limit_s;       /* stop starting rounds after this many seconds (<= 0: none) */
     uint64_t seed;             /* search and model seed (default 1) */
     const char *db_path;       /* NULL: mt_db_default_path */
-    mt_measurer_params measurer; /* device, timeouts, compile threads, measurement repeats */
+    mt_measurer_params measurer; /* device, timeouts, compile threads, measurement repeats; measure.cold 1 (cold where the device can evict) */
     const volatile sig_atomic_t *stop; /* when set: finish the measurement in flight, then return */
     void (*progress)(const mt_tune_progress *p, void *user);
     void *user;
