@@ -29,7 +29,7 @@ typedef struct mt_measure_result {
     double max_rel_err;    /* normalised error against the reference; -1 when not checked */
     double build_s;        /* compile seconds (0 when cached) */
     int repeats;
-    int cold;              /* the weights and output were evicted before every timed run */
+    int cold;              /* the weights were evicted before every timed run */
     char message[1024];    /* the reason for a non-OK status (build log excerpt, limit exceeded, ...) */
     /* Each timed run's time in the order the runs were made (the first
      * MT_MEASURE_MAX_RUNS of them when repeats is larger); 0 runs unless timed. */

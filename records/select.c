@@ -476,7 +476,7 @@ mt_status mt_select_config(const mt_select_query *q, mt_select_result *out, char
     if (q->db && q->rank == 0 && try_preference(q->db, c, fp)) {
         r->from = MT_SELECT_FROM_PREFERENCE;
     } else if (q->db) {
-        /* Records timed cold (weights and output evicted first, as in a
+        /* Records timed cold (weights evicted first, as in a
          * network's pass) rank among themselves where there are any: a warm
          * record of the same kernel times faster than the network runs it. */
         mt_db_filter f = {.wl = wl, .device = fp, .source_prefix = MT_RECORD_SOURCE_COLD, .only_ok = 1, .order_by_median = 1,

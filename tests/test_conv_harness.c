@@ -86,7 +86,7 @@ static void run_case(void **state) {
             print_error("%s %s [%s]: %s: %s\n", mt_template_name(hc->t), hc->workload, ctext, mt_status_name(r.status), r.message);
             failures++;
         } else if (ran == 0) {
-            /* Timed cold (weights and output evicted before each run): still
+            /* Timed cold (weights evicted before each run): still
              * checked against the reference, and cold where the device can. */
             mt_measure_params cp = mp;
             cp.check = 1;

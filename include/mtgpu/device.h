@@ -100,10 +100,11 @@ typedef struct mt_measure_params {
     double min_time_ms;    /* keep repeating until this much kernel time is timed (default 30) */
     int check;             /* compare with the reference (default 1) */
     double tolerance;      /* largest accepted normalised error (default 1e-4) */
-    /* Before every timed run, take the weights and the output out of the
-     * device's caches (mt_dbuf_evict), as they are in a network's pass: the
-     * input stays where the warm-up left it, as a layer's input comes from
-     * the layer before. Devices that cannot evict time warm (and
+    /* Before every timed run, take the weights out of the device's caches
+     * (mt_dbuf_evict), as a network's pass finds them, every other layer's
+     * weights having gone through the caches since; input and output stay
+     * where the warm-up left them, as a network's activations do in their
+     * arena. Devices that cannot evict time warm (and
      * mt_measure_result.cold says 0). Default 0. */
     int cold;
 } mt_measure_params;

@@ -166,8 +166,8 @@ typedef struct mt_record {
     char source[MT_RECORD_SOURCE_LEN];      /* "measured", MT_RECORD_SOURCE_COLD or "autotvm:<target>"; "" in a put: "measured" */
 } mt_record;
 
-/* The source of a record timed cold (mt_measure_params.cold: weights and
- * output evicted from the caches before every run). Selection ranks such
+/* The source of a record timed cold (mt_measure_params.cold: weights
+ * evicted from the caches before every run). Selection ranks such
  * records among themselves where a workload has any (mt_select_config). */
 #define MT_RECORD_SOURCE_COLD "measured-cold"
 
