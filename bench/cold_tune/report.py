@@ -95,7 +95,7 @@ def main():
           f"Generated {now} by `bench/cold_tune/run.sh` (`bench/cold_tune/report.py`) at commit {a.commit} on {a.cpu}, "
           f"{a.cores} cores; mtgpu through PoCL's CPU device, oneDNN with its blocked layouts (`any`).", "",
           "Each network tuned twice at `mtgpu tune`'s defaults into fresh databases: `--measure warm` (each config run back to "
-          "back, its weights left in the caches) and `--measure cold` (weights and output evicted from the caches before every "
+          "back, its weights left in the caches) and `--measure cold` (weights evicted from the caches before every "
           "timed run, as a network's pass finds them). Then oneDNN, the default configs (no database) and the two tuned "
           f"networks timed in turns: {a.rounds} rounds, the order rotating each round, each the median of {a.repeat} passes. "
           "A ratio is taken within a round and the table gives its median over the rounds, with the range. Below 1: the "

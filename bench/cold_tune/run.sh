@@ -2,7 +2,7 @@
 # Warm against cold measurement in `mtgpu tune`: each network tuned twice at
 # the tuner's defaults, into fresh databases, once with `--measure warm` (the
 # kernel run back to back, its weights left in the caches) and once with
-# `--measure cold` (weights and output evicted before every timed run), then
+# `--measure cold` (weights evicted from the caches before every timed run), then
 # the network run with each database, with the default configs (no database)
 # and oneDNN (blocked layouts) in turns, ROUNDS rounds, the order rotating each
 # round: every ratio comes from one window of this shared machine. The tunings'
@@ -30,14 +30,8 @@ DB_DIR="${DB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mtgpu/cold_tune}"
 OUT="${OUT:-bench/cold_tune/results}"
 log() { echo "cold_tune: $*" >&2; }
 
-bench/common/setup.sh >/dev/null
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target mtgpu_cli mtgpu-worker bench_onednn_net >/dev/null
-# The binaries this run times, copied: a rebuild of the tree meanwhile cannot change them.
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-cp "$BUILD"/mtgpu "$BUILD"/mtgpu-worker "$BUILD"/bench_onednn_net "$bin"/
-export MTGPU_WORKER="$bin/mtgpu-worker" MTGPU_MODEL_DIR="$PWD/data"
+# shellcheck source=../common/network_bins.sh
+. bench/common/network_bins.sh
 mkdir -p "$DB_DIR" "$OUT"
 work="$OUT/raw"
 rm -rf "$work"

@@ -35,14 +35,8 @@ OUT="${OUT:-bench/vs_onednn/results}"
 read -r -a onednn_env <<<"${ONEDNN_ENV-OMP_WAIT_POLICY=passive}"
 log() { echo "vs_onednn: $*" >&2; }
 
-bench/common/setup.sh >/dev/null
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target mtgpu_cli mtgpu-worker bench_onednn_net >/dev/null
-# The binaries this run times, copied: a rebuild of the tree meanwhile cannot change them.
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-cp "$BUILD"/mtgpu "$BUILD"/mtgpu-worker "$BUILD"/bench_onednn_net "$bin"/
-export MTGPU_WORKER="$bin/mtgpu-worker" MTGPU_MODEL_DIR="$PWD/data"
+# shellcheck source=../common/network_bins.sh
+. bench/common/network_bins.sh
 mkdir -p "$DB_DIR" "$OUT"
 work="$OUT/raw"
 rm -rf "$work"
