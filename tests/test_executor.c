@@ -402,7 +402,7 @@ static void test_memory_fits(void **state) {
 }
 
 /* On this device and host: a workload of the largest valid tensors (8 GiB
- * each) and ResNet-18 on 2048x2048 images at batch 16 are refused within a
+ * each) and ResNet-18 on 2048x2048 images at batch 31 are refused within a
  * second. Where this machine could hold them after all, the check is
  * skipped (it would then run for hours). */
 static void test_enormous_work(void **state) {
@@ -428,15 +428,25 @@ static void test_enormous_work(void **state) {
     assert_non_null(strstr(err, "GiB"));
     assert_true(el < 1.0);
     mt_network *net = NULL;
-    assert_int_equal(mt_network_create("resnet18", 16, 2048, &net, err, sizeof err), MT_OK);
+    /* Batch 31 (its first activation just within 2^31 elements): about 2x
+     * what batch 16 needs, which the packed activation arena brought within
+     * nine tenths of a 24 GiB host's free memory. */
+    assert_int_equal(mt_network_create("resnet18", 31, 2048, &net, err, sizeof err), MT_OK);
     mt_executor *ex = NULL;
+    err[0] = '\0';
     t0 = now_s();
     st = mt_executor_build(g_dev, net, NULL, &ex, err, sizeof err);
     el = now_s() - t0;
     print_message("  executor: %s in %.3f s: %s\n", mt_status_name(st), el, err);
+    if (st == MT_OK) {
+        mt_executor_free(ex);
+        mt_network_free(net);
+        print_message("skipped: this host could hold ResNet-18 at batch 31 on 2048x2048 images\n");
+        skip();
+    }
     assert_int_equal(st, MT_RANGE);
     assert_null(ex);
-    assert_non_null(strstr(err, "resnet18 (input 16x3x2048x2048)"));
+    assert_non_null(strstr(err, "resnet18 (input 31x3x2048x2048)"));
     assert_true(el < 1.0);
     mt_network_free(net);
 }
