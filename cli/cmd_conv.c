@@ -106,8 +106,9 @@ static void print_result(const mt_workload *wl, const mt_device_info *di, const 
             if (have_ratio) snprintf(vs, sizeof vs, "%6.2fx cuDNN ", ratio);
             else snprintf(vs, sizeof vs, "%13s", "");
         }
-        printf("%-9s %10.4f ms %8.1f GFLOP/s  err %-9.2g %-14s %s%s\n", tname, r->median_ms, r->gflops, r->max_rel_err,
-               mt_status_name(r->status), vs, cfg);
+        char status[40];
+        snprintf(status, sizeof status, "%s%s", mt_status_name(r->status), r->cold ? " cold" : "");
+        printf("%-9s %10.4f ms %8.1f GFLOP/s  err %-9.2g %-14s %s%s\n", tname, r->median_ms, r->gflops, r->max_rel_err, status, vs, cfg);
         if (r->status != MT_OK && r->message[0]) {
             /* First lines of the reason, indented. */
             char msg[sizeof r->message];

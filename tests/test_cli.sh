@@ -304,6 +304,12 @@ if "$mtgpu" devices >/dev/null 2>&1; then
   expect 0 "conv --config default" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --config default --json --repeats 2
   for t in direct gemm kvec wino; do contains out "\"template\": \"$t\"" "conv --config default runs $t's default"; done
   if grep -v '"status": "ok"' "$tmp/out" | grep -q .; then fail=$((fail + 1)); echo "FAIL: a default config did not run correctly"; else pass=$((pass + 1)); fi
+  # --cold: timed with the weights evicted before each run, and said so where the device can (a CPU).
+  expect 0 "conv --cold" -- conv "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --template kvec --config default --cold --json --repeats 2
+  contains out '"status": "ok"' "conv --cold result ok"
+  if "$mtgpu" devices --json 2>/dev/null | grep -q '"is_cpu": 1'; then contains out '"cold": true' "conv --cold on a CPU device is cold"; fi
+  expect 2 "tune --measure bogus" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --measure bogus
+  contains err "warm or cold" "tune --measure names its values"
   expect 0 "conv --config default --source" -- conv "n=1,c=8,h=12,w=12,k=8,r=1,s=1" --template gemm --config default --source
   contains out "__kernel" "the default config's OpenCL source"
   expect 0 "tune a workload" -- tune "n=1,c=8,h=12,w=12,k=8,r=3,s=3,pad=1" --trials 3 --batch 3 --json
