@@ -168,10 +168,10 @@ static void print_summary(const mt_tune_summary *s, const char *target, const ch
         mt__sb_append(&sb, ", \"device\": ");
         mt__sb_json_str(&sb, s->device.name);
         mt__sb_printf(&sb, ", \"fingerprint\": \"%s\", \"trials_done\": %d, \"measured_this_run\": %d, \"resumed\": %d, \"wall_s\": %.3f, "
-                           "\"network_ms\": %.6g, \"interrupted\": %s, \"timed_out\": %s, \"search_s\": %.4f, \"measure_s\": %.4f, "
+                           "\"network_ms\": %.6g, \"cold\": %s, \"interrupted\": %s, \"timed_out\": %s, \"search_s\": %.4f, \"measure_s\": %.4f, "
                            "\"commit_s\": %.4f, \"model_s\": %.4f, \"tasks\": [",
                       s->device.fingerprint, s->trials_done, s->measured_this_run, s->resumed, s->wall_s, s->network_ms,
-                      s->interrupted ? "true" : "false", s->timed_out ? "true" : "false", s->search_s, s->measure_s, s->commit_s, s->model_s);
+                      s->cold ? "true" : "false", s->interrupted ? "true" : "false", s->timed_out ? "true" : "false", s->search_s, s->measure_s, s->commit_s, s->model_s);
         for (int i = 0; i < s->ntasks; i++) {
             const mt_tune_task_result *t = &s->tasks[i];
             char wtext[256];
@@ -206,7 +206,9 @@ static void print_summary(const mt_tune_summary *s, const char *target, const ch
         printf("\n%s on %s (%s): %d measurements (%d this run, %d resumed) in %.0f s%s\n", target,
                s->device.name[0] ? s->device.name : "an unopened device", s->device.fingerprint[0] ? s->device.fingerprint : "-",
                s->trials_done, s->measured_this_run, s->resumed, s->wall_s, stopped);
-    if (s->network_ms > 0) printf("estimated network convolution time (sum of best time x count): %.3f ms\n", s->network_ms);
+    if (s->network_ms > 0)
+        printf("estimated network convolution time (sum of best time x count): %.3f ms%s\n", s->network_ms,
+               s->cold ? " (timed cold: each layer's weights out of the caches, as in the network)" : "");
     else printf("estimated network convolution time: unknown (some task has no valid config yet)\n");
 }
 

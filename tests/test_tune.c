@@ -164,6 +164,7 @@ static void test_cold_resume(void **state) {
     mt_tune_summary s;
     assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
     const int can = mt_device_info_can_evict(&s.device);
+    assert_int_equal(s.cold, 0);
     mt_tune_summary_free(&s);
     source_count c = count_sources(db);
     assert_int_equal(c.warm, 4);
@@ -176,6 +177,7 @@ static void test_cold_resume(void **state) {
     assert_int_equal(mt_tune(&task, 1, &p, &s, err, sizeof err), MT_OK);
     assert_int_equal(s.resumed, 0);
     assert_int_equal(s.measured_this_run, 4);
+    assert_int_equal(s.cold, 1);
     mt_tune_summary_free(&s);
     c = count_sources(db);
     assert_int_equal(c.cold, 4);

@@ -295,6 +295,7 @@ static mt_status run_open_device(tune_run *s, mt_tune_summary *out, char *err, s
         s->cold = p->measurer.measure.cold && mt_device_info_can_evict(&s->dev);
     }
     out->device = s->dev;
+    out->cold = s->cold;
     return s->sink.iface->device(s->sink.ctx, &s->dev, err, errlen);
 }
 

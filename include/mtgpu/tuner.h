@@ -137,6 +137,7 @@ typedef struct mt_tune_summary {
     int interrupted;            /* 1: stopped by the stop flag */
     int timed_out;              /* 1: stopped by the time limit */
     mt_device_info device;
+    int cold;                   /* timed cold: measurer.measure.cold on a device that can evict */
     char note[512];             /* mt_tune_progress.note of the run, or "" */
     /* Where this run's rounds spent their time, in seconds: drawing configs
      * (the search and the cost model's scoring), measuring (waiting for the
