@@ -61,11 +61,16 @@ static mt_tune_params quick_params(const char *db, const char *model, int trials
     return p;
 }
 
-static int64_t count_records(const char *path) {
+static mt_db *open_readonly(const char *path) {
     mt_db *db = NULL;
     mt_db_params dp = mt_db_default_params();
     dp.readonly = 1;
     assert_int_equal(mt_db_open(path, &dp, &db, NULL, 0), MT_OK);
+    return db;
+}
+
+static int64_t count_records(const char *path) {
+    mt_db *db = open_readonly(path);
     int64_t n = -1;
     assert_int_equal(mt_db_count(db, NULL, NULL, NULL, &n, NULL, 0), MT_OK);
     mt_db_close(db);
@@ -135,10 +140,7 @@ static int count_source(const mt_record *r, void *user) {
 }
 
 static source_count count_sources(const char *path) {
-    mt_db *db = NULL;
-    mt_db_params dp = mt_db_default_params();
-    dp.readonly = 1;
-    assert_int_equal(mt_db_open(path, &dp, &db, NULL, 0), MT_OK);
+    mt_db *db = open_readonly(path);
     source_count c = {0, 0};
     assert_int_equal(mt_db_for_each(db, NULL, count_source, &c, NULL, 0), MT_OK);
     mt_db_close(db);
