@@ -26,7 +26,9 @@
  *     memory once per work-group and from cache by its other register
  *     tiles: a block of one register tile read them once per 4-16 tiles,
  *     and on 512 channels (37 MB of F(4x4) weights) that bounded the
- *     kernel below kvec. Each position's result goes to a private array M;
+ *     kernel below kvec. Each channel's step prefetches the weights
+ *     MT__WINO_PREFETCH_CHANNELS channels ahead. Each position's result
+ *     goes to a private array M;
  *  3. output transform Y = A^T M A on vectors of channels, then stores: for
  *     each channel of a vector, each output row of a tile as vectors along
  *     the row (as kvec stores), with the fused epilogue.
@@ -125,6 +127,17 @@ static mt_status wino_space(const mt_workload *wl, mt_space *out) {
 static mt_weight_layout wino_weights_for(const mt_space *sp, const mt_config *cfg) {
     return mt_winograd_layout(mt_config_value(sp, cfg, "tile"));
 }
+
+/* How many input channels ahead phase 2 prefetches each block's
+ * transformed weights (one cache line per channel), past the position's
+ * last channel into the next position's, which the loop reads next. Inside
+ * VGG-16, with its tuned configs, the layers at 28x28 (F(4x4) weights
+ * 19-38 MB, read once per work-group) ran 1.23-1.26x as fast with it and
+ * its 56x56 ones 1.08-1.12x; ResNet-50's 28x28 ones 1.16-1.21x
+ * (bench/net_ab/results/net_ab_weight_prefetch_*.md). In a sweep of the
+ * distance inside the networks (3 rounds, in turns) 64 channels did as well
+ * on VGG-16 and 8 less well; on ResNet-50's 28x28 layers 32 beat 64. */
+#define MT__WINO_PREFETCH_CHANNELS 32
 
 /* ---- IR building ---- */
 
@@ -270,6 +283,8 @@ static mt_stmt *phase_products(wino_builder *b) {
     mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, 16));
     for (int j = 0; j < p->kr; j++)
         mt_stmt_list_push(k, &inner, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
+    for (int j = 0; j < p->kr; j += vec < 16 ? 16 / vec : 1)
+        mt_stmt_list_push(k, &inner, mt_ir_prefetch(k, b->io.wt, mt_ir_add(k, mt_ir_add(k, b->wbase[j], woff), KI(b, MT__WINO_PREFETCH_CHANNELS * 16))));
     mt_expr *vrow = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, p->nt)), mt_ir_mul(k, sb, KI(b, p->ntr)));
     for (int x = 0; x < p->ntr; x++) {
         mt_expr *bv = mt_ir_broadcast(k, mt_ir_load(k, b->vloc, mt_ir_add(k, vrow, KI(b, x))), vec);

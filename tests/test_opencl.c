@@ -718,11 +718,14 @@ static char *kernel_text(const mt_template *t, const mt_workload *wl, const mt_s
     return text;
 }
 
-/* Prefetch instructions in the printed kernel of cfg (freed here). */
-static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg) {
+/* Prefetch instructions into buffer `buf` ("input", "weight") in the
+ * printed kernel of cfg. */
+static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const char *buf) {
     char *text = kernel_text(t, wl, sp, cfg);
+    char needle[64];
+    snprintf(needle, sizeof needle, "__builtin_prefetch(%s + ", buf);
     int n = 0;
-    for (const char *q = text; (q = strstr(q, "__builtin_prefetch(")) != NULL; q++) n++;
+    for (const char *q = text; (q = strstr(q, needle)) != NULL; q++) n++;
     free(text);
     return n;
 }
@@ -750,9 +753,8 @@ static void test_template_prefetch(void **state) {
         mt_config cfg;
         assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
         assert_int_equal(mt_space_config_from_index(&sp, 0, &cfg), MT_OK);
-        char *text = kernel_text(t, &wl, &sp, &cfg);
-        if ((strstr(text, "__builtin_prefetch(") != NULL) != cases[i].want) fail_msg("%s: prefetch %s", cases[i].wl, cases[i].want ? "missing" : "unexpected");
-        free(text);
+        if ((kernel_prefetches(t, &wl, &sp, &cfg, "input") > 0) != cases[i].want)
+            fail_msg("%s: input prefetch %s", cases[i].wl, cases[i].want ? "missing" : "unexpected");
         mt_space_free(&sp);
     }
 }
@@ -786,7 +788,7 @@ static void test_gemm_prefetch(void **state) {
                  "thread_k=1,reg_k=6,thread_y=1,reg_y=1,thread_x=1,reg_x=32,tile_red=%s,vec=16,stage_local=0,auto_unroll_max_step=0,unroll_explicit=1",
                  cases[i].tile_red);
         if (mt_config_parse(&sp, text_cfg, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].wl, err);
-        int n = kernel_prefetches(t, &wl, &sp, &cfg);
+        int n = kernel_prefetches(t, &wl, &sp, &cfg, "input");
         if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].wl, n, cases[i].want);
         mt_space_free(&sp);
     }
@@ -813,10 +815,45 @@ static void test_template_prefetch_lines(void **state) {
         mt_config cfg;
         char err[256];
         assert_int_equal(mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err), MT_OK);
-        int n = kernel_prefetches(t, &wl, &sp, &cfg);
+        int n = kernel_prefetches(t, &wl, &sp, &cfg, "input");
         if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].config, n, cases[i].want);
     }
     mt_space_free(&sp);
+}
+
+/* kvec and wino prefetch the weights of later input channels, one cache
+ * line per 16-channel block a work-item reads (per kernel row: s lines),
+ * wherever there are channels ahead to prefetch. */
+static void test_weight_prefetch(void **state) {
+    (void)state;
+    static const struct {
+        const char *tmpl, *wl, *config;
+        int want;
+    } cases[] = {
+        {"kvec", "n=1,c=256,h=14,w=14,k=64,r=1,s=1", "thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 2},
+        /* two vectors of 8 channels: one block, one line */
+        {"kvec", "n=1,c=256,h=14,w=14,k=64,r=1,s=1", "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 1},
+        /* 3x3, s unrolled: three lines per block and kernel row */
+        {"kvec", "n=1,c=64,h=14,w=14,k=64,r=3,s=3,pad=1", "thread_k=1,vec=16,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 3},
+        /* 8 channels: nothing ahead */
+        {"kvec", "n=1,c=8,h=14,w=14,k=64,r=1,s=1", "thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 0},
+        {"wino", "n=1,c=64,h=28,w=28,k=64,r=3,s=3,pad=1", "tile=4,vec=16,reg_k=2,reg_y=1,reg_x=2,split_k=1,unroll=0,blk_y=1,blk_x=1,k_loop=1", 2},
+        {"wino", "n=1,c=64,h=28,w=28,k=64,r=3,s=3,pad=1", "tile=4,vec=4,reg_k=2,reg_y=1,reg_x=2,split_k=1,unroll=0,blk_y=1,blk_x=1,k_loop=1", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const mt_template *t = mt_template_find(cases[i].tmpl);
+        assert_non_null(t);
+        mt_workload wl;
+        assert_int_equal(mt_workload_parse(cases[i].wl, &wl, NULL, 0), MT_OK);
+        mt_space sp;
+        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+        mt_config cfg;
+        char err[256];
+        if (mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].config, err);
+        int n = kernel_prefetches(t, &wl, &sp, &cfg, "weight");
+        if (n != cases[i].want) fail_msg("%s %s %s: %d weight prefetches, want %d", cases[i].tmpl, cases[i].wl, cases[i].config, n, cases[i].want);
+        mt_space_free(&sp);
+    }
 }
 
 static int setup(void **state) {
@@ -847,6 +884,7 @@ int main(void) {
         cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch), cmocka_unit_test(test_gemm_prefetch),
+        cmocka_unit_test(test_weight_prefetch),
         cmocka_unit_test(test_template_prefetch_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
