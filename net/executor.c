@@ -421,10 +421,10 @@ static mt_status ex_dense(mt_executor *ex, const mt_weights *w, int i, char *err
     if (st == MT_OK) st = ex_alloc(ex, sizeof(float) * (size_t)O, bd ? bd : zeros, &dbias, &ex->stats.weight_bytes, err, errlen);
     free(zeros);
     if (st != MT_OK) return st;
-    int64_t total = (int64_t)l->out.n * O;
-    int32_t p[4] = {(int32_t)total, I, O, (int32_t)l->act};
+    int64_t items = (O + 3) / 4;
+    int32_t p[5] = {(int32_t)items, I, O, (int32_t)l->act, (int32_t)l->out.n};
     mt_dbuf *bufs[4] = {ex->slots[ex->plan.slot[l->inputs[0]]], dw, dbias, ex->slots[ex->plan.slot[i]]};
-    return ex_op(ex, i, MT_OPK_DENSE, p, 4, bufs, 4, groups_for(total), err, errlen);
+    return ex_op(ex, i, MT_OPK_DENSE, p, 5, bufs, 4, groups_for(items), err, errlen);
 }
 
 /* The windows mt_op_maxpool_s2 covers: columns 2j-pw .. 2j-pw+kw-1 must lie

@@ -25,7 +25,7 @@ const char *mt__op_kernels_source(void);
 #define MT_OPK_CONCAT "mt_op_concat_copy"        /* (p, x, y): p = total, Cin*HW, Cout*HW, c_offset*HW */
 #define MT_OPK_SUBSAMPLE "mt_op_subsample"     /* (p, x, y): p = total (n*c*OH rows), H, W, OH, OW, sh, sw */
 #define MT_OPK_ADD "mt_op_add"                   /* (p, a, b, y): y = act(a + b); p = total, act */
-#define MT_OPK_DENSE "mt_op_dense"               /* (p, x, w, b, y): one work-item per output; p = total (n*O), I, O, act */
+#define MT_OPK_DENSE "mt_op_dense"               /* (p, x, w, b, y): four outputs of every image per work-item; p = work-items ((O+3)/4), I, O, act, n */
 #define MT_OPK_SOFTMAX "mt_op_softmax"           /* (p, x, y): over channels; p = total (n*HW), C, HW */
 
 #endif

@@ -291,7 +291,8 @@ static void test_every_op(void **state) {
  * every window it takes (3/2 pad 1 and 0, 2/2 pad 0 and 1, ceil_mode, rows of
  * one or several 8-output blocks with a partial last one, inputs narrower
  * than twice the output), and the generic kernel for the rest (stride 1 and
- * 3, pad 2). Then dense layers whose inputs are a multiple of 16 and not. */
+ * 3, pad 2). Then dense layers whose inputs are a multiple of 16 and not,
+ * with outputs that are a multiple of the dense kernel's four rows and not. */
 static void test_pool_and_dense_shapes(void **state) {
     (void)state;
     NEED_DEVICE();
@@ -314,13 +315,15 @@ static void test_pool_and_dense_shapes(void **state) {
         assert_true(e == 0); /* a max is exact */
         mt_network_free(net);
     }
-    static const int features[][2] = {{3, 3}, {4, 4}, {1, 1}}; /* inputs of 5*h*w: 45, 80, 5 */
-    for (size_t k = 0; k < sizeof features / sizeof features[0]; k++) {
+    /* inputs of 5*h*w: 45, 80, 5, 320; outputs that fill the kernel's blocks
+     * of four rows or leave one to three rows of the last; batches of 1-3 */
+    static const int dense[][4] = {{3, 3, 37, 2}, {4, 4, 37, 2}, {1, 1, 37, 2}, {8, 8, 1, 3}, {8, 8, 4, 1}, {3, 3, 6, 3}, {4, 4, 7, 1}};
+    for (size_t k = 0; k < sizeof dense / sizeof dense[0]; k++) {
         mt_network *net = NULL;
         assert_int_equal(mt_network_new("dense", &net), MT_OK);
-        int x = mt_network_add_input(net, "input", 2, 5, features[k][0], features[k][1]);
+        int x = mt_network_add_input(net, "input", dense[k][3], 5, dense[k][0], dense[k][1]);
         int f = mt_network_add_flatten(net, "flatten", x);
-        mt_network_add_dense(net, "fc", f, 37, 1, MT_ACT_RELU);
+        mt_network_add_dense(net, "fc", f, dense[k][2], 1, MT_ACT_RELU);
         assert_int_equal(mt_network_status(net, err, sizeof err), MT_OK);
         double e = run_against_reference(net, NULL, NULL);
         assert_true(e < NET_TOL);
