@@ -455,7 +455,7 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
                          l->pool.stride_h, l->pool.stride_w, l->pool.pad_h, l->pool.pad_w, l->pool.count_include_pad};
         mt_dbuf *bufs[2] = {x, y};
         if (l->kind == MT_LAYER_MAXPOOL && maxpool_s2_fits(l)) {
-            p[0] = (int32_t)((int64_t)l->out.n * l->out.c * l->out.h * ((l->out.w + 7) / 8));
+            p[0] = (int32_t)((int64_t)l->out.n * l->out.c * l->out.h);
             return ex_op(ex, i, MT_OPK_MAXPOOL_S2, p, 12, bufs, 2, groups_for(p[0]), err, errlen);
         }
         return ex_op(ex, i, l->kind == MT_LAYER_MAXPOOL ? MT_OPK_MAXPOOL : MT_OPK_AVGPOOL, p, 12, bufs, 2, groups_for(total), err, errlen);

@@ -18,7 +18,7 @@ const char *mt__op_kernels_source(void);
 
 /* Kernel names. */
 #define MT_OPK_MAXPOOL "mt_op_maxpool"           /* (p, x, y): p = total, H, W, OH, OW, kh, kw, sh, sw, ph, pw */
-#define MT_OPK_MAXPOOL_S2 "mt_op_maxpool_s2"     /* (p, x, y): p as maxpool, total = row blocks of 8 outputs; stride_w 2, pad_w <= 1, 1 <= kw - pw <= 3 */
+#define MT_OPK_MAXPOOL_S2 "mt_op_maxpool_s2"     /* (p, x, y): p as maxpool, total = output rows (n * c * OH); stride_w 2, pad_w <= 1, 1 <= kw - pw <= 3 */
 #define MT_OPK_AVGPOOL "mt_op_avgpool"           /* (p, x, y): p as maxpool, then count_include_pad */
 #define MT_OPK_GLOBAL_AVGPOOL "mt_op_global_avgpool" /* (p, x, y): p = total (n*c), HW */
 #define MT_OPK_ADAPTIVE_AVGPOOL "mt_op_adaptive_avgpool" /* (p, x, y): p = total, H, W, OH, OW */
