@@ -164,7 +164,7 @@ mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int 
  * flattened 1x1 layers (ir/tmpl_gemm.c, gemm_prefetches): timed alone on
  * ResNet-50's they first seemed 2-3% slower, but inside the network they
  * ran 1.02-1.15x faster. mt__prefetch_planes says whether planes of h x w
- * take it. */
+ * take gemm's; kvec has its own, lower bound (kvec_prefetches_input). */
 #define MT__PREFETCH_CHANNELS 8
 int mt__prefetch_planes(int h, int w);
 

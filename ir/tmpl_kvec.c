@@ -21,7 +21,7 @@
  * vectors and then doing, pixel by pixel, one broadcast and reg_k FMAs; an
  * input row in the padding is skipped by one branch (row_taps), column
  * tests are made only by the tiles at the image's edges (reduction), and on
- * planes above 2 KiB each (c, r, tile row) prefetches the row it will read
+ * planes above 512 bytes each (c, r, tile row) prefetches the row it will read
  * 8 channels later (prefetch_row), and each (c, r) the weights it will read
  * 8 channels later (prefetch_weights). At the
  * end it stores its tile channel by channel: a vector's lanes are different channels, so
@@ -217,7 +217,7 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
 }
 
 /* The input row segment that kernel row r reads for tile row y in channel
- * c + MT__PREFETCH_CHANNELS, prefetched (see mt__prefetch_planes): one
+ * c + MT__PREFETCH_CHANNELS, prefetched (see kvec_prefetches_input): one
  * prefetch per cache line it can touch, at its first float, every 16 floats
  * on and at its last. Prefetching only the first float left the segment's
  * second line (14 floats start anywhere in a line) to a miss at full
@@ -261,13 +261,27 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
     return mt_stmt_list_seq(k, &list);
 }
 
+/* Whether kvec prefetches its input rows: on planes above 512 bytes (14x14
+ * and larger), a lower bound than gemm's mt__prefetch_planes. Inside a
+ * network a layer's input was written by the layer before and sits in L2
+ * or L3, one row segment per channel h*w floats apart. With the bound at
+ * 512 instead of 2048 bytes, tuned configs in turns inside the networks (4
+ * rounds; bench/net_ab/results/net_ab_kvec_input_prefetch_*.md):
+ * ResNet-50's 1x1 layers at 14x14 ran 1.11-1.22x as fast and its 3x3 ones
+ * 1.04-1.10x while its unchanged layers drifted 1.03-1.06x, MobileNetV2's
+ * 1x1 layers at 14x14 1.08-1.32x, ResNet-18's 14x14 3x3 layers 1.00-1.01x;
+ * the networks 1.07x, 1.06x and 0.99x. In a first run (not kept) a bound
+ * that took 7x7 planes too (196 bytes) made ResNet-50's 3x3 7x7 layers 3%
+ * slower. */
+static int kvec_prefetches_input(const mt__rt_plan *p) { return (int64_t)p->h * p->w * 4 > 512 && p->c > 1; }
+
 static mt_stmt *reduction_loops(kvec_builder *b) {
     const mt__rt_plan *p = b->p;
     mt__opt_loop lc, lr;
     mt_expr *c = mt__loop_begin(b->k, &lc, "c", p->c, MT_LOOP_SERIAL);
     mt_expr *r = mt__loop_begin(b->k, &lr, "r", p->r, p->unroll_rs >= 2 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_stmt_list rows = {0};
-    if (mt__prefetch_planes(p->h, p->w) && p->c > 1)
+    if (kvec_prefetches_input(p))
         for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, prefetch_row(b, c, r, y));
     if (p->c > MT__PREFETCH_CHANNELS) mt_stmt_list_push(b->k, &rows, prefetch_weights(b, c, r));
     for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, row_taps(b, c, r, y));

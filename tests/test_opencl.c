@@ -730,9 +730,9 @@ static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const 
     return n;
 }
 
-/* kvec prefetches the input rows of later channels on planes past 2 KiB
- * (ir/tmpl_common.h, mt__prefetch_planes) and not on smaller ones, where the
- * CPU's own stride prefetcher reaches. */
+/* kvec prefetches the input rows of later channels on planes past 512
+ * bytes (14x14 and larger; ir/tmpl_kvec.c, kvec_prefetches_input) and not
+ * on smaller ones. */
 static void test_template_prefetch(void **state) {
     (void)state;
     static const struct {
@@ -741,7 +741,9 @@ static void test_template_prefetch(void **state) {
     } cases[] = {
         {"n=1,c=256,h=56,w=56,k=64,r=1,s=1", 1},
         {"n=1,c=64,h=28,w=28,k=64,r=3,s=3,stride=2,pad=1", 1},
-        {"n=1,c=256,h=14,w=14,k=64,r=1,s=1", 0},
+        {"n=1,c=256,h=14,w=14,k=64,r=1,s=1", 1},
+        {"n=1,c=256,h=11,w=11,k=64,r=1,s=1", 0}, /* 484 bytes a plane */
+        {"n=1,c=512,h=7,w=7,k=64,r=3,s=3,pad=1", 0},
         {"n=1,c=1,h=56,w=56,k=64,r=1,s=1", 0}, /* one channel: nothing ahead */
     };
     const mt_template *t = mt_template_find("kvec");
