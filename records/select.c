@@ -160,7 +160,8 @@ static const cpu_pref cpu_prefs[] = {
      * and VGG-16 at 28x28 to 112x112: the fastest or within 10% of it on
      * every one but the 64-channel 224x224 layer (1.3x slower than one
      * vector x 2x2 tiles); replicating its loops (unroll) made it 2-3x
-     * slower. See cpu_pref_for_device for rows of 16 outputs or fewer. */
+     * slower. See cpu_pref_for_device for rows of 16 outputs or fewer and of
+     * 56 or more. */
     {"wino", "tile", {4}}, {"wino", "vec", {16}}, {"wino", "reg_k", {2}}, {"wino", "reg_y", {2}}, {"wino", "reg_x", {4}},
     {"wino", "split_k", {1}}, {"wino", "unroll", {0}}, {"wino", "blk_y", {1}}, {"wino", "blk_x", {2}}, {"wino", "k_loop", {1}},
 };
@@ -217,6 +218,17 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * would lie wholly past the row) and the channels split over two
      * work-groups, so that a 14x14 layer still has 4 work-groups. */
     if (wino && ow <= 16 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
+    /* wino on rows of 56 outputs or more (64-256 channels in ResNet and
+     * VGG): one register tile per work-group along the row too. At default
+     * configs, in turns with two tiles inside the networks (3 rounds,
+     * bench/net_ab/results/net_ab_wino_rows_*.md): ResNet-50's 56x56 layers
+     * 1.05-1.18x as fast, VGG-16's 112x112 and 224x224 ones 1.02-1.13x and
+     * its 56x56 ones 0.97-1.00x while its unchanged 28x28 ones drifted
+     * 0.96-0.98x; the networks' wall time 1.02x and 1.01x. At 28x28
+     * (128-512 channels) two tiles stayed ahead inside the networks with
+     * tuned configs (1.05-1.06x, 3 rounds in turns, not kept): each
+     * work-group reads all of the layer's transformed weights. */
+    if (wino && ow >= 56 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
     if (wino && ow <= 16 && !strcmp(pref->knob, "split_k")) pref->part[0] = 2;
     /* wino's channel vectors within the (16-padded) output channels. */
     if (wino && !strcmp(pref->knob, "reg_k")) {
