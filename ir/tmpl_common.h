@@ -176,6 +176,12 @@ int mt__prefetch_planes(int h, int w);
  * already in). A sequence; NULL when out of memory. */
 mt_stmt *mt__prefetch_run(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned);
 
+/* In the 16-channel-blocked weight layouts (OIHW16o, Winograd's), a tap's
+ * 16 channels are one cache line: the step over a work-item's channel
+ * vectors of `vec` lanes that visits each line once (vectors of fewer than
+ * 16 channels share a line). */
+static inline int mt__vectors_per_weight_line(int vec) { return vec < 16 ? 16 / vec : 1; }
+
 /* Stores of 0 into buf[0..n), vec lanes at a time (vec divides n). */
 mt_stmt *mt__zero_fill(mt_kernel *k, mt_buffer *buf, int64_t n, int vec);
 

@@ -255,8 +255,7 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
     mt_expr *ahead = mt_ir_add(k, c, KI(b, MT__PREFETCH_CHANNELS));
     mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, ahead, KI(b, p->r)), r), KI(b, (int64_t)p->s * 16));
     mt_stmt_list list = {0};
-    const int step = p->vec < 16 ? 16 / p->vec : 1;
-    for (int j = 0; j < p->kr; j += step)
+    for (int j = 0; j < p->kr; j += mt__vectors_per_weight_line(p->vec))
         mt_stmt_list_push(k, &list, mt__prefetch_run(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), (int64_t)(p->s - 1) * 16, 1));
     return mt_stmt_list_seq(k, &list);
 }

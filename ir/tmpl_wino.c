@@ -283,7 +283,7 @@ static mt_stmt *phase_products(wino_builder *b) {
     mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, 16));
     for (int j = 0; j < p->kr; j++)
         mt_stmt_list_push(k, &inner, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
-    for (int j = 0; j < p->kr; j += vec < 16 ? 16 / vec : 1)
+    for (int j = 0; j < p->kr; j += mt__vectors_per_weight_line(vec))
         mt_stmt_list_push(k, &inner, mt_ir_prefetch(k, b->io.wt, mt_ir_add(k, mt_ir_add(k, b->wbase[j], woff), KI(b, MT__WINO_PREFETCH_CHANNELS * 16))));
     mt_expr *vrow = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, p->nt)), mt_ir_mul(k, sb, KI(b, p->ntr)));
     for (int x = 0; x < p->ntr; x++) {
