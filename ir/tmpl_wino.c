@@ -10,7 +10,19 @@
  * reg_y x reg_x output tiles, of one image and a share (1 / split_k) of the
  * output channels, in groups of reg_k vectors of `vec` channels: one group
  * per work-item, or (k_loop) all groups in turn in one work-item. The
- * kernel has three phases:
+ * blocks take the image's tiles row-major, a block's worth at a time, so
+ * only the image's last block overhangs, and by less than a block (blocks
+ * of rows and columns computed a 7x7 grid of tiles as 8x8 with 2x4 register
+ * tiles: F(2x2) on 14x14, F(4x4) on 28x28); register tiles wholly past the
+ * image's last tile are skipped. So only the products reg_y x reg_x and
+ * blk_y x blk_x matter; the knobs keep their names, which records carry.
+ * Inside ResNet-50, in turns with blocks of rows and columns (3 rounds,
+ * the tuned configs of 2026-12-04 and, on the 14x14 layers, F(2x2) in
+ * blocks of 64 tiles), with the padded V and the channel chunks below:
+ * the 14x14 layers 1.12-1.19x as fast, the 56x56 ones 1.05-1.10x, the
+ * 28x28 ones 0.98-1.04x. And at 14x14 a block of 16 F(4x4) tiles now
+ * covers the image: 0.557 ms against kvec's 0.63-0.70 there.
+ * The kernel has three phases:
  *  1. input transform: the work-items share out the input channels and
  *     write V = B^T d B of every (channel, tile) into local memory, laid out
  *     [alpha^2][c][tile] so that phase 2 reads it in order. Each input tile
@@ -27,8 +39,10 @@
  *     tiles: a block of one register tile read them once per 4-16 tiles,
  *     and on 512 channels (37 MB of F(4x4) weights) that bounded the
  *     kernel below kvec. Each channel's step prefetches the weights
- *     MT__WINO_PREFETCH_CHANNELS channels ahead. Each position's result
- *     goes to a private array M;
+ *     MT__WINO_PREFETCH_CHANNELS channels ahead. The channels are taken in
+ *     chunks that stay in L1 (products_chunk), all register tiles passing
+ *     over one chunk before the next. Each position's result goes to a
+ *     private array M;
  *  3. output transform Y = A^T M A on vectors of channels, then stores: for
  *     each channel of a vector, each output row of a tile as vectors along
  *     the row (as kvec stores), with the fused epilogue.
@@ -42,31 +56,34 @@
  *
  * Input tiles that cross the image border read 0 through a clamped address
  * and a select (kvec's reason: a conditional load becomes a branch on
- * PoCL). Tiles past the output's last row or column are computed and not
- * stored; channel vectors past the weights' 16-padded channels read the last
- * block instead and are not stored.
+ * PoCL). Outputs of a tile past the output's last row or column are
+ * computed and not stored, as are slots of a register tile past the
+ * image's last tile (they compute that tile again); channel vectors past
+ * the weights' 16-padded channels read the last block instead and are not
+ * stored.
  *
  * Knobs, in order:
  *   tile     {2,4,6}   output tile m (options past the output's size left out)
  *   vec      {4,8,16}  channels per vector
  *   reg_k    {1,2,4}   channel vectors per group (a work-item's or one turn of the loop)
- *   reg_y    {1,2,4}   output tile rows per register tile
- *   reg_x    {1,2,3,4} output tiles per register tile along the row
+ *   reg_y    {1,2,4}   with reg_x, output tiles per register tile: reg_y x reg_x
+ *   reg_x    {1,2,3,4}
  *   split_k  {1,2,4}   work-groups sharing one tile block's output channels:
  *                      more work-groups, each input tile transformed that many times
  *   unroll   {0,1}     phases 1 and 3 loop over a register tile's tiles and a vector's
  *                      channels (0) or replicate them (1: constant indices, up to
  *                      twice as fast on the 56x56 layer of ResNet-50, but large
  *                      blocks then pass the statement limit of mt_template_check)
- *   blk_y    {1,2,4}   register tiles per work-group down the columns
- *   blk_x    {1,2,4}   register tiles per work-group along the row
+ *   blk_y    {1,2,4}   with blk_x, register tiles per work-group: blk_y x blk_x
+ *   blk_x    {1,2,4}
  *   k_loop   {0,1}     the channel groups of a work-group as work-items (0) or
  *                      as a loop in one work-item (1: no barrier; on PoCL's
  *                      CPU device 2.8x faster on the 28x28 256-channel layer)
  * Invalid: reg_y x reg_x x reg_k x vec accumulators over MT__WINO_MAX_ACC,
- * the private M over MT__WINO_MAX_M floats, a row or column of register
- * tiles wholly past the output. Local memory (alpha^2 x c x the block's
- * tiles floats) is checked against the device by mt_template_check. */
+ * the private M over MT__WINO_MAX_M floats, a block whose first half of
+ * register tiles already covers the output's tiles. Local memory (alpha^2 x
+ * c x the block's tiles floats) is checked against the device by
+ * mt_template_check. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,13 +111,19 @@ typedef struct wino_plan {
     int by, bx;                /* register tiles per work-group along the columns and rows */
     int ntr;                   /* tiles per register tile: yr * xr */
     int nt;                    /* tiles per work-group: ntr * by * bx */
-    int bry, brx;              /* tile rows and columns per work-group: yr * by, xr * bx */
     int k_loop;                /* the kt channel groups as a loop in one work-item instead of kt work-items */
     int unroll;                /* replicate the loops over tiles and channel lanes of phases 1 and 3 */
-    int ty_n, tx_n, yo, xo;    /* tile rows and columns, work-groups along them */
+    int ty_n, tx_n;            /* tile rows and columns of the output */
+    int tiles;                 /* ty_n * tx_n */
+    int nb;                    /* work-groups per image and channel share: ceil(tiles / nt) */
     mt_winograd mat;
     const mt_conv_epilogue *epi;
 } wino_plan;
+
+/* Whether the image's last block has slots past its last tile. */
+static int overhangs(const wino_plan *p) {
+    return (int64_t)p->nb * p->nt > p->tiles;
+}
 
 static mt_status wino_space(const mt_workload *wl, mt_space *out) {
     if (!wino_accepts(wl) || !out) return MT_UNSUPPORTED;
@@ -139,16 +162,27 @@ static mt_weight_layout wino_weights_for(const mt_space *sp, const mt_config *cf
  * on VGG-16 and 8 less well; on ResNet-50's 28x28 layers 32 beat 64. */
 #define MT__WINO_PREFETCH_CHANNELS 32
 
+/* Floats between two transformed positions of V in local memory past the
+ * c x nt they hold. c x nt floats is a multiple of 4 KiB whenever nt is 64
+ * or more (c a multiple of 16), and then phase 1's alpha^2 stores of one
+ * (channel, tiles) all fell in one set of the 12-way L1 data cache. One
+ * cache line more per position puts each in the next set. */
+#define MT__WINO_V_PAD 16
+
+static int64_t wino_v_stride(const wino_plan *p) {
+    return (int64_t)p->c * p->nt + MT__WINO_V_PAD;
+}
+
 /* ---- IR building ---- */
 
 typedef struct wino_builder {
     mt_kernel *k;
     const wino_plan *p;
     mt__conv_io io;
-    mt_buffer *vloc;          /* LOCAL [alpha^2][c][nt] */
+    mt_buffer *vloc;          /* LOCAL [alpha^2][c][nt], positions wino_v_stride apart */
     mt_buffer *d, *t;         /* PRIVATE alpha^2: the input tile, B^T d */
     mt_buffer *acc, *wreg, *mbuf, *tbuf, *ybuf;
-    mt_expr *img, *ty0, *tx0, *k0;
+    mt_expr *img, *t0, *k0;    /* t0: the block's first tile, row-major over the image's tiles */
     mt_expr *tid;             /* the work-item, one of nthreads sharing phase 1 */
     int nthreads;
     mt_expr *wbase[4];
@@ -185,11 +219,11 @@ static mt_stmt *input_transform(wino_builder *b, mt_expr *c, mt_expr *tile, mt_e
     const int a = p->alpha;
     mt_stmt_list list = {0};
     mt_expr *plane = mt_ir_add(k, mt_ir_mul(k, b->img, KI(b, (int64_t)p->c * p->h * p->w)), mt_ir_mul(k, c, KI(b, (int64_t)p->h * p->w)));
-    mt_expr *iy0 = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, b->ty0, y), KI(b, p->m)), KI(b, -p->ph));
-    mt_expr *ix0 = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, b->tx0, x), KI(b, p->m)), KI(b, -p->pw));
+    mt_expr *iy0 = mt_ir_add(k, mt_ir_mul(k, y, KI(b, p->m)), KI(b, -p->ph));
+    mt_expr *ix0 = mt_ir_add(k, mt_ir_mul(k, x, KI(b, p->m)), KI(b, -p->pw));
     /* Which sides a read can leave the image on. */
-    const int y_lo = p->ph > 0, y_hi = (int64_t)(p->yo * p->bry - 1) * p->m - p->ph + a - 1 >= p->h;
-    const int x_lo = p->pw > 0, x_hi = (int64_t)(p->xo * p->brx - 1) * p->m - p->pw + a - 1 >= p->w;
+    const int y_lo = p->ph > 0, y_hi = (int64_t)(p->ty_n - 1) * p->m - p->ph + a - 1 >= p->h;
+    const int x_lo = p->pw > 0, x_hi = (int64_t)(p->tx_n - 1) * p->m - p->pw + a - 1 >= p->w;
     mt_expr *conds[MT_WINO_MAX_ALPHA * MT_WINO_MAX_ALPHA];
     for (int i = 0; i < a; i++) {
         mt_expr *iy = mt_ir_add(k, iy0, KI(b, i));
@@ -215,29 +249,44 @@ static mt_stmt *input_transform(wino_builder *b, mt_expr *c, mt_expr *tile, mt_e
             for (int r = 0; r < a; r++) col[r] = dv[r * a + j];
             mt_stmt_list_push(k, &list, mt_ir_store(k, b->t, KI(b, i * a + j), lincomb(k, p->mat.bt[i], col, a, 1)));
         }
-    /* V[i][j] = sum_s t[i][s] BT[j][s], to vloc[((i*a + j) * c + ch) * nt + tile] */
+    /* V[i][j] = sum_s t[i][s] BT[j][s], to vloc[(i*a + j) * wino_v_stride + ch * nt + tile] */
     mt_expr *vbase = mt_ir_add(k, mt_ir_mul(k, c, KI(b, p->nt)), tile);
     for (int i = 0; i < a; i++) {
         mt_expr *row[MT_WINO_MAX_ALPHA];
         for (int s = 0; s < a; s++) row[s] = mt_ir_load(k, b->t, KI(b, i * a + s));
         for (int j = 0; j < a; j++) {
-            mt_expr *idx = mt_ir_add(k, vbase, KI(b, (int64_t)(i * a + j) * p->c * p->nt));
+            mt_expr *idx = mt_ir_add(k, vbase, KI(b, (int64_t)(i * a + j) * wino_v_stride(p)));
             mt_stmt_list_push(k, &list, mt_ir_store(k, b->vloc, idx, lincomb(k, p->mat.bt[j], row, a, 1)));
         }
     }
     return mt_stmt_list_seq(k, &list);
 }
 
-/* A tile of the work-group's block by its slot: register tile sb (bx of
- * them along the row), tile r in it (xr along the row). Slots number the
- * tiles register tile by register tile, so that phase 2 reads one register
- * tile's transformed inputs from consecutive addresses. */
-static mt_expr *tile_slot(wino_builder *b, mt_expr *sb, mt_expr *r, mt_expr **y, mt_expr **x) {
+/* A tile of the work-group's block by its slot: register tile sb, tile r
+ * in it. The blocks take the image's tiles row-major, nt at a time, so
+ * that only the last block of an image overhangs, and by less than nt
+ * tiles (with blocks of rows and columns, a 7x7 grid of tiles in blocks of
+ * 2x4 computed 64 tiles); *t is the tile's number, *y and *x its row and
+ * column, those of the image's last tile for slots past it. Slots number
+ * the tiles register tile by register tile, so that phase 2 reads one
+ * register tile's transformed inputs from consecutive addresses. */
+static mt_expr *tile_slot(wino_builder *b, mt_expr *sb, mt_expr *r, mt_expr **t, mt_expr **y, mt_expr **x) {
     const wino_plan *p = b->p;
     mt_kernel *k = b->k;
-    *y = mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, sb, KI(b, p->bx)), KI(b, p->yr)), mt_ir_div(k, r, KI(b, p->xr)));
-    *x = mt_ir_add(k, mt_ir_mul(k, mt_ir_mod(k, sb, KI(b, p->bx)), KI(b, p->xr)), mt_ir_mod(k, r, KI(b, p->xr)));
-    return mt_ir_add(k, mt_ir_mul(k, sb, KI(b, p->ntr)), r);
+    mt_expr *slot = mt_ir_add(k, mt_ir_mul(k, sb, KI(b, p->ntr)), r);
+    *t = mt_ir_add(k, b->t0, slot);
+    mt_expr *tc = overhangs(p) ? mt_ir_min(k, *t, KI(b, p->tiles - 1)) : *t;
+    *y = mt_ir_div(k, tc, KI(b, p->tx_n));
+    *x = mt_ir_mod(k, tc, KI(b, p->tx_n));
+    return slot;
+}
+
+/* Whether register tile sb of the block holds a tile of the image (NULL:
+ * every one does). Phases 1 and 2 skip those that do not. */
+static mt_expr *register_tile_real(wino_builder *b, mt_expr *sb) {
+    const wino_plan *p = b->p;
+    if (!overhangs(p) || (int64_t)(p->nb - 1) * p->nt + (int64_t)(p->by * p->bx - 1) * p->ntr < p->tiles) return NULL;
+    return mt_ir_lt(b->k, mt_ir_add(b->k, b->t0, mt_ir_mul(b->k, sb, KI(b, p->ntr))), KI(b, p->tiles));
 }
 
 /* Phase 1: work-item tk transforms channels tk, tk + kt, ... */
@@ -254,13 +303,40 @@ static mt_stmt *phase_transform(wino_builder *b) {
     mt__opt_loop ls, lt;
     mt_expr *sb = mt__loop_begin(k, &ls, "sb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
     mt_expr *r = mt__loop_begin(k, &lt, "tile", p->ntr, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
-    mt_expr *y, *x;
-    mt_expr *slot = tile_slot(b, sb, r, &y, &x);
-    mt_stmt *body = mt__loop_end(k, &ls, mt__loop_end(k, &lt, input_transform(b, c, slot, y, x)));
+    mt_expr *t, *y, *x;
+    mt_expr *slot = tile_slot(b, sb, r, &t, &y, &x);
+    mt_stmt *tiles = mt__loop_end(k, &lt, input_transform(b, c, slot, y, x));
+    mt_expr *real = register_tile_real(b, sb);
+    if (real) tiles = mt_ir_if(k, real, tiles, NULL);
+    mt_stmt *body = mt__loop_end(k, &ls, tiles);
     body = mt_ir_alloc(k, b->d, mt_ir_alloc(k, b->t, body));
     if (rounds * b->nthreads > p->c) body = mt_ir_if(k, mt_ir_lt(k, c, KI(b, p->c)), body, NULL);
     body = mt_ir_let(k, cv, mt_ir_add(k, mt_ir_mul(k, cc, KI(b, b->nthreads)), b->tid), body);
     return mt__loop_end(k, &lc, body);
+}
+
+/* Input channels per pass of phase 2 over the block's register tiles.
+ * Each register tile reads, per channel, the position's weights for its
+ * channel groups (reg_k x vec floats) and its tiles' transformed inputs
+ * from a row of nt; over all c channels that is more than the L1 data
+ * cache holds once the block or the channel group is large (48 KiB for
+ * F(2x2) on 14x14 with 64 tiles and two vectors of 16), and each register
+ * tile then re-read both from L2. In chunks of channels whose weights and
+ * transformed inputs fit in MT__WINO_CHUNK_BYTES, all register tiles pass
+ * over one chunk before the next, carrying their sums in M. The chunk
+ * divides c (a divisor at most the bound; c itself when it fits). */
+#define MT__WINO_CHUNK_BYTES (24 * 1024)
+#define MT__WINO_MIN_CHUNK 16
+
+static int products_chunk(const wino_plan *p) {
+    const int64_t per_channel = ((int64_t)p->kr * p->vec + p->nt) * 4;
+    if (p->by * p->bx == 1) return p->c;
+    int best = 1;
+    for (int d = 1; d <= p->c; d++)
+        if (p->c % d == 0 && (int64_t)d * per_channel <= MT__WINO_CHUNK_BYTES) best = d;
+    /* Chunks of a few channels (c prime, say) would pass the sums through
+     * M more often than they save reads. */
+    return best >= MT__WINO_MIN_CHUNK ? best : p->c;
 }
 
 /* Phase 2: for each transformed position e and each register tile of the
@@ -274,18 +350,22 @@ static mt_stmt *phase_products(wino_builder *b) {
     mt_kernel *k = b->k;
     const int a2 = p->alpha * p->alpha, vec = p->vec;
     const int64_t nacc = (int64_t)p->ntr * p->kr * vec, mrow_len = (int64_t)p->nt * p->kr * vec;
+    const int chunk = products_chunk(p), nchunks = p->c / chunk;
     mt_var *ev = mt_ir_var(k, "e", MT_TYPE_INT);
     mt_var *cv = mt_ir_var(k, "c", MT_TYPE_INT);
-    mt_expr *e = mt_ir_v(k, ev), *c = mt_ir_v(k, cv);
-    mt__opt_loop ls;
+    mt_expr *e = mt_ir_v(k, ev);
+    mt__opt_loop lch, ls;
+    mt_expr *cch = nchunks > 1 ? mt__loop_begin(k, &lch, "cch", nchunks, MT_LOOP_SERIAL) : NULL;
     mt_expr *sb = mt__loop_begin(k, &ls, "sb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
+    mt_expr *c = mt_ir_v(k, cv);
+    if (cch) c = mt_ir_add(k, mt_ir_mul(k, cch, KI(b, chunk)), c);
     mt_stmt_list inner = {0};
     mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, 16));
     for (int j = 0; j < p->kr; j++)
         mt_stmt_list_push(k, &inner, mt_ir_store_vec(k, b->wreg, KI(b, (int64_t)j * vec), mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), vec)));
     for (int j = 0; j < p->kr; j += mt__vectors_per_weight_line(vec))
         mt_stmt_list_push(k, &inner, mt_ir_prefetch(k, b->io.wt, mt_ir_add(k, mt_ir_add(k, b->wbase[j], woff), KI(b, MT__WINO_PREFETCH_CHANNELS * 16))));
-    mt_expr *vrow = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, p->c)), c), KI(b, p->nt)), mt_ir_mul(k, sb, KI(b, p->ntr)));
+    mt_expr *vrow = mt_ir_add(k, mt_ir_add(k, mt_ir_mul(k, e, KI(b, wino_v_stride(p))), mt_ir_mul(k, c, KI(b, p->nt))), mt_ir_mul(k, sb, KI(b, p->ntr)));
     for (int x = 0; x < p->ntr; x++) {
         mt_expr *bv = mt_ir_broadcast(k, mt_ir_load(k, b->vloc, mt_ir_add(k, vrow, KI(b, x))), vec);
         for (int j = 0; j < p->kr; j++) {
@@ -294,19 +374,27 @@ static mt_stmt *phase_products(wino_builder *b) {
             mt_stmt_list_push(k, &inner, mt_ir_store_vec(k, b->acc, ai, mt_ir_fma(k, bv, wv, mt_ir_load_vec(k, b->acc, ai, vec))));
         }
     }
-    mt_stmt *cloop = mt_ir_for(k, cv, p->c, MT_LOOP_SERIAL, 0, mt_ir_alloc(k, b->wreg, mt_stmt_list_seq(k, &inner)));
-    mt_stmt_list copy = {0};
+    mt_stmt *cloop = mt_ir_for(k, cv, chunk, MT_LOOP_SERIAL, 0, mt_ir_alloc(k, b->wreg, mt_stmt_list_seq(k, &inner)));
+    mt_stmt_list copy = {0}, reload = {0};
     mt_expr *mrow = mt_ir_add(k, mt_ir_mul(k, e, KI(b, mrow_len)), mt_ir_mul(k, sb, KI(b, nacc)));
-    for (int64_t i = 0; i < nacc; i += vec)
+    for (int64_t i = 0; i < nacc; i += vec) {
         mt_stmt_list_push(k, &copy, mt_ir_store_vec(k, b->mbuf, mt_ir_add(k, mrow, KI(b, i)), mt_ir_load_vec(k, b->acc, KI(b, i), vec)));
-    mt_stmt *body = mt_ir_seq2(k, mt_ir_seq2(k, mt__zero_fill(k, b->acc, nacc, vec), cloop), mt_stmt_list_seq(k, &copy));
+        mt_stmt_list_push(k, &reload, mt_ir_store_vec(k, b->acc, KI(b, i), mt_ir_load_vec(k, b->mbuf, mt_ir_add(k, mrow, KI(b, i)), vec)));
+    }
+    /* With chunks the sums go on from where the last chunk left them in M. */
+    mt_stmt *init = mt__zero_fill(k, b->acc, nacc, vec);
+    if (cch) init = mt_ir_if(k, mt_ir_lt(k, cch, KI(b, 1)), init, mt_stmt_list_seq(k, &reload));
+    mt_stmt *body = mt_ir_seq2(k, mt_ir_seq2(k, init, cloop), mt_stmt_list_seq(k, &copy));
+    mt_expr *real = register_tile_real(b, sb);
+    if (real) body = mt_ir_if(k, real, body, NULL);
     body = mt__loop_end(k, &ls, mt_ir_alloc(k, b->acc, body));
+    if (cch) body = mt__loop_end(k, &lch, body);
     return mt_ir_for(k, ev, a2, MT_LOOP_SERIAL, 0, body);
 }
 
 /* Phase 3 for tile `tile` = (y, x) and channel vector j: Y = A^T M A into
  * ybuf ([m*m][vec]), then the stores, a loop over the vector's channels. */
-static mt_stmt *output_tile(wino_builder *b, mt_expr *tile, mt_expr *y, mt_expr *x, int j) {
+static mt_stmt *output_tile(wino_builder *b, mt_expr *tile, mt_expr *t, mt_expr *y, mt_expr *x, int j) {
     const wino_plan *p = b->p;
     mt_kernel *k = b->k;
     const int a = p->alpha, m = p->m, vec = p->vec;
@@ -332,9 +420,9 @@ static mt_stmt *output_tile(wino_builder *b, mt_expr *tile, mt_expr *y, mt_expr 
      * column by column. */
     static const int chunk[] = {4, 2, 1};
     const int64_t plane = (int64_t)p->oh * p->ow;
-    mt_expr *oy0 = mt_ir_mul(k, mt_ir_add(k, b->ty0, y), KI(b, m));
-    mt_expr *ox0 = mt_ir_mul(k, mt_ir_add(k, b->tx0, x), KI(b, m));
-    const int x_over = (int64_t)p->xo * p->brx * m > p->ow, y_over = (int64_t)p->yo * p->bry * m > p->oh;
+    mt_expr *oy0 = mt_ir_mul(k, y, KI(b, m));
+    mt_expr *ox0 = mt_ir_mul(k, x, KI(b, m));
+    const int x_over = (int64_t)p->tx_n * m > p->ow, y_over = (int64_t)p->ty_n * m > p->oh;
     const int k_over = (int64_t)p->ko * p->kt * p->kr * vec > p->k;
     mt_expr *full = x_over ? mt_ir_lt(k, ox0, KI(b, (int64_t)p->ow - m + 1)) : NULL;
     mt_expr *obase = mt_ir_mul(k, b->img, KI(b, (int64_t)p->k * plane));
@@ -371,6 +459,7 @@ static mt_stmt *output_tile(wino_builder *b, mt_expr *tile, mt_expr *y, mt_expr 
         }
         mt_stmt *st = mt_stmt_list_seq(k, &rows);
         if (k_over) st = mt_ir_if(k, mt_ir_lt(k, ch, KI(b, p->k)), st, NULL);
+        if (overhangs(p)) st = mt_ir_if(k, mt_ir_lt(k, t, KI(b, p->tiles)), st, NULL);
         mt_stmt_list_push(k, &list, mt_ir_for(k, lv, vec, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL, 0, st));
     }
     return mt_stmt_list_seq(k, &list);
@@ -382,10 +471,10 @@ static mt_stmt *phase_outputs(wino_builder *b) {
     mt__opt_loop ls, lt;
     mt_expr *sb = mt__loop_begin(k, &ls, "osb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
     mt_expr *r = mt__loop_begin(k, &lt, "otile", p->ntr, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
-    mt_expr *y, *x;
-    mt_expr *slot = tile_slot(b, sb, r, &y, &x);
+    mt_expr *t, *y, *x;
+    mt_expr *slot = tile_slot(b, sb, r, &t, &y, &x);
     mt_stmt_list list = {0};
-    for (int j = 0; j < p->kr; j++) mt_stmt_list_push(k, &list, output_tile(b, slot, y, x, j));
+    for (int j = 0; j < p->kr; j++) mt_stmt_list_push(k, &list, output_tile(b, slot, t, y, x, j));
     mt_stmt *body = mt__loop_end(k, &ls, mt__loop_end(k, &lt, mt_stmt_list_seq(k, &list)));
     return mt_ir_alloc(k, b->tbuf, mt_ir_alloc(k, b->ybuf, body));
 }
@@ -399,7 +488,7 @@ static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err,
     const int64_t nacc = (int64_t)p->ntr * p->kr * vec;
     mt__conv_io_params(k, &b->io, (int64_t)p->n * p->c * p->h * p->w, (int64_t)p->k16 * p->c * a2, (int64_t)p->n * p->k * p->oh * p->ow, p->k,
                        p->epi);
-    b->vloc = mt_ir_buffer(k, "vt", MT_SCOPE_LOCAL, (int64_t)a2 * p->c * p->nt);
+    b->vloc = mt_ir_buffer(k, "vt", MT_SCOPE_LOCAL, (int64_t)a2 * wino_v_stride(p));
     b->d = mt_ir_buffer(k, "d", MT_SCOPE_PRIVATE, a2);
     b->t = mt_ir_buffer(k, "bd", MT_SCOPE_PRIVATE, a2);
     b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, nacc);
@@ -409,7 +498,7 @@ static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err,
     b->ybuf = mt_ir_buffer(k, "y", MT_SCOPE_PRIVATE, (int64_t)p->m * p->m * vec);
 
     /* Launch: axis 0 channel shares (split_k) and their work-items, axis 1
-     * tile blocks along the row, axis 2 (image, block of tile rows). With
+     * one, axis 2 (image, block of tiles). With
      * k_loop the share's kt channel groups are a loop in one work-item and
      * the kernel has no barrier: PoCL's CPU compiler puts the work-item loop
      * inside every innermost loop of a kernel with barriers, and phase 2's
@@ -417,16 +506,15 @@ static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err,
     b->nthreads = p->k_loop ? 1 : p->kt;
     mt__opt_loop g[3], it, kg;
     mt_expr *bk = mt__loop_begin(k, &g[0], "bk", p->ko, MT_LOOP_BLOCK);
-    mt_expr *bx = mt__loop_begin(k, &g[1], "bx", p->xo, MT_LOOP_BLOCK);
-    mt_expr *bz = mt__loop_begin(k, &g[2], "bz", (int64_t)p->n * p->yo, MT_LOOP_BLOCK);
+    mt__loop_begin(k, &g[1], "bx", 1, MT_LOOP_BLOCK);
+    mt_expr *bz = mt__loop_begin(k, &g[2], "bz", (int64_t)p->n * p->nb, MT_LOOP_BLOCK);
     b->tid = mt__loop_begin(k, &it, "tk", b->nthreads, MT_LOOP_THREAD);
     for (int i = 0; i < 3; i++) g[i].axis = i;
     it.axis = 0;
 
     mt__let_chain l = {0};
-    b->img = mt__let_bind(k, &l, "img", mt_ir_div(k, bz, KI(b, p->yo)));
-    b->ty0 = mt__let_bind(k, &l, "ty0", mt_ir_mul(k, mt_ir_mod(k, bz, KI(b, p->yo)), KI(b, p->bry)));
-    b->tx0 = mt__let_bind(k, &l, "tx0", mt_ir_mul(k, bx, KI(b, p->brx)));
+    b->img = mt__let_bind(k, &l, "img", mt_ir_div(k, bz, KI(b, p->nb)));
+    b->t0 = mt__let_bind(k, &l, "t0", mt_ir_mul(k, mt_ir_mod(k, bz, KI(b, p->nb)), KI(b, p->nt)));
     mt_stmt *transform = phase_transform(b);
     if (b->nthreads > 1) transform = mt_ir_seq2(k, transform, mt_ir_barrier(k));
     mt_expr *tk = p->k_loop ? mt__loop_begin(k, &kg, "kg", p->kt, MT_LOOP_SERIAL) : b->tid;
@@ -477,16 +565,16 @@ static mt_status wino_build(const mt_workload *wl, const mt_space *sp, const mt_
     p.kt = (int)((items + p.ko - 1) / p.ko);
     p.ty_n = (p.oh + p.m - 1) / p.m;
     p.tx_n = (p.ow + p.m - 1) / p.m;
-    /* A register tile row or column wholly past the output only wastes work. */
-    if ((int64_t)p.yr * (p.by - 1) >= p.ty_n || (int64_t)p.xr * (p.bx - 1) >= p.tx_n)
-        return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %dx%d register tiles of %dx%d tiles exceed the %dx%d tiles of the output", p.by, p.bx,
-                        p.yr, p.xr, p.ty_n, p.tx_n);
-    p.bry = p.yr * p.by;
-    p.brx = p.xr * p.bx;
-    p.xo = (p.tx_n + p.brx - 1) / p.brx;
-    p.yo = (p.ty_n + p.bry - 1) / p.bry;
     p.ntr = p.yr * p.xr;
     p.nt = p.ntr * p.by * p.bx;
+    p.tiles = p.ty_n * p.tx_n;
+    p.nb = (p.tiles + p.nt - 1) / p.nt;
+    /* A block whose first half of register tiles already covers the
+     * image's tiles does the work of a smaller one (the rest are skipped). */
+    const int64_t needed = (p.tiles + p.ntr - 1) / p.ntr;
+    if ((int64_t)p.by * p.bx / 2 >= needed)
+        return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %dx%d register tiles of %dx%d tiles: %lld of them cover the output's %dx%d tiles",
+                        p.by, p.bx, p.yr, p.xr, (long long)needed, p.ty_n, p.tx_n);
     const int64_t nacc = (int64_t)p.ntr * per_item;
     if (nacc > MT__WINO_MAX_ACC)
         return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %lld accumulators per work-item (%dx%d tiles x %d vectors of %d) exceed %d",

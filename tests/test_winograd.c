@@ -208,6 +208,45 @@ static void run_workload(void **state) {
     mt_space_free(&sp);
 }
 
+/* Blocks whose tiles overhang the image's last tile by whole register tiles
+ * (skipped) and by part of one, and phase 2 in chunks of channels
+ * (products_chunk: here 2 chunks of 48), as work-items and as a loop:
+ * against the reference, and the chunk loop is in the kernel. */
+static void test_chunks_and_overhang(void **state) {
+    (void)state;
+    if (!device) {
+        print_message("skipped: no device: %s\n", device_err);
+        skip();
+    }
+    static const char *const shapes[] = {
+        "vec=16,reg_k=2,reg_y=2,reg_x=4,split_k=1,unroll=0,blk_y=4,blk_x=2,k_loop=1", /* 49 tiles in 8 register tiles of 8 */
+        "vec=16,reg_k=2,reg_y=1,reg_x=3,split_k=1,unroll=0,blk_y=4,blk_x=4,k_loop=0", /* 49 tiles in 2 blocks of 48 */
+    };
+    const mt_template *t = mt_template_find("wino");
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=96,h=14,w=14,k=40,r=3,s=3,pad=1", &wl, NULL, 0), MT_OK);
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+    fused_data d;
+    fused_data_init(&d, device, &wl, 5);
+    for (int sh = 0; sh < 2; sh++) {
+        mt_config cfg;
+        assert_true(config_of(&sp, 2, shapes[sh], &cfg));
+        char what[256], err[256];
+        mt_config_format(&sp, &cfg, what, sizeof what);
+        mt_kernel *k = NULL;
+        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
+        char *text = NULL;
+        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
+        mt_kernel_free(k);
+        if (!strstr(text, "cch")) fail_msg("%s: no loop over channel chunks", what);
+        free(text);
+        for (int j = 0; j < 2; j++) fused_run(&d, device, t, &sp, &cfg, &fused_epilogues[(sh + j) % FUSED_NEPI], tolerance_of(2), what);
+    }
+    fused_data_free(&d);
+    mt_space_free(&sp);
+}
+
 static int group_setup(void **state) {
     (void)state;
     mt_device_params dp = mt_device_default_params();
@@ -223,12 +262,13 @@ static int group_teardown(void **state) {
 }
 
 int main(void) {
-    static struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS + 4];
+    static struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS + 5];
     static char names[MT_TEST_NCONV_WORKLOADS][160];
     int n = 0;
     tests[n++] = (struct CMUnitTest){.name = "matrices_correlate", .test_func = test_matrices_correlate};
     tests[n++] = (struct CMUnitTest){.name = "weight_layouts", .test_func = test_weight_layouts};
     tests[n++] = (struct CMUnitTest){.name = "accepts", .test_func = test_accepts};
+    tests[n++] = (struct CMUnitTest){.name = "chunks_and_overhang", .test_func = test_chunks_and_overhang};
     const mt_template *t = mt_template_find("wino");
     for (int w = 0; w < MT_TEST_NCONV_WORKLOADS; w++) {
         mt_workload wl;
