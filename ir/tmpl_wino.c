@@ -16,12 +16,11 @@
  * tiles: F(2x2) on 14x14, F(4x4) on 28x28); register tiles wholly past the
  * image's last tile are skipped. So only the products reg_y x reg_x and
  * blk_y x blk_x matter; the knobs keep their names, which records carry.
- * Inside ResNet-50, in turns with blocks of rows and columns (3 rounds,
- * the tuned configs of 2026-12-04 and, on the 14x14 layers, F(2x2) in
- * blocks of 64 tiles), with the padded V and the channel chunks below:
- * the 14x14 layers 1.12-1.19x as fast, the 56x56 ones 1.05-1.10x, the
- * 28x28 ones 0.98-1.04x. And at 14x14 a block of 16 F(4x4) tiles now
- * covers the image: 0.557 ms against kvec's 0.63-0.70 there.
+ * With the padded V and the channel chunks below, inside the networks with
+ * the tuned configs of 2026-12-04 (3 rounds in turns with blocks of rows
+ * and columns, bench/net_ab/results/net_ab_wino_rowmajor_*.md): VGG-16
+ * 1.06x (its 14x14 layers 1.27-1.36x, 28x28 1.10-1.19x, 56x56 1.10-1.12x),
+ * ResNet-18's wino layers 1.08-1.16x, ResNet-50's 1.02-1.19x.
  * The kernel has three phases:
  *  1. input transform: the work-items share out the input channels and
  *     write V = B^T d B of every (channel, tile) into local memory, laid out
