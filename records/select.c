@@ -214,10 +214,14 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * larger tiles ran 1.7-2.3x slower alone (the column tests). */
     if (kvec_pointwise(pref, wl) && ow % 14 == 0 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 14;
     /* wino on rows of at most one register tile (4 F(4x4) tiles, 16
-     * outputs): one register tile per work-group along the row (a second
-     * would lie wholly past the row) and the channels split over two
-     * work-groups, so that a 14x14 layer still has 4 work-groups. */
-    if (wino && ow <= 16 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
+     * outputs): two register tiles per work-group, the 16 tiles of a 14x14
+     * or 16x16 output (the blocks take the tiles row-major), and the
+     * channels split over two work-groups, so that each reads half the
+     * transformed weights once. Inside the networks (3 rounds in turns,
+     * 2026-12-04) the 14x14 layers took 0.616 ms against 0.736 with one
+     * register tile per work-group (ResNet-50, 256 channels) and 1.85
+     * against 2.32 (VGG-16, 512). */
+    if (wino && ow <= 16 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 2;
     /* wino on rows of 56 outputs or more (64-256 channels in ResNet and
      * VGG): one register tile per work-group along the row too. At default
      * configs, in turns with two tiles inside the networks (3 rounds,
@@ -372,14 +376,20 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  * networks (bench/net_ab/results/net_ab_wino_blocks_*.md):
  * - wino (F(4x4), two register tiles of 2x4 tiles per work-group, the
  *   channel groups as a loop) on 3x3 stride-1 layers with 16 input
- *   channels or more and 28x28 outputs or more: inside VGG-16 and
+ *   channels or more and 14x14 outputs or more: inside VGG-16 and
  *   ResNet-18/50, 1.5-2.8x faster than kvec's default at 28x28 to 112x112
  *   (1.1-1.3x at 56x56 and 224x224 with 64 channels, where wino was the
  *   default before). On 14x14 layers, timed alone (weights in cache), it
- *   was 1.4-2.7x faster, but inside the networks 0.8-0.9x: its transformed
- *   weights are 4x the direct ones and come from memory there (9.4 MB at
- *   256 channels, 38 MB at 512). With fewer than 16 channels the input
- *   transform outweighs the products;
+ *   was 1.4-2.7x faster, but inside the networks 0.8-0.9x while its blocks
+ *   of rows and columns computed 8x8 F(4x4) tiles for the 4x4 needed and
+ *   read the transformed weights (4x the direct ones: 9.4 MB at 256
+ *   channels, 38 MB at 512) from memory twice; with the tiles taken
+ *   row-major, one block of 16 tiles per channel share, inside the networks
+ *   (3 rounds in turns, 2026-12-04) against kvec's default: ResNet-50's
+ *   256-channel layer 0.616 ms against 0.705, ResNet-18's 0.568 against
+ *   0.657, VGG-16's 512-channel one 1.85 against 2.62. On 7x7 outputs F(4x4)
+ *   computes 8x8 and its weights outweigh the products: kvec. With fewer
+ *   than 16 channels the input transform outweighs the products;
  * - gemm (8 channels x 48 pixels; 6 x 32 when this was measured) on
  *   unpadded 1x1 stride-1 layers with at most 160 input channels and 28x28
  *   outputs or more: 1.0-7.3x faster than
@@ -410,8 +420,8 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     if (mt_workload_is_depthwise(wl)) return pixels <= 28 * 28 && template_usable(gemm, wl, layouts) ? gemm : NULL;
     if (wl->groups != 1) return NULL;
     const mt_template *wino = mt_template_find("wino");
-    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && mt_workload_out_h(wl) >= 28 &&
-        mt_workload_out_w(wl) >= 28)
+    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && mt_workload_out_h(wl) >= 14 &&
+        mt_workload_out_w(wl) >= 14)
         return wino;
     const int pointwise = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
     if (pointwise && template_usable(gemm, wl, layouts) && wl->c <= 512 && pixels >= 28 * 28) return gemm;

@@ -696,7 +696,7 @@ static void test_best_config(void **state) {
 
     /* On a CPU the shapes where another template's default ran faster than
      * kvec's (records/select.c, cpu_default_template): wino on 3x3 stride-1
-     * layers with 16 channels or more and 28x28 outputs or more when the
+     * layers with 16 channels or more and 14x14 outputs or more when the
      * caller takes its F(4x4) layout and its preferred block fits the
      * device's local memory (this device's 1 MiB holds 256 channels' block
      * of 16 tiles but not 512 channels'), gemm on unpadded 1x1 stride-1
@@ -715,7 +715,8 @@ static void test_best_config(void **state) {
         {"c=64,h=28,w=28,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=256,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=512,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
-        {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
+        {"c=512,h=14,w=14,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=8,h=56,w=56,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
