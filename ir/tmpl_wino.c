@@ -158,14 +158,21 @@ static mt_weight_layout wino_weights_for(const mt_space *sp, const mt_config *cf
  * its 56x56 ones 1.08-1.12x; ResNet-50's 28x28 ones 1.16-1.21x
  * (bench/net_ab/results/net_ab_weight_prefetch_*.md). In a sweep of the
  * distance inside the networks (3 rounds, in turns) 64 channels did as well
- * on VGG-16 and 8 less well; on ResNet-50's 28x28 layers 32 beat 64. */
+ * on VGG-16 and 8 less well; on ResNet-50's 28x28 layers 32 beat 64.
+ * With channel chunks (products_chunk), prefetching the next chunk's
+ * weights in every pass over a chunk, so that memory streams while the
+ * other register tiles reuse the chunk from L1, made ResNet-50's 14x14
+ * F(4x4) layers 1.00-1.11x slower (3 rounds in turns, not kept). */
 #define MT__WINO_PREFETCH_CHANNELS 32
 
 /* Floats between two transformed positions of V in local memory past the
  * c x nt they hold. c x nt floats is a multiple of 4 KiB whenever nt is 64
  * or more (c a multiple of 16), and then phase 1's alpha^2 stores of one
- * (channel, tiles) all fell in one set of the 12-way L1 data cache. One
- * cache line more per position puts each in the next set. */
+ * (channel, tiles) all fall in one set of the 12-way L1 data cache. One
+ * cache line more per position puts each in the next set. Sampled inside
+ * ResNet-50 (perf, cpu-clock) phase 1 of its 14x14 F(2x2) kernel took 18%
+ * of the samples before and 15% after; the layer's time moved within
+ * noise (1.01x, 3 rounds in turns). */
 #define MT__WINO_V_PAD 16
 
 static int64_t wino_v_stride(const wino_plan *p) {
@@ -323,7 +330,10 @@ static mt_stmt *phase_transform(wino_builder *b) {
  * tile then re-read both from L2. In chunks of channels whose weights and
  * transformed inputs fit in MT__WINO_CHUNK_BYTES, all register tiles pass
  * over one chunk before the next, carrying their sums in M. The chunk
- * divides c (a divisor at most the bound; c itself when it fits). */
+ * divides c (a divisor at most the bound; c itself when it fits). Inside
+ * ResNet-50, in turns with no chunks (3 rounds, 2026-12-04): its 14x14
+ * F(2x2) layers in blocks of 64 tiles 1.08-1.11x as fast, the 28x28 and
+ * 56x56 ones 0.98-1.04x; chunks of 12 KiB did less well (1.03-1.11x). */
 #define MT__WINO_CHUNK_BYTES (24 * 1024)
 #define MT__WINO_MIN_CHUNK 16
 
