@@ -162,7 +162,7 @@ static mt_weight_layout wino_weights_for(const mt_space *sp, const mt_config *cf
  * With channel chunks (products_chunk), prefetching the next chunk's
  * weights in every pass over a chunk, so that memory streams while the
  * other register tiles reuse the chunk from L1, made ResNet-50's 14x14
- * F(4x4) layers 1.00-1.11x slower (3 rounds in turns, not kept). */
+ * F(4x4) layers no faster (0.98-1.11x their time; 3 rounds in turns, not kept). */
 #define MT__WINO_PREFETCH_CHANNELS 32
 
 /* Floats between two transformed positions of V in local memory past the
