@@ -107,7 +107,7 @@ static int wino_accepts(const mt_workload *wl) {
 typedef struct wino_plan {
     int n, c, k, k16, h, w, oh, ow, ph, pw;
     int m, alpha, vec, kr, yr, xr, ko, kt;
-    int by, bx;                /* register tiles per work-group along the columns and rows */
+    int by, bx;                /* blk_y, blk_x: by * bx register tiles per work-group */
     int ntr;                   /* tiles per register tile: yr * xr */
     int nt;                    /* tiles per work-group: ntr * by * bx */
     int k_loop;                /* the kt channel groups as a loop in one work-item instead of kt work-items */
@@ -507,7 +507,7 @@ static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err,
     b->ybuf = mt_ir_buffer(k, "y", MT_SCOPE_PRIVATE, (int64_t)p->m * p->m * vec);
 
     /* Launch: axis 0 channel shares (split_k) and their work-items, axis 1
-     * one, axis 2 (image, block of tiles). With
+     * of extent 1, axis 2 (image, block of tiles). With
      * k_loop the share's kt channel groups are a loop in one work-item and
      * the kernel has no barrier: PoCL's CPU compiler puts the work-item loop
      * inside every innermost loop of a kernel with barriers, and phase 2's
