@@ -700,7 +700,9 @@ static void test_best_config(void **state) {
      * caller takes its F(4x4) layout and its preferred block fits the
      * device's local memory (this device's 1 MiB holds 256 channels' block
      * of 16 tiles but not 512 channels'), gemm on unpadded 1x1 stride-1
-     * layers of up to 512 input channels with large images, dwrow on the
+     * layers of up to 512 input channels with large images, gemm on 3x3
+     * stride-1 layers of at most 4 input channels and rows of a multiple of
+     * 32, dwrow on the
      * depthwise layers it accepts and gemm on other depthwise layers with
      * small images; kvec (depthwise for depthwise layers) for the rest. */
     static const struct {
@@ -710,7 +712,8 @@ static void test_best_config(void **state) {
     } cpu_rule[] = {
         {"c=64,h=56,w=56,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=64,h=56,w=56,k=64,r=3,s=3,pad=1", (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), "kvec"},
-        {"c=3,h=224,w=224,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=3,h=224,w=224,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=3,h=28,w=28,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=256,h=56,w=56,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=64,h=28,w=28,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=256,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
