@@ -107,7 +107,8 @@ static int wino_accepts(const mt_workload *wl) {
 typedef struct wino_plan {
     int n, c, k, k16, h, w, oh, ow, ph, pw;
     int m, alpha, vec, kr, yr, xr, ko, kt;
-    int by, bx;                /* blk_y, blk_x: by * bx register tiles per work-group */
+    int by, bx;                /* blk_y, blk_x */
+    int nrt;                   /* register tiles per work-group: by * bx */
     int ntr;                   /* tiles per register tile: yr * xr */
     int nt;                    /* tiles per work-group: ntr * by * bx */
     int k_loop;                /* the kt channel groups as a loop in one work-item instead of kt work-items */
@@ -291,7 +292,7 @@ static mt_expr *tile_slot(wino_builder *b, mt_expr *sb, mt_expr *r, mt_expr **t,
  * every one does). Phases 1 and 2 skip those that do not. */
 static mt_expr *register_tile_real(wino_builder *b, mt_expr *sb) {
     const wino_plan *p = b->p;
-    if (!overhangs(p) || (int64_t)(p->nb - 1) * p->nt + (int64_t)(p->by * p->bx - 1) * p->ntr < p->tiles) return NULL;
+    if (!overhangs(p) || (int64_t)(p->nb - 1) * p->nt + (int64_t)(p->nrt - 1) * p->ntr < p->tiles) return NULL;
     return mt_ir_lt(b->k, mt_ir_add(b->k, b->t0, mt_ir_mul(b->k, sb, KI(b, p->ntr))), KI(b, p->tiles));
 }
 
@@ -307,7 +308,7 @@ static mt_stmt *phase_transform(wino_builder *b) {
     /* The block's register tiles as a loop, the tiles of one as a loop
      * replicated when `unroll` is set. */
     mt__opt_loop ls, lt;
-    mt_expr *sb = mt__loop_begin(k, &ls, "sb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
+    mt_expr *sb = mt__loop_begin(k, &ls, "sb", p->nrt, MT_LOOP_SERIAL);
     mt_expr *r = mt__loop_begin(k, &lt, "tile", p->ntr, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_expr *t, *y, *x;
     mt_expr *slot = tile_slot(b, sb, r, &t, &y, &x);
@@ -339,7 +340,7 @@ static mt_stmt *phase_transform(wino_builder *b) {
 
 static int products_chunk(const wino_plan *p) {
     const int64_t per_channel = ((int64_t)p->kr * p->vec + p->nt) * 4;
-    if (p->by * p->bx == 1) return p->c;
+    if (p->nrt == 1) return p->c;
     int best = 1;
     for (int d = 1; d <= p->c; d++)
         if (p->c % d == 0 && (int64_t)d * per_channel <= MT__WINO_CHUNK_BYTES) best = d;
@@ -365,7 +366,7 @@ static mt_stmt *phase_products(wino_builder *b) {
     mt_expr *e = mt_ir_v(k, ev);
     mt__opt_loop lch, ls;
     mt_expr *cch = nchunks > 1 ? mt__loop_begin(k, &lch, "cch", nchunks, MT_LOOP_SERIAL) : NULL;
-    mt_expr *sb = mt__loop_begin(k, &ls, "sb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
+    mt_expr *sb = mt__loop_begin(k, &ls, "sb", p->nrt, MT_LOOP_SERIAL);
     mt_expr *c = mt_ir_v(k, cv);
     if (cch) c = mt_ir_add(k, mt_ir_mul(k, cch, KI(b, chunk)), c);
     mt_stmt_list inner = {0};
@@ -478,7 +479,7 @@ static mt_stmt *phase_outputs(wino_builder *b) {
     const wino_plan *p = b->p;
     mt_kernel *k = b->k;
     mt__opt_loop ls, lt;
-    mt_expr *sb = mt__loop_begin(k, &ls, "osb", (int64_t)p->by * p->bx, MT_LOOP_SERIAL);
+    mt_expr *sb = mt__loop_begin(k, &ls, "osb", p->nrt, MT_LOOP_SERIAL);
     mt_expr *r = mt__loop_begin(k, &lt, "otile", p->ntr, p->unroll ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_expr *t, *y, *x;
     mt_expr *slot = tile_slot(b, sb, r, &t, &y, &x);
@@ -575,13 +576,14 @@ static mt_status wino_build(const mt_workload *wl, const mt_space *sp, const mt_
     p.ty_n = (p.oh + p.m - 1) / p.m;
     p.tx_n = (p.ow + p.m - 1) / p.m;
     p.ntr = p.yr * p.xr;
-    p.nt = p.ntr * p.by * p.bx;
+    p.nrt = p.by * p.bx;
+    p.nt = p.ntr * p.nrt;
     p.tiles = p.ty_n * p.tx_n;
     p.nb = (p.tiles + p.nt - 1) / p.nt;
     /* A block whose first half of register tiles already covers the
      * image's tiles does the work of a smaller one (the rest are skipped). */
     const int64_t needed = (p.tiles + p.ntr - 1) / p.ntr;
-    if ((int64_t)p.by * p.bx / 2 >= needed)
+    if (p.nrt / 2 >= needed)
         return mt__fail(err, errlen, MT_INVALID_CONFIG, "wino: %dx%d register tiles of %dx%d tiles: %lld of them cover the output's %dx%d tiles",
                         p.by, p.bx, p.yr, p.xr, (long long)needed, p.ty_n, p.tx_n);
     const int64_t nacc = (int64_t)p.ntr * per_item;
