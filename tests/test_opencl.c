@@ -796,6 +796,48 @@ static void test_gemm_prefetch(void **state) {
     }
 }
 
+/* gemm prefetches the residual lines of its tile before the reduction,
+ * from the residual's own buffer or from the output when the sum is made in
+ * place: one per line of each of the tile's 6 channel rows of 32 pixels
+ * (two; the runs start lines), and nothing without a residual. */
+static void test_gemm_residual_prefetch(void **state) {
+    (void)state;
+    static const struct {
+        mt_epilogue_residual residual;
+        const char *buf;
+        int want;
+    } cases[] = {
+        {MT_RESIDUAL_BUFFER, "residual", 12},
+        {MT_RESIDUAL_IN_OUTPUT, "output", 12},
+        {MT_RESIDUAL_NONE, "output", 0},
+    };
+    const mt_template *t = mt_template_find("gemm");
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse("n=1,c=64,h=56,w=56,k=256,r=1,s=1", &wl, NULL, 0), MT_OK);
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+    mt_config cfg;
+    char err[512];
+    if (mt_config_parse(&sp, "thread_k=1,reg_k=6,thread_y=1,reg_y=1,thread_x=1,reg_x=32,tile_red=64x1,vec=16,stage_local=0,auto_unroll_max_step=0,unroll_explicit=1",
+                        &cfg, err, sizeof err) != MT_OK)
+        fail_msg("%s", err);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const mt_conv_epilogue epi = {.bias = 1, .residual = cases[i].residual, .act = MT_EPILOGUE_RELU};
+        mt_kernel *k = NULL;
+        assert_int_equal(mt_template_build_fused(t, &wl, &sp, &cfg, &epi, &k, err, sizeof err), MT_OK);
+        char *text = NULL;
+        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
+        mt_kernel_free(k);
+        char needle[64];
+        snprintf(needle, sizeof needle, "__builtin_prefetch(%s + ", cases[i].buf);
+        int n = 0;
+        for (const char *q = text; (q = strstr(q, needle)) != NULL; q++) n++;
+        free(text);
+        if (n != cases[i].want) fail_msg("residual %d: %d prefetches of %s, want %d", (int)cases[i].residual, n, cases[i].buf, cases[i].want);
+    }
+    mt_space_free(&sp);
+}
+
 /* The prefetch of a tile's row segment touches every cache line the
  * segment can span: its first float, every 16 on and its last (14 floats
  * span two lines unless they start a line). */
@@ -885,7 +927,7 @@ int main(void) {
         cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_open_specs),
         cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
-        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch), cmocka_unit_test(test_gemm_prefetch),
+        cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch), cmocka_unit_test(test_gemm_prefetch), cmocka_unit_test(test_gemm_residual_prefetch),
         cmocka_unit_test(test_weight_prefetch),
         cmocka_unit_test(test_template_prefetch_lines),
     };
