@@ -505,8 +505,11 @@ static mt_stmt *epilogue(gemm_builder *b) {
  * stores: sampled inside ResNet-50 (perf, cpu-clock) the 64 -> 256 layer
  * at 56x56 that adds it spent 11% of its samples on the one instruction
  * after that load. The reduction's steps hide the misses. Inside ResNet-50
- * with its tuned configs (4 rounds in turns, 2026-12-05): its gemm layers
- * with a residual 1.02-1.15x as fast, the others 0.98-1.01x. Prefetching
+ * with its tuned configs (6 rounds in turns with the build before,
+ * bench/net_ab/results/net_ab_gemm_residual_prefetch_resnet50.md): its gemm
+ * layers with a residual 1.01-1.13x as fast (the 56x56 ones 1.05-1.13x),
+ * the others 0.99-1.01x, the network within noise (1.00x); MobileNetV2's
+ * 1.01-1.02x (net_ab_gemm_residual_prefetch_mobilenet_v2.md). Prefetching
  * the tile's output lines for writing too (prefetchw) on every layer
  * made the 64-channel layers at 56x56 1.07-1.10x slower (not kept); the
  * same prefetch in kvec (tiles of 64 channels, one run per channel) made
