@@ -213,6 +213,21 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * about 10% slower inside ResNet-50, and on padded 3x3 layers the
      * larger tiles ran 1.7-2.3x slower alone (the column tests). */
     if (kvec_pointwise(pref, wl) && ow % 14 == 0 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 14;
+    /* kvec on the RGB input (at most 4 channels per group), in 16-lane
+     * vectors: 16 accumulators, as all of the layer's channel vectors (up
+     * to 4) x 16 / vectors columns, so that each broadcast input feeds
+     * every output channel and each row goes out in aligned pieces of 4-8
+     * floats (7 columns stored 4 + 2 + 1). Inside the networks (3 rounds
+     * in turns, 2026-12-05): ResNet-50's 7x7 stride-2 stem (64 channels)
+     * took 0.83-0.85 ms with 4 vectors x 4 columns against 1.04 with 2 x 8
+     * and 1.08 with 2 x 7; MobileNetV2's 3x3 stride-2 first layer (32
+     * channels) 0.135 with 2 x 8 against 0.191 with 2 x 7 and 0.170 with
+     * 2 x 4. */
+    if (!strcmp(pref->tmpl, "kvec") && wl->c / wl->groups <= 4 && dev->native_vector_width >= 16 && !full_row &&
+        (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
+        const int k16 = (wl->k + 15) / 16 * 16, vectors = k16 / 16 < 4 ? k16 / 16 : 4;
+        pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : 16 / vectors;
+    }
     /* wino on rows of at most one register tile (4 F(4x4) tiles, 16
      * outputs): two register tiles per work-group, the 16 tiles of a 14x14
      * or 16x16 output (the blocks take the tiles row-major), and the

@@ -748,7 +748,9 @@ static void test_best_config(void **state) {
 
     /* kvec's default takes a padded row of 8-16 outputs in one tile (its
      * column tests fold away), two channel vectors x 14 columns on unpadded
-     * 1x1 layers whose rows are a multiple of 14, and two x 7 elsewhere. */
+     * 1x1 layers whose rows are a multiple of 14, on the RGB input all the
+     * channel vectors (up to 4) x 16 / vectors columns, and two x 7
+     * elsewhere. */
     static const struct {
         const char *wl, *has;
     } kvec_rows[] = {
@@ -758,6 +760,9 @@ static void test_best_config(void **state) {
         {"c=256,h=56,w=56,k=512,r=1,s=1,stride=2", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=2048,h=7,w=7,k=512,r=1,s=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
         {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3", "reg_k=4,thread_y=1,reg_y=1,thread_x=1,reg_x=4,"},
+        {"c=3,h=224,w=224,k=32,r=3,s=3,stride=2,pad=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=8,"},
+        {"c=3,h=224,w=224,k=96,r=7,s=7,stride=2", "reg_k=4,thread_y=1,reg_y=1,thread_x=1,reg_x=4,"},
     };
     for (size_t i = 0; i < sizeof kvec_rows / sizeof kvec_rows[0]; i++) {
         mt_workload rw;
