@@ -213,17 +213,22 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * about 10% slower inside ResNet-50, and on padded 3x3 layers the
      * larger tiles ran 1.7-2.3x slower alone (the column tests). */
     if (kvec_pointwise(pref, wl) && ow % 14 == 0 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 14;
-    /* kvec on the RGB input (at most 4 channels per group), in 16-lane
-     * vectors: 16 accumulators, as all of the layer's channel vectors (up
-     * to 4) x 16 / vectors columns, so that each broadcast input feeds
-     * every output channel and each row goes out in aligned pieces of 4-8
-     * floats (7 columns stored 4 + 2 + 1). Inside the networks (3 rounds
-     * in turns, 2026-12-05): ResNet-50's 7x7 stride-2 stem (64 channels)
-     * took 0.83-0.85 ms with 4 vectors x 4 columns against 1.04 with 2 x 8
-     * and 1.08 with 2 x 7; MobileNetV2's 3x3 stride-2 first layer (32
+    /* kvec on the RGB input (at most 4 channels per group) with stride 2,
+     * in 16-lane vectors: 16 accumulators, as all of the layer's channel
+     * vectors (up to 4) x 16 / vectors columns, so that each broadcast
+     * input feeds every output channel and each row goes out in aligned
+     * pieces of 4-8 floats (7 columns are stored 4 + 2 + 1). Inside the
+     * networks (3 rounds in turns, 2026-12-05): ResNet-50's 7x7 stem (64
+     * channels) took 0.83-0.85 ms with 4 vectors x 4 columns against 1.04
+     * with 2 x 8 and 1.08 with 2 x 7; MobileNetV2's 3x3 first layer (32
      * channels) 0.135 with 2 x 8 against 0.191 with 2 x 7 and 0.170 with
-     * 2 x 4. */
-    if (!strcmp(pref->tmpl, "kvec") && wl->c / wl->groups <= 4 && dev->native_vector_width >= 16 && !full_row &&
+     * 2 x 4. At default configs, in turns with 2 x 7 (4 rounds,
+     * bench/net_ab/results/net_ab_kvec_rgb_default_*.md), the first layers
+     * of ResNet-50, MobileNetV2 and SqueezeNet 1.1 ran 1.26x, 1.20x and
+     * 1.12x as fast. Timed alone the stem took 0.72-0.73 ms either way. VGG-16's
+     * stride-1 first layer (gemm's by default, 1.20 ms) took 2.27 with
+     * 4 x 4 and 1.57 with 2 x 8, so stride 1 keeps 2 x 7. */
+    if (!strcmp(pref->tmpl, "kvec") && wl->c / wl->groups <= 4 && wl->stride_w >= 2 && dev->native_vector_width >= 16 && !full_row &&
         (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
         const int k16 = (wl->k + 15) / 16 * 16, vectors = k16 / 16 < 4 ? k16 / 16 : 4;
         pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : 16 / vectors;

@@ -748,9 +748,9 @@ static void test_best_config(void **state) {
 
     /* kvec's default takes a padded row of 8-16 outputs in one tile (its
      * column tests fold away), two channel vectors x 14 columns on unpadded
-     * 1x1 layers whose rows are a multiple of 14, on the RGB input all the
-     * channel vectors (up to 4) x 16 / vectors columns, and two x 7
-     * elsewhere. */
+     * 1x1 layers whose rows are a multiple of 14, on the RGB input with
+     * stride 2 all the channel vectors (up to 4) x 16 / vectors columns,
+     * and two x 7 elsewhere. */
     static const struct {
         const char *wl, *has;
     } kvec_rows[] = {
