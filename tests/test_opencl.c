@@ -707,21 +707,24 @@ static void test_strided_vector_loads(void **state) {
     mt_device_close(dev);
 }
 
-/* The OpenCL source of template t's kernel for cfg (free it). */
-static char *kernel_text(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg) {
+/* The OpenCL source of template t's kernel for cfg with epilogue epi
+ * (NULL: none; free it). */
+static char *kernel_text(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi) {
     mt_kernel *k = NULL;
     char err[256];
-    assert_int_equal(mt_template_build(t, wl, sp, cfg, &k, err, sizeof err), MT_OK);
+    assert_int_equal(epi ? mt_template_build_fused(t, wl, sp, cfg, epi, &k, err, sizeof err) : mt_template_build(t, wl, sp, cfg, &k, err, sizeof err),
+                     MT_OK);
     char *text = NULL;
     assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
     mt_kernel_free(k);
     return text;
 }
 
-/* Prefetch instructions into buffer `buf` ("input", "weight") in the
- * printed kernel of cfg. */
-static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const char *buf) {
-    char *text = kernel_text(t, wl, sp, cfg);
+/* Prefetch instructions into buffer `buf` ("input", "weight", "residual",
+ * "output") in the printed kernel of cfg with epilogue epi (NULL: none). */
+static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
+                             const char *buf) {
+    char *text = kernel_text(t, wl, sp, cfg, epi);
     char needle[64];
     snprintf(needle, sizeof needle, "__builtin_prefetch(%s + ", buf);
     int n = 0;
@@ -755,7 +758,7 @@ static void test_template_prefetch(void **state) {
         mt_config cfg;
         assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
         assert_int_equal(mt_space_config_from_index(&sp, 0, &cfg), MT_OK);
-        if ((kernel_prefetches(t, &wl, &sp, &cfg, "input") > 0) != cases[i].want)
+        if ((kernel_prefetches(t, &wl, &sp, &cfg, NULL, "input") > 0) != cases[i].want)
             fail_msg("%s: input prefetch %s", cases[i].wl, cases[i].want ? "missing" : "unexpected");
         mt_space_free(&sp);
     }
@@ -790,7 +793,7 @@ static void test_gemm_prefetch(void **state) {
                  "thread_k=1,reg_k=6,thread_y=1,reg_y=1,thread_x=1,reg_x=32,tile_red=%s,vec=16,stage_local=0,auto_unroll_max_step=0,unroll_explicit=1",
                  cases[i].tile_red);
         if (mt_config_parse(&sp, text_cfg, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].wl, err);
-        int n = kernel_prefetches(t, &wl, &sp, &cfg, "input");
+        int n = kernel_prefetches(t, &wl, &sp, &cfg, NULL, "input");
         if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].wl, n, cases[i].want);
         mt_space_free(&sp);
     }
@@ -823,16 +826,7 @@ static void test_gemm_residual_prefetch(void **state) {
         fail_msg("%s", err);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const mt_conv_epilogue epi = {.bias = 1, .residual = cases[i].residual, .act = MT_EPILOGUE_RELU};
-        mt_kernel *k = NULL;
-        assert_int_equal(mt_template_build_fused(t, &wl, &sp, &cfg, &epi, &k, err, sizeof err), MT_OK);
-        char *text = NULL;
-        assert_int_equal(mt_kernel_print(k, MT_LANG_OPENCL, &text, err, sizeof err), MT_OK);
-        mt_kernel_free(k);
-        char needle[64];
-        snprintf(needle, sizeof needle, "__builtin_prefetch(%s + ", cases[i].buf);
-        int n = 0;
-        for (const char *q = text; (q = strstr(q, needle)) != NULL; q++) n++;
-        free(text);
+        int n = kernel_prefetches(t, &wl, &sp, &cfg, &epi, cases[i].buf);
         if (n != cases[i].want) fail_msg("residual %d: %d prefetches of %s, want %d", (int)cases[i].residual, n, cases[i].buf, cases[i].want);
     }
     mt_space_free(&sp);
@@ -859,7 +853,7 @@ static void test_template_prefetch_lines(void **state) {
         mt_config cfg;
         char err[256];
         assert_int_equal(mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err), MT_OK);
-        int n = kernel_prefetches(t, &wl, &sp, &cfg, "input");
+        int n = kernel_prefetches(t, &wl, &sp, &cfg, NULL, "input");
         if (n != cases[i].want) fail_msg("%s: %d prefetches, want %d", cases[i].config, n, cases[i].want);
     }
     mt_space_free(&sp);
@@ -894,7 +888,7 @@ static void test_weight_prefetch(void **state) {
         mt_config cfg;
         char err[256];
         if (mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].config, err);
-        int n = kernel_prefetches(t, &wl, &sp, &cfg, "weight");
+        int n = kernel_prefetches(t, &wl, &sp, &cfg, NULL, "weight");
         if (n != cases[i].want) fail_msg("%s %s %s: %d weight prefetches, want %d", cases[i].tmpl, cases[i].wl, cases[i].config, n, cases[i].want);
         mt_space_free(&sp);
     }
