@@ -222,8 +222,8 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * channels) took 0.83-0.85 ms with 4 vectors x 4 columns against 1.04
      * with 2 x 8 and 1.08 with 2 x 7; MobileNetV2's 3x3 first layer (32
      * channels) 0.135 with 2 x 8 against 0.191 with 2 x 7 and 0.170 with
-     * 2 x 4 (again, 4 rounds: 0.795, 0.876 and 0.925 ms; 0.135, 0.175
-     * and 0.191; bench/config_ab/results/resnet50_stem.md,
+     * 2 x 4 (again, 4 rounds: 0.810, 0.910 and 0.967 ms; 0.132, 0.171
+     * and 0.188; bench/config_ab/results/resnet50_stem.md,
      * mobilenet_v2_first_layer.md). At default configs, in turns with 2 x 7 (4 rounds,
      * bench/net_ab/results/net_ab_kvec_rgb_default_*.md), the first layers
      * of ResNet-50, MobileNetV2 and SqueezeNet 1.1 ran 1.26x, 1.20x and
