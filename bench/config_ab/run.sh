@@ -38,14 +38,10 @@ OUT="${OUT:-bench/config_ab/results}"
 NAME="${NAME:-config_ab}"
 [ -f "$DB" ] || { echo "config_ab: no database $DB" >&2; exit 2; }
 
-bench/common/setup.sh >/dev/null
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target mtgpu_cli mtgpu-worker >/dev/null
-work=$(mktemp -d /tmp/config-ab-XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cp "$BUILD"/mtgpu "$BUILD"/mtgpu-worker "$work"/
-export MTGPU_WORKER="$work/mtgpu-worker" MTGPU_MODEL_DIR="$PWD/data"
-mtgpu="$work/mtgpu"
+# shellcheck source=../common/network_bins.sh
+. bench/common/network_bins.sh
+work="$bin"
+mtgpu="$bin/mtgpu"
 
 n=0
 for tc in "$@"; do
