@@ -26,6 +26,7 @@
 #include "backend-impl.h"
 #include "kernel_cache.h"
 #include "fail.h"
+#include "pocl_affinity.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
 #define CL_PLATFORM_NOT_FOUND_KHR -1001
@@ -134,6 +135,7 @@ static mt_status cl_enumerate(cl_devlist *out, char *err, size_t errlen) {
     out->n = 0;
     out->plat = NULL;
     out->dev = NULL;
+    mt_pocl_pin_workers();
     cl_uint np = 0;
     cl_int e = clGetPlatformIDs(0, NULL, &np);
     if (e == CL_PLATFORM_NOT_FOUND_KHR || (e == CL_SUCCESS && np == 0))

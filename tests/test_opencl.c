@@ -22,6 +22,7 @@
 #include "template.h"
 
 #include "backend-impl.h"
+#include "pocl_affinity.h"
 
 static int g_have_opencl;
 static char g_tmp[256]; /* scratch root; cache dirs live under it */
@@ -242,6 +243,57 @@ static void test_list(void **state) {
     assert_int_equal(mt_device_list(info, 1, &count0, NULL, 0), MT_OK);
     assert_true(info[0].peak_gflops > 0 && info[0].peak_gflops != 123.5);
     unsetenv("MTGPU_PEAK_GFLOPS");
+}
+
+/* Threads of this process whose allowed CPUs are exactly one CPU. */
+static int threads_on_one_cpu(void) {
+    DIR *dir = opendir("/proc/self/task");
+    assert_non_null(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* the thread ended meanwhile */
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+                const char *v = line + 18 + strspn(line + 18, " \t");
+                if (!strpbrk(v, ",-")) n++;
+            }
+        fclose(f);
+    }
+    closedir(dir);
+    return n;
+}
+
+/* PoCL's CPU workers run pinned one per core (opencl/pocl_affinity.h):
+ * unpinned, kernels timed alone ran up to 2x slower. */
+static void test_pocl_workers_pinned(void **state) {
+    (void)state;
+    REQUIRE_OPENCL();
+    if (!mt_pocl_pin_workers()) {
+        const char *v = getenv("POCL_AFFINITY");
+        print_message("skipped: POCL_AFFINITY=%s came from the environment, or this process may not run on every online CPU "
+                      "(or there is only one)\n", v ? v : "(unset)");
+        skip();
+    }
+    assert_string_equal(getenv("POCL_AFFINITY"), "1");
+    mt_device_info info[8];
+    int count = 0, pocl_cpu = 0;
+    assert_int_equal(mt_device_list(info, 8, &count, NULL, 0), MT_OK);
+    for (int i = 0; i < count && i < 8; i++)
+        if (info[i].backend == MT_BACKEND_OPENCL && info[i].is_cpu && strstr(info[i].platform, "Portable Computing Language")) pocl_cpu = 1;
+    if (!pocl_cpu) {
+        print_message("skipped: no PoCL CPU device, whose workers the variable pins\n");
+        skip();
+    }
+    /* PoCL started its workers in the first clGetPlatformIDs (main's device list), one per online CPU. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int pinned = threads_on_one_cpu();
+    print_message("%d of this process's threads run on one CPU (%ld online)\n", pinned, online);
+    assert_true(pinned >= online);
 }
 
 static void test_open_specs(void **state) {
@@ -918,7 +970,7 @@ int main(void) {
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_open_specs),
+        cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_pocl_workers_pinned), cmocka_unit_test(test_open_specs),
         cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch), cmocka_unit_test(test_gemm_prefetch), cmocka_unit_test(test_gemm_residual_prefetch),

@@ -1,0 +1,34 @@
+/* POCL_AFFINITY for PoCL's CPU device: see pocl_affinity.h. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include "pocl_affinity.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
+
+static int pinned;
+
+/* PoCL creates its worker threads inside the first clGetPlatformIDs and
+ * reads the variable there; setenv is not thread-safe, so it runs once, from
+ * the first device discovery. */
+static void pin_once(void) {
+#ifdef __linux__
+    if (getenv("POCL_AFFINITY")) return;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online < 2 || online > CPU_SETSIZE || CPU_COUNT(&allowed) != online) return;
+    for (long i = 0; i < online; i++)
+        if (!CPU_ISSET((int)i, &allowed)) return;
+    pinned = setenv("POCL_AFFINITY", "1", 0) == 0;
+#endif
+}
+
+int mt_pocl_pin_workers(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, pin_once);
+    return pinned;
+}
