@@ -36,9 +36,10 @@ mtgpu="$bin/mtgpu"
 raw="$OUT/raw/$NAME"
 rm -rf "$raw"
 mkdir -p "$raw"
-dbargs=(--db "${DB:-$bin/none.db}")
+# Without DB: a database path that does not exist, so the default configs run.
+if [ -n "$DB" ]; then dbargs=(--db "$DB"); else dbargs=(); export MTGPU_DB="$bin/none.db"; fi
 
-"$mtgpu" best "$NETWORK" "${dbargs[@]}" --json >"$raw/best.json"
+"$mtgpu" best "$NETWORK" ${dbargs[@]+"${dbargs[@]}"} --json >"$raw/best.json"
 python3 -c '
 import json, sys
 for l in open(sys.argv[1]):
@@ -50,7 +51,7 @@ for ((r = 0; r < ROUNDS; r++)); do
     k=$(((i + r) % ${#settings[@]}))
     IFS=, read -r -a envs <<<"${settings[$k]}"
     log "round $((r + 1))/$ROUNDS: ${settings[$k]}: the network, then each convolution alone"
-    env "${envs[@]}" "$mtgpu" run "$NETWORK" "${dbargs[@]}" --repeat "$REPEAT" --profile --json >"$raw/run-$k-$r.json"
+    env "${envs[@]}" "$mtgpu" run "$NETWORK" ${dbargs[@]+"${dbargs[@]}"} --repeat "$REPEAT" --profile --json >"$raw/run-$k-$r.json"
     while read -r wl tmpl cfg; do
       env "${envs[@]}" "$mtgpu" conv "$wl" --template "$tmpl" --config "$cfg" --cold --json 2>/dev/null | grep '^{' | tail -n 1 || true
     done <"$bin/tasks.txt" >"$raw/alone-$k-$r.jsonl"
