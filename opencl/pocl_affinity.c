@@ -23,6 +23,9 @@ static void pin_once(void) {
     if (online < 2 || online > CPU_SETSIZE || CPU_COUNT(&allowed) != online) return;
     for (long i = 0; i < online; i++)
         if (!CPU_ISSET((int)i, &allowed)) return;
+    /* More workers than CPUs would pin some to CPUs that do not exist. */
+    const char *cus = getenv("POCL_CPU_MAX_CU_COUNT");
+    if (cus && atol(cus) > online) return;
     pinned = setenv("POCL_AFFINITY", "1", 0) == 0;
 #endif
 }

@@ -2,10 +2,9 @@
  * core. Left to the Linux scheduler, the workers of a kernel launched after
  * the host thread has been busy (a cold timing flushes the weights between
  * runs) often end up on one core: ResNet-50's convolutions timed alone and
- * cold ran 1.3-2.0x slower (43.2 against 24.1 ms summed over the network,
- * 2026-12-05) than with each worker pinned to its own core, which is what
- * the network's own passes achieve. PoCL pins them when POCL_AFFINITY is
- * set before it starts its threads. */
+ * cold took 1.59x their time inside the network's passes, pinned one worker
+ * per core 0.94x (bench/alone_vs_network/results/resnet50.md). PoCL pins
+ * them when POCL_AFFINITY is set before it starts its threads. */
 #ifndef MT_POCL_AFFINITY_H
 #define MT_POCL_AFFINITY_H
 
