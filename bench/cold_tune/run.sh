@@ -58,7 +58,7 @@ tune() { # NET MODE: the tuning into NET.MODE.db, its log and wall time beside i
 side() { # NET SIDE ROUND: one timed run of one side, its JSON to $work
   local net=$1 side=$2 round=$3 f="$work/$1.$2.$3.json"
   case $side in
-    onednn_any) OMP_WAIT_POLICY=passive "$bin"/bench_onednn_net "$net" --layout any --repeat "$REPEAT" --json >"$f" ;;
+    onednn_any) "$bin"/bench_onednn_net "$net" --layout any --repeat "$REPEAT" --json >"$f" ;;
     default) MTGPU_DB="$work/none.db" "$bin"/mtgpu run "$net" --repeat "$REPEAT" --json >"$f" ;;
     warm | cold) "$bin"/mtgpu run "$net" --db "$DB_DIR/$net.$side.db" --repeat "$REPEAT" --json >"$f" ;;
   esac

@@ -20,9 +20,10 @@
 #                   that reaches it did fewer trials, and the table says so
 #   REPEAT          timed passes of `mtgpu run` [20]
 #   ONEDNN_REPEAT   timed passes of bench_onednn_net [20]
-#   ONEDNN_ENV      environment of bench_onednn_net [OMP_WAIT_POLICY=passive]: on a
-#                   machine shared with other jobs OpenMP's spin-waiting makes oneDNN
-#                   several times slower and erratic; passive costs little on an idle one.
+#   ONEDNN_ENV      environment of bench_onednn_net [none: OpenMP's defaults, as oneDNN
+#                   runs for its users]. OMP_WAIT_POLICY=passive, the default before
+#                   2026-12-05 (OpenMP's spin-waiting had made oneDNN erratic on a loaded
+#                   machine), made its networks 1.10-2.28x slower on a quiet one: bench/onednn_env.
 #                   Threads: all cores (OMP_NUM_THREADS unset) unless set here or outside
 #   DEVICE          `--device` for mtgpu tune and run [the first device]
 #   MTGPU_TUNE_ARGS extra arguments for `mtgpu tune` (word-split)
@@ -59,7 +60,7 @@ OUT="${OUT:-bench/e2e/results}"
 WORK="${WORK:-$OUT/e2e}"
 DB_DIR="${DB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mtgpu/e2e}"
 FORCE="${FORCE:-0}"
-read -r -a onednn_env <<<"${ONEDNN_ENV-OMP_WAIT_POLICY=passive}"
+read -r -a onednn_env <<<"${ONEDNN_ENV-}"
 
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMTGPU_TESTS=OFF >/dev/null
 cmake --build "$BUILD" -j"${JOBS:-$(nproc)}" --target mtgpu_cli mtgpu_worker >/dev/null

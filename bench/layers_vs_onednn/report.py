@@ -108,7 +108,7 @@ def main():
     res = {"network": a.network, "database": a.db, "commit": a.commit, "cpu": a.cpu, "cores": a.cores, "rounds": a.rounds,
            "repeat": a.repeat, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "peak_gflops": peak, "convolutions": conv_sum, "other_ops": other, "classes": class_rows, "layers": layers,
-           "onednn_version": theirs[0].get("version")}
+           "onednn_version": theirs[0].get("version"), "omp_wait_policy": theirs[0].get("omp_wait_policy")}
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -116,7 +116,7 @@ def main():
     pct = lambda x: "-" if x is None else f"{100 * x:.0f}%"
     md = [f"# {a.network}: mtgpu against oneDNN layer by layer, inside the network\n",
           f"Generated {res['date']} by `bench/layers_vs_onednn/run.sh` at commit {a.commit} on {a.cpu}, {a.cores} cores; "
-          f"oneDNN {res['onednn_version']} (blocked layouts, OMP_WAIT_POLICY=passive); mtgpu through PoCL's CPU device; "
+          f"oneDNN {res['onednn_version']} (blocked layouts, OMP_WAIT_POLICY={res['omp_wait_policy'] or 'unset'}); mtgpu through PoCL's CPU device; "
           f"database: {a.db}.\n",
           f"Each round: `mtgpu run {a.network} --profile` (median of {a.repeat} passes, each kernel timed on the device inside a "
           f"pass queued as without profiling) and `bench_onednn_net {a.network} --profile` (median of {a.repeat} passes, each "

@@ -20,7 +20,9 @@
 #   BUILD_DIR  [build-bench]
 #   OUT        [bench/layers_vs_onednn/results], gets NAME.md and NAME.json
 #   NAME       [NETWORK_default, or NETWORK_tuned with a DB]
-#   ONEDNN_ENV environment of bench_onednn_net [OMP_WAIT_POLICY=passive]
+#   ONEDNN_ENV environment of bench_onednn_net [none: OpenMP's defaults,
+#              as oneDNN runs for its users; OMP_WAIT_POLICY=passive, the default before
+#              2026-12-05, made its networks 1.10-2.28x slower: bench/onednn_env]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DB="${1:-}"
@@ -30,7 +32,7 @@ REPEAT="${REPEAT:-15}"
 BUILD="${BUILD_DIR:-build-bench}"
 OUT="${OUT:-bench/layers_vs_onednn/results}"
 NAME="${NAME:-${NETWORK}_$([ -n "$DB" ] && echo tuned || echo default)}"
-read -r -a onednn_env <<<"${ONEDNN_ENV-OMP_WAIT_POLICY=passive}"
+read -r -a onednn_env <<<"${ONEDNN_ENV-}"
 if [ -n "$DB" ] && [ ! -s "$DB" ]; then
   echo "layers_vs_onednn: no tuning database at $DB" >&2
   exit 2

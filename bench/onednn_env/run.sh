@@ -43,6 +43,7 @@ for ((r = 0; r < ROUNDS; r++)); do
   done
 done
 
+# shellcheck disable=SC2086 # NETS: one argument per network
 python3 - "$raw" "$OUT/$NAME" "$ROUNDS" "$REPEAT" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   "$(PYTHONPATH=bench/common python3 -c 'import benchlib; print(benchlib.cpu_model())')" "$(nproc)" "$SETTINGS" $NETS <<'PY'
 import datetime, json, statistics as st, sys

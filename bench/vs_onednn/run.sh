@@ -20,7 +20,9 @@
 #   DB_DIR      one tuning database per network, NET.db, made by `mtgpu tune NET --db`
 #               at its defaults where missing [${XDG_CACHE_HOME:-~/.cache}/mtgpu/vs_onednn]
 #   TUNE=0      do not tune: a network without a database is left out
-#   ONEDNN_ENV  environment of bench_onednn_net [OMP_WAIT_POLICY=passive]
+#   ONEDNN_ENV  environment of bench_onednn_net [none: OpenMP's defaults,
+#               as oneDNN runs for its users; OMP_WAIT_POLICY=passive, the default before
+#               2026-12-05, made its networks 1.10-2.28x slower: bench/onednn_env]
 #   BUILD_DIR   build directory [build-bench]
 #   OUT         where the results go [bench/vs_onednn/results]
 # Exit status: 0 when every side of every network ran, 1 otherwise.
@@ -32,7 +34,7 @@ ROUNDS="${ROUNDS:-3}"
 REPEAT="${REPEAT:-10}"
 DB_DIR="${DB_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mtgpu/vs_onednn}"
 OUT="${OUT:-bench/vs_onednn/results}"
-read -r -a onednn_env <<<"${ONEDNN_ENV-OMP_WAIT_POLICY=passive}"
+read -r -a onednn_env <<<"${ONEDNN_ENV-}"
 log() { echo "vs_onednn: $*" >&2; }
 
 # shellcheck source=../common/network_bins.sh
