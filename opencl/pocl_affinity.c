@@ -23,9 +23,14 @@ static void pin_once(void) {
     if (online < 2 || online > CPU_SETSIZE || CPU_COUNT(&allowed) != online) return;
     for (long i = 0; i < online; i++)
         if (!CPU_ISSET((int)i, &allowed)) return;
-    /* More workers than CPUs would pin some to CPUs that do not exist. */
-    const char *cus = getenv("POCL_CPU_MAX_CU_COUNT");
-    if (cus && atol(cus) > online) return;
+    /* More workers than CPUs would pin some to CPUs that do not exist: PoCL
+     * 3.1 takes a count from POCL_MAX_PTHREAD_COUNT and POCL_PTHREAD_MIN_THREADS,
+     * later versions from POCL_CPU_MAX_CU_COUNT. */
+    static const char *const counts[] = {"POCL_MAX_PTHREAD_COUNT", "POCL_PTHREAD_MIN_THREADS", "POCL_CPU_MAX_CU_COUNT"};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        const char *v = getenv(counts[i]);
+        if (v && atol(v) > online) return;
+    }
     pinned = setenv("POCL_AFFINITY", "1", 0) == 0;
 #endif
 }

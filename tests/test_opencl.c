@@ -290,10 +290,13 @@ static void test_pocl_workers_pinned(void **state) {
         skip();
     }
     /* PoCL started its workers in the first clGetPlatformIDs (main's device list): one per online CPU,
-     * or POCL_CPU_MAX_CU_COUNT. */
+     * or fewer where the environment caps them. */
     long workers = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *cus = getenv("POCL_CPU_MAX_CU_COUNT");
-    if (cus && atol(cus) > 0 && atol(cus) < workers) workers = atol(cus);
+    static const char *const caps[] = {"POCL_MAX_PTHREAD_COUNT", "POCL_CPU_MAX_CU_COUNT"};
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        const char *cap = getenv(caps[i]);
+        if (cap && atol(cap) > 0 && atol(cap) < workers) workers = atol(cap);
+    }
     int pinned = threads_on_one_cpu();
     print_message("%d of this process's threads run on one CPU (%ld PoCL workers expected)\n", pinned, workers);
     assert_true(pinned >= workers);

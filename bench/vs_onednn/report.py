@@ -79,7 +79,7 @@ def main():
     onednn = None
     for p in sorted(glob.glob(os.path.join(a.work, "*.onednn_any.*.json"))):
         j = load(p)
-        onednn = f"oneDNN {j.get('version')} ({j.get('isa')}, OMP_WAIT_POLICY={j.get('omp_wait_policy')})"
+        onednn = f"oneDNN {j.get('version')} ({j.get('isa')}, OMP_WAIT_POLICY={j.get('omp_wait_policy') or 'unset'})"
         break
     md = [f"# mtgpu against oneDNN on this CPU: whole networks, side by side, against the FMA peak", "",
           f"Generated {now} by `bench/vs_onednn/run.sh` (`bench/vs_onednn/report.py`) at commit {a.commit} on "
