@@ -281,22 +281,17 @@ static void test_pocl_workers_pinned(void **state) {
     }
     assert_string_equal(getenv("POCL_AFFINITY"), "1");
     mt_device_info info[8];
-    int count = 0, pocl_cpu = 0;
+    int count = 0;
+    long workers = 0;
     assert_int_equal(mt_device_list(info, 8, &count, NULL, 0), MT_OK);
     for (int i = 0; i < count && i < 8; i++)
-        if (info[i].backend == MT_BACKEND_OPENCL && info[i].is_cpu && strstr(info[i].platform, "Portable Computing Language")) pocl_cpu = 1;
-    if (!pocl_cpu) {
+        if (info[i].backend == MT_BACKEND_OPENCL && info[i].is_cpu && strstr(info[i].platform, "Portable Computing Language") && !workers)
+            workers = info[i].compute_units; /* PoCL's CPU device: one worker thread per compute unit */
+    if (!workers) {
         print_message("skipped: no PoCL CPU device, whose workers the variable pins\n");
         skip();
     }
-    /* PoCL started its workers in the first clGetPlatformIDs (main's device list): one per online CPU,
-     * or fewer where the environment caps them. */
-    long workers = sysconf(_SC_NPROCESSORS_ONLN);
-    static const char *const caps[] = {"POCL_MAX_PTHREAD_COUNT", "POCL_CPU_MAX_CU_COUNT"};
-    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
-        const char *cap = getenv(caps[i]);
-        if (cap && atol(cap) > 0 && atol(cap) < workers) workers = atol(cap);
-    }
+    /* PoCL started its workers in the first clGetPlatformIDs (main's device list). */
     int pinned = threads_on_one_cpu();
     print_message("%d of this process's threads run on one CPU (%ld PoCL workers expected)\n", pinned, workers);
     assert_true(pinned >= workers);
