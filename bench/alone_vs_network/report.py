@@ -10,13 +10,8 @@ import re
 import statistics
 import sys
 
-
-def spread(v):
-    return (statistics.median(v), min(v), max(v)) if v else None
-
-
-def fmt(t, digits=2):
-    return f"{t[0]:.{digits}f} ({t[1]:.{digits}f}-{t[2]:.{digits}f})" if t else "-"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from benchlib import fmt_spread as fmt, spread  # noqa: E402
 
 
 def task_of(layer_wl):

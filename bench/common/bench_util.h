@@ -1,6 +1,6 @@
-/* Small helpers the oneDNN benchmarks share (bench/tune_network/onednn_convs.c,
- * bench/e2e/onednn_net.c): a monotonic clock, a comparison for medians, and a
- * JSON string writer. Header-only: the benchmarks are single files. */
+/* Small helpers the benchmark programs share (bench/tune_network/onednn_convs.c,
+ * bench/e2e/onednn_net.c, bench/launch_overhead/launch_overhead.c): a
+ * monotonic clock, a comparison for medians, and a JSON string writer. Header-only: the benchmarks are single files. */
 #ifndef MTGPU_BENCH_UTIL_H
 #define MTGPU_BENCH_UTIL_H
 

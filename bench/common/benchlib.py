@@ -1,6 +1,7 @@
 """Helpers shared by the Python drivers of bench/: messages, the machine's
 CPU model for the reports, the convolutions of zoo networks, the training
-tasks a model file's manifest lists, and database snapshots."""
+tasks a model file's manifest lists, database snapshots, and ratios over
+rounds (median and range)."""
 import json
 import os
 import platform
@@ -108,8 +109,20 @@ def side_rounds(work, net, sides, rounds):
     return rows
 
 
+def spread(values):
+    """(median, min, max) of the values that are not None, or None."""
+    v = [x for x in values if x is not None]
+    return (statistics.median(v), min(v), max(v)) if v else None
+
+
+def fmt_spread(s, spec=".2f"):
+    """A spread as "median (min-max)"; "-" for None."""
+    if not s:
+        return "-"
+    return f"{s[0]:{spec}} ({s[1]:{spec}}-{s[2]:{spec}})"
+
+
 def round_ratio(rows, a, b):
     """Side a's latency over side b's within each round (one window of the
     machine): (median, min, max) over the rounds, or None."""
-    v = [x[a] / x[b] for x in rows if x[a] and x[b]]
-    return (statistics.median(v), min(v), max(v)) if v else None
+    return spread([x[a] / x[b] for x in rows if x[a] and x[b]])

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "mtgpu/device.h"
 #include "program.h"
 
@@ -35,17 +35,6 @@ static const char *spin_src =
     "    for (int i = 0; i < n[0]; i++) a = a * 0.999f + 0.001f;\n"
     "    if (get_local_id(0) == 0) o[get_group_id(0)] = a;\n"
     "}\n";
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);

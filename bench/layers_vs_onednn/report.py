@@ -9,6 +9,10 @@ import datetime
 import json
 import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from benchlib import fmt_spread, spread  # noqa: E402
 
 
 def load(path):
@@ -36,17 +40,6 @@ def direct_flop(workload):
     dh, dw = (int(x) for x in (kv.get("dilation", "1") + "x" + kv.get("dilation", "1")).split("x")[:2])
     oh, ow = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1, (w + 2 * pw - dw * (s - 1) - 1) // sw + 1
     return 2.0 * n * k * oh * ow * (c // int(kv.get("groups", "1"))) * r * s
-
-
-def spread(values):
-    v = [x for x in values if x is not None]
-    return (statistics.median(v), min(v), max(v)) if v else None
-
-
-def fmt_spread(s, spec=".2f"):
-    if not s:
-        return "-"
-    return f"{s[0]:{spec}} ({s[1]:{spec}}-{s[2]:{spec}})"
 
 
 def main():

@@ -12,7 +12,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
-import benchlib  # noqa: E402
+from benchlib import fmt_spread, spread  # noqa: E402
 
 SIDES = ("default", "base", "more")
 
@@ -27,14 +27,6 @@ def load_runs(raw, rounds):
                 sys.exit(f"tuning_budget: missing {p}")
             runs[s].append(json.load(open(p)))
     return runs
-
-
-def spread(vals):
-    return statistics.median(vals), min(vals), max(vals)
-
-
-def fmt_ratio(t):
-    return f"{t[0]:.2f} ({t[1]:.2f}-{t[2]:.2f})"
 
 
 def per_workload(run):
@@ -115,7 +107,7 @@ def main():
     full = [r for r in recs if r["default_ms"] and r["fastest_base_ms"] and r["fastest_more_ms"]]
     sums = {k: sum(r["count"] * r[k] for r in full) for k in ("default_ms", "fastest_base_ms", "fastest_more_ms")}
 
-    summary = [l for l in jsonl(os.path.join(a.raw, "tune_more_summary.json"))]
+    summary = jsonl(os.path.join(a.raw, "tune_more_summary.json"))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = [f"# {a.network}: does a larger tuning budget make tuning matter?", "",
          f"Generated {now} by `bench/tuning_budget/run.sh` at commit {a.commit} on {a.cpu}, {a.cores} cores; mtgpu through PoCL's CPU device.",
@@ -128,8 +120,8 @@ def main():
          f"FMA peak measured by the runs: {peak[0]:.0f} GFLOP/s ({peak[1]:.0f}-{peak[2]:.0f}).", "",
          "| side | pass ms | pass / default | convolutions ms | convolutions / default |", "|---|---|---|---|---|"]
     for s in SIDES:
-        L.append(f"| {label[s]} | {statistics.median(net[s]):.2f} | {fmt_ratio(ratio[s])} | {statistics.median(conv[s]):.2f} | {fmt_ratio(conv_ratio[s])} |")
-    L += ["", f"Tuned on against tuned at the default budget, whole pass: {fmt_ratio(more_base)}.", "",
+        L.append(f"| {label[s]} | {statistics.median(net[s]):.2f} | {fmt_spread(ratio[s])} | {statistics.median(conv[s]):.2f} | {fmt_spread(conv_ratio[s])} |")
+    L += ["", f"Tuned on against tuned at the default budget, whole pass: {fmt_spread(more_base)}.", "",
           "## What the tuner measured", "",
           "Per task, from the records (each config timed alone with its weights evicted, as `mtgpu tune` measures): "
           "the default config's time against the fastest record's at either budget. Network sums weight each task by its layers.", "",
@@ -152,8 +144,8 @@ def main():
           "| workload | layers | default | ms | tuned (32) | ms | / default | tuned on | ms | / default |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in rows:
         L.append(f"| `{c['workload']}` | {c['layers']} | {c['default']['template']} | {c['default']['ms']:.3f} | "
-                 f"{c['base']['template']} | {c['base']['ms']:.3f} | {fmt_ratio(c['base']['vs_default'])} | "
-                 f"{c['more']['template']} | {c['more']['ms']:.3f} | {fmt_ratio(c['more']['vs_default'])} |")
+                 f"{c['base']['template']} | {c['base']['ms']:.3f} | {fmt_spread(c['base']['vs_default'])} | "
+                 f"{c['more']['template']} | {c['more']['ms']:.3f} | {fmt_spread(c['more']['vs_default'])} |")
     open(a.out + ".md", "w").write("\n".join(L) + "\n")
     json.dump({"network": a.network, "commit": a.commit, "cpu": a.cpu, "cores": a.cores, "generated": now, "command": a.command,
                "per_task": a.per_task, "tasks": a.tasks, "tune_s": a.tune_s, "rounds": a.rounds, "repeat": a.repeat,
