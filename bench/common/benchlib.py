@@ -126,3 +126,14 @@ def round_ratio(rows, a, b):
     """Side a's latency over side b's within each round (one window of the
     machine): (median, min, max) over the rounds, or None."""
     return spread([x[a] / x[b] for x in rows if x[a] and x[b]])
+
+
+def conv_class(layer):
+    """'kvec 1x1 s2 -> 14x14' from a profiled conv layer of `mtgpu run`."""
+    kv = dict(p.split("=") for p in layer["workload"].split(","))
+    stride = int(kv.get("stride", "1").split("x")[0])
+    pad = int(kv.get("pad", "0").split("x")[0])
+    h, r = int(kv["h"]), int(kv["r"])
+    oh = (h + 2 * pad - r) // stride + 1
+    dw = " dw" if int(kv.get("groups", "1")) > 1 else ""
+    return f"{layer['template']} {r}x{kv['s']}{dw} s{stride} -> {oh}x{oh}"

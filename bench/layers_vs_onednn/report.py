@@ -12,23 +12,12 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from benchlib import fmt_spread, spread  # noqa: E402
+from benchlib import conv_class, fmt_spread, spread  # noqa: E402
 
 
 def load(path):
     with open(path) as f:
         return json.load(f)
-
-
-def conv_class(layer):
-    """'kvec 1x1 s2 -> 14x14' from a profiled conv layer of `mtgpu run`."""
-    kv = dict(p.split("=") for p in layer["workload"].split(","))
-    stride = int(kv.get("stride", "1").split("x")[0])
-    pad = int(kv.get("pad", "0").split("x")[0])
-    h, r = int(kv["h"]), int(kv["r"])
-    oh = (h + 2 * pad - r) // stride + 1
-    dw = " dw" if int(kv.get("groups", "1")) > 1 else ""
-    return f"{layer['template']} {r}x{kv['s']}{dw} s{stride} -> {oh}x{oh}"
 
 
 def direct_flop(workload):
