@@ -34,10 +34,7 @@ log() { echo "alone_vs_network: $*" >&2; }
 . bench/common/network_bins.sh
 mtgpu="$bin/mtgpu"
 raw="$OUT/raw/$NAME"
-rm -rf "$raw"
-mkdir -p "$raw"
-# Without DB: a database path that does not exist, so the default configs run.
-if [ -n "$DB" ]; then dbargs=(--db "$DB"); else dbargs=(); export MTGPU_DB="$bin/none.db"; fi
+network_db_and_raw "$DB"
 
 "$mtgpu" best "$NETWORK" ${dbargs[@]+"${dbargs[@]}"} --json >"$raw/best.json"
 python3 -c '

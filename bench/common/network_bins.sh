@@ -10,3 +10,12 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 cp "$BUILD"/mtgpu "$BUILD"/mtgpu-worker "$BUILD"/bench_onednn_net "$bin"/
 export MTGPU_WORKER="$bin/mtgpu-worker" MTGPU_MODEL_DIR="$PWD/data"
+
+# Sets dbargs, the arguments that give the copied mtgpu database DB ($1), and
+# empties the raw-output folder $raw. Without DB: no arguments and a
+# database path that does not exist, so that the default configs run.
+network_db_and_raw() {
+  rm -rf "$raw"
+  mkdir -p "$raw"
+  if [ -n "$1" ]; then dbargs=(--db "$1"); else dbargs=(); export MTGPU_DB="$bin/none.db"; fi
+}

@@ -32,10 +32,7 @@ log() { echo "core_scaling: $*" >&2; }
 . bench/common/network_bins.sh
 mtgpu="$bin/mtgpu"
 raw="$OUT/raw/$NAME"
-rm -rf "$raw"
-mkdir -p "$raw"
-# Without DB: a database path that does not exist, so the default configs run.
-if [ -n "$DB" ]; then dbargs=(--db "$DB"); else dbargs=(); export MTGPU_DB="$bin/none.db"; fi
+network_db_and_raw "$DB"
 
 # PoCL 3.1 takes its worker count from POCL_MAX_PTHREAD_COUNT, later versions from POCL_CPU_MAX_CU_COUNT.
 # oneDNN at OpenMP's defaults (as bench/vs_onednn times it) or on one thread.
