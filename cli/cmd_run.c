@@ -14,7 +14,7 @@
 
 static void help(void) {
     printf("usage: mtgpu run MODEL [--db PATH] [--device D] [--batch N] [--image-size S] [--repeat N]\n"
-           "                 [--warmup N] [--profile] [--reference] [--weights FILE] [--json]\n"
+           "                 [--warmup N] [--profile] [--no-fuse] [--reference] [--weights FILE] [--json]\n"
            "\n"
            "Builds MODEL on the device with each convolution's best config from the\n"
            "tuning database (the default config where none is tuned), then times\n"
@@ -31,7 +31,11 @@ static void help(void) {
            "  --warmup N        untimed passes first (default 2)\n"
            "  --profile         device time per layer and per operation kind (median pass); each\n"
            "                    convolution's GFLOP/s (direct-convolution FLOPs, also for Winograd)\n"
-           "                    and fraction of the device's FMA peak, measured after the passes\n"
+           "                    and fraction of the device's FMA peak, measured after the passes;\n"
+           "                    every kernel then runs as its own launch\n"
+           "  --no-fuse         on a CPU device, run every kernel as its own launch (by default runs\n"
+           "                    of consecutive kernels go as one launch each, which saves the device's\n"
+           "                    threads falling asleep and waking between kernels)\n"
            "  --reference       also run the CPU reference and print the max relative error\n"
            "                    (normalised by the largest reference value) and the time ratio\n"
            "  --weights FILE    weights file (net/WEIGHTS.md); default: seeded random He weights\n"
@@ -63,7 +67,7 @@ typedef struct {
     const char *device;
     const char *weights;  /* NULL: seeded random weights */
     long long batch, size, repeat, warmup;
-    int profile, reference, json;
+    int profile, reference, json, no_fuse;
 } run_request;
 
 /* What a run opens, and what it measured. */
@@ -92,7 +96,7 @@ typedef struct {
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_run_options(int argc, char **argv, run_request *rq) {
-    enum { O_DB, O_DEVICE, O_BATCH, O_SIZE, O_REPEAT, O_WARMUP, O_PROFILE, O_REFERENCE, O_WEIGHTS, O_JSON, O_COUNT };
+    enum { O_DB, O_DEVICE, O_BATCH, O_SIZE, O_REPEAT, O_WARMUP, O_PROFILE, O_NO_FUSE, O_REFERENCE, O_WEIGHTS, O_JSON, O_COUNT };
     mt_opt opts[O_COUNT] = {
         [O_DB] = {.name = "db", .takes_value = 1},
         [O_DEVICE] = {.name = "device", .short_name = 'd', .takes_value = 1},
@@ -101,6 +105,7 @@ static int parse_run_options(int argc, char **argv, run_request *rq) {
         [O_REPEAT] = {.name = "repeat", .short_name = 'n', .takes_value = 1},
         [O_WARMUP] = {.name = "warmup", .takes_value = 1},
         [O_PROFILE] = {.name = "profile"},
+        [O_NO_FUSE] = {.name = "no-fuse"},
         [O_REFERENCE] = {.name = "reference"},
         [O_WEIGHTS] = {.name = "weights", .takes_value = 1},
         [O_JSON] = {.name = "json"},
@@ -110,7 +115,7 @@ static int parse_run_options(int argc, char **argv, run_request *rq) {
     if (rc >= 0) return rc;
     *rq = (run_request){.model = pos[0], .db = opts[O_DB].value, .device = opts[O_DEVICE].value, .weights = opts[O_WEIGHTS].value, .batch = 1,
                         .size = 0, .repeat = 10, .warmup = 2, .profile = opts[O_PROFILE].given, .reference = opts[O_REFERENCE].given,
-                        .json = opts[O_JSON].given};
+                        .json = opts[O_JSON].given, .no_fuse = opts[O_NO_FUSE].given};
     if (mt_opt_set_ll("run", &opts[O_BATCH], 1, 4096, &rq->batch) || mt_opt_set_ll("run", &opts[O_SIZE], 1, 8192, &rq->size) ||
         mt_opt_set_ll("run", &opts[O_REPEAT], 1, 100000, &rq->repeat) || mt_opt_set_ll("run", &opts[O_WARMUP], 0, 100000, &rq->warmup))
         return MT_EXIT_USAGE;
@@ -155,6 +160,7 @@ static int build_network(const run_request *rq, run_state *rs) {
     mt_executor_params ep = mt_executor_default_params();
     ep.db = rs->db;
     ep.weights = rs->weights;
+    ep.fuse = !rq->no_fuse;
     if (mt_executor_build(rs->dev, rs->net, &ep, &rs->ex, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
         return MT_EXIT_FAIL;
@@ -180,8 +186,10 @@ static int build_network(const run_request *rq, run_state *rs) {
     }
     if (!rq->json) {
         const mt_executor_stats *s = &rs->stats;
-        printf("built in %.1f s: %d convolutions (%d tuned, %d default), %d conv kernels, %d programs from the cache, %d launches per pass\n",
+        printf("built in %.1f s: %d convolutions (%d tuned, %d default), %d conv kernels, %d programs from the cache, %d launches per pass",
                s->build_s, s->nconvs, s->convs_from_db, s->nconvs - s->convs_from_db, s->conv_programs, s->programs_from_cache, s->launches);
+        if (s->launches_fused < s->launches) printf(" (fused into %d%s)", s->launches_fused, rq->profile ? "; profiled passes run them unfused" : "");
+        printf("\n");
         fflush(stdout);
     }
     return MT_EXIT_OK;
@@ -319,11 +327,11 @@ static int print_run_json(const run_request *rq, const run_state *rs) {
     else mt__sb_append(&sb, "null");
     mt__sb_printf(&sb,
                   ", \"repeat\": %lld, \"warmup\": %lld, \"median_ms\": %.6g, \"min_ms\": %.6g, \"gflops\": %.4g, \"build_s\": %.3f"
-                  ", \"convs\": %d, \"convs_tuned\": %d, \"conv_kernels\": %d, \"launches\": %d"
+                  ", \"convs\": %d, \"convs_tuned\": %d, \"conv_kernels\": %d, \"launches\": %d, \"launches_fused\": %d"
                   ", \"weight_bytes\": %lld, \"activation_bytes\": %lld, \"workspace_bytes\": %lld, \"peak_device_bytes\": %lld"
                   ", \"largest_live_bytes\": %lld, \"two_largest_activation_bytes\": %lld",
                   rq->repeat, rq->warmup, rs->med_ms, rs->min_ms, mt_network_conv_flops(rs->net) / (rs->med_ms * 1e6), s->build_s, s->nconvs,
-                  s->convs_from_db, s->conv_programs, s->launches, (long long)s->weight_bytes, (long long)s->activation_bytes,
+                  s->convs_from_db, s->conv_programs, s->launches, rq->profile ? s->launches : s->launches_fused, (long long)s->weight_bytes, (long long)s->activation_bytes,
                   (long long)s->workspace_bytes, (long long)s->device_bytes, (long long)s->largest_live_bytes, (long long)s->two_largest_bytes);
     if (rq->reference) mt__sb_printf(&sb, ", \"reference_ms\": %.6g, \"max_rel_err\": %.3g", rs->ref_ms, rs->max_err);
     if (rq->profile) json_profile(&sb, rs);

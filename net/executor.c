@@ -1,6 +1,6 @@
 /* The inference executor: build (configs, kernels, weights, buffers) and
  * forward passes. The buffer plan is in executor_plan.c, the op kernels in
- * op_kernels.c. */
+ * op_kernels.c, the source of fused launches in pass_fuse.c. */
 #include "mtgpu/executor.h"
 #include "program.h"
 #include "select.h"
@@ -16,6 +16,7 @@
 #include "reference.h"
 #include "template.h"
 #include "op_kernels.h"
+#include "pass_fuse.h"
 #include "fail.h"
 
 #define EX_MAX_ARGS 5
@@ -33,7 +34,19 @@ typedef struct ex_launch {
     int nargs;
     int64_t grid[3], block[3];
     int layer;
+    char *src; /* while building: the kernel's source where it can run fused (pass_fuse.h), else NULL */
 } ex_launch;
+
+/* Unprofiled passes run steps: a fused launch of launches [first, first + n),
+ * or (prog NULL) launches[first] alone. */
+#define EX_FUSE_MAX_BUFS 110
+typedef struct ex_step {
+    int first, n;
+    mt_program *prog;
+    mt_dbuf *args[2 + EX_FUSE_MAX_BUFS]; /* the counters, the scratch memory, then the launches' buffers */
+    int nargs;
+    int64_t grid[3];
+} ex_step;
 
 typedef struct ex_conv_choice {
     char template_name[MT_RECORD_TEMPLATE_LEN];
@@ -57,12 +70,21 @@ struct mt_executor {
     mt_dbuf *dense_input; /* strided 1x1 layers' subsampled input (owned), NULL until needed */
     mt__act_plan plan;
     ex_conv_choice *choice; /* per layer */
+    int fuse;               /* mt_executor_params.fuse, where the device can */
+    ex_step *steps;         /* NULL: every launch alone */
+    int nsteps;
+    mt_dbuf *counters;      /* the fused launches' counters, zeroed before each pass */
+    mt_dbuf *scratch;       /* the fused launches' scratch memory (the largest they need) */
+    size_t scratch_bytes;
+    int *zeros;             /* 2 per launch */
     float *input;
     int64_t input_count;
     mt_executor_stats stats;
 };
 
-mt_executor_params mt_executor_default_params(void) { return (mt_executor_params){.db = NULL, .weights = NULL, .seed = 1, .rank = 0}; }
+mt_executor_params mt_executor_default_params(void) {
+    return (mt_executor_params){.db = NULL, .weights = NULL, .seed = 1, .rank = 0, .fuse = 1};
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -77,7 +99,10 @@ void mt_executor_free(mt_executor *ex) {
         free(ex->progs[i].key);
     }
     free(ex->progs);
+    for (int i = 0; i < ex->nlaunches; i++) free(ex->launches[i].src);
     free(ex->launches);
+    free(ex->steps);
+    free(ex->zeros);
     for (int i = 0; i < ex->nowned; i++) mt_dbuf_free(ex->owned[i]);
     free(ex->owned);
     free(ex->slots);
@@ -353,6 +378,13 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
         if (st == MT_OK) ex->stats.conv_programs++;
         launch.prog = p;
     }
+    if (st == MT_OK && ex->fuse) {
+        char perr[256];
+        if (mt_kernel_print(k, MT_LANG_OPENCL, &launch.src, perr, sizeof perr) != MT_OK || !mt__fuse_can(launch.src)) {
+            free(launch.src);
+            launch.src = NULL;
+        }
+    }
     mt_kernel_free(k);
     free(key);
     if (st != MT_OK) return st;
@@ -398,7 +430,9 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     }
     if (epi.residual == MT_RESIDUAL_BUFFER) launch.args[na++] = ex->slots[ex->plan.slot[l->conv.residual]];
     st = ex_push(ex, &launch, err, errlen);
+    if (st == MT_OK) launch.src = NULL; /* the executor's now */
 done:
+    free(launch.src);
     free(scale);
     free(shift);
     free(wf);
@@ -538,6 +572,112 @@ static mt_status ex_check_memory(mt_device *dev, const mt_network *net, int own_
     return MT_OK;
 }
 
+#define EX_FUSE_MAX_LAUNCHES 64
+
+/* Index of b among bufs[0..n), or -1. */
+static int fuse_buffer_index(mt_dbuf *const *bufs, int n, const mt_dbuf *b) {
+    for (int i = 0; i < n; i++)
+        if (bufs[i] == b) return i;
+    return -1;
+}
+
+/* Adds launch l's buffers to bufs[0..*n) when they all fit in
+ * EX_FUSE_MAX_BUFS: 1, else 0 (bufs unchanged). */
+static int fuse_take_buffers(mt_dbuf **bufs, int *n, const ex_launch *l) {
+    int add = 0;
+    for (int a = 0; a < l->nargs; a++) {
+        int seen = fuse_buffer_index(bufs, *n, l->args[a]) >= 0;
+        for (int b = 0; b < a && !seen; b++) seen = l->args[b] == l->args[a];
+        add += !seen;
+    }
+    if (*n + add > EX_FUSE_MAX_BUFS) return 0;
+    for (int a = 0; a < l->nargs; a++)
+        if (fuse_buffer_index(bufs, *n, l->args[a]) < 0) bufs[(*n)++] = l->args[a];
+    return 1;
+}
+
+/* Builds the fused launch of step s (launches [s->first, s->first + s->n)). */
+static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen) {
+    mt__fuse_launch fl[EX_FUSE_MAX_LAUNCHES];
+    int argidx[EX_FUSE_MAX_LAUNCHES][EX_MAX_ARGS];
+    mt_dbuf *bufs[EX_FUSE_MAX_BUFS];
+    int nbufs = 0;
+    for (int j = 0; j < s->n; j++) {
+        const ex_launch *l = &ex->launches[s->first + j];
+        fuse_take_buffers(bufs, &nbufs, l); /* fits: ex_fuse checked */
+        for (int a = 0; a < l->nargs; a++) argidx[j][a] = fuse_buffer_index(bufs, nbufs, l->args[a]);
+        fl[j] = (mt__fuse_launch){.src = l->src, .nargs = l->nargs, .arg = argidx[j], .counters = s->first + j};
+        memcpy(fl[j].grid, l->grid, sizeof l->grid);
+    }
+    char name[64], *src = NULL;
+    snprintf(name, sizeof name, "mt_fused_%d_%d", s->first, s->n);
+    int64_t scratch = 0;
+    mt_status st = mt__fuse_source(fl, s->n, nbufs, name, &src, &scratch, err, errlen);
+    const int cu = mt_device_get_info(ex->dev)->compute_units > 0 ? mt_device_get_info(ex->dev)->compute_units : 1;
+    const size_t need = sizeof(float) * (size_t)scratch * (size_t)cu;
+    if (st == MT_OK && need > ex->scratch_bytes) {
+        /* Grown when a later step needs more (the smaller one stays with the steps before). */
+        st = ex_alloc(ex, need, NULL, &ex->scratch, &ex->stats.workspace_bytes, err, errlen);
+        if (st == MT_OK) ex->scratch_bytes = need;
+    }
+    mt_program *p = NULL;
+    if (st == MT_OK) st = mt_program_build_source(ex->dev, src, name, &p, err, errlen);
+    free(src);
+    if (st == MT_OK) st = ex_add_prog(ex, name, p, err, errlen);
+    if (st != MT_OK) return st;
+    s->prog = p;
+    s->args[0] = ex->counters;
+    s->args[1] = ex->scratch;
+    memcpy(s->args + 2, bufs, sizeof(mt_dbuf *) * (size_t)nbufs);
+    s->nargs = 2 + nbufs;
+    s->grid[0] = cu;
+    s->grid[1] = s->grid[2] = 1;
+    return MT_OK;
+}
+
+/* Groups the launches into steps: each run of consecutive launches whose
+ * kernels can run fused (up to EX_FUSE_MAX_LAUNCHES, with up to
+ * EX_FUSE_MAX_BUFS buffers among them) becomes one launch. A run whose
+ * fused kernel fails to build stays as it was: the pass stays correct,
+ * only slower. With nothing fused, no steps. */
+static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
+    ex->steps = calloc((size_t)ex->nlaunches, sizeof *ex->steps);
+    ex->zeros = calloc((size_t)ex->nlaunches * 2, sizeof *ex->zeros);
+    if (!ex->steps || !ex->zeros) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    mt_status st = ex_alloc(ex, sizeof(int) * 2 * (size_t)ex->nlaunches, ex->zeros, &ex->counters, &ex->stats.workspace_bytes, err, errlen);
+    if (st != MT_OK) return st;
+    int fused = 0;
+    for (int i = 0; i < ex->nlaunches;) {
+        int n = 0;
+        mt_dbuf *bufs[EX_FUSE_MAX_BUFS];
+        int nbufs = 0;
+        while (i + n < ex->nlaunches && n < EX_FUSE_MAX_LAUNCHES && ex->launches[i + n].src &&
+               fuse_take_buffers(bufs, &nbufs, &ex->launches[i + n]))
+            n++;
+        ex_step *s = &ex->steps[ex->nsteps++];
+        *s = (ex_step){.first = i, .n = n > 1 ? n : 1};
+        char ferr[1024];
+        if (s->n > 1 && fuse_step(ex, s, ferr, sizeof ferr) != MT_OK) {
+            ex->nsteps--;
+            for (int j = 0; j < n; j++) ex->steps[ex->nsteps++] = (ex_step){.first = i + j, .n = 1};
+        } else if (s->n > 1) {
+            fused++;
+        }
+        i += n > 1 ? n : 1;
+    }
+    for (int i = 0; i < ex->nlaunches; i++) {
+        free(ex->launches[i].src);
+        ex->launches[i].src = NULL;
+    }
+    if (!fused) {
+        free(ex->steps);
+        ex->steps = NULL;
+        ex->nsteps = 0;
+    }
+    ex->stats.launches_fused = fused ? ex->nsteps : ex->nlaunches;
+    return MT_OK;
+}
+
 mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_executor_params *params, mt_executor **out, char *err,
                             size_t errlen) {
     if (!dev || !net || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
@@ -558,6 +698,9 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
     ex->net = net;
     ex->seed = p.seed;
     ex->rank = p.rank;
+    /* Fused passes on CPU devices only: their work-groups wait for each
+     * other, which needs every work-group of a launch resident at once. */
+    ex->fuse = p.fuse && mt_device_get_info(dev)->is_cpu;
     ex->nlayers = mt_network_num_layers(net);
     ex->stats.nlayers = ex->nlayers;
     mt_weights *own = NULL;
@@ -588,7 +731,11 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
         }
     }
     mt_weights_free(own);
-    ex->stats.launches = ex->nlaunches;
+    ex->stats.launches = ex->stats.launches_fused = ex->nlaunches;
+    if (ex->fuse && (st = ex_fuse(ex, err, errlen)) != MT_OK) {
+        mt_executor_free(ex);
+        return st;
+    }
     ex->stats.largest_live_bytes = ex->plan.largest_live;
     ex->stats.two_largest_bytes = ex->plan.two_largest;
     ex->stats.device_bytes = ex->stats.weight_bytes + ex->stats.activation_bytes + ex->stats.workspace_bytes;
@@ -616,6 +763,24 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];
+    if (!times && ex->steps) {
+        /* Fused: the counters zeroed, then each step queued; wait once. */
+        st = mt_dbuf_write(ex->dev, ex->counters, 0, ex->zeros, sizeof(int) * 2 * (size_t)ex->nlaunches);
+        if (st != MT_OK) return mt__fail(err, errlen, st, "executor: zeroing the fused launches' counters failed: %s", mt_status_str(st));
+        static const int64_t one[3] = {1, 1, 1};
+        for (int i = 0; i < ex->nsteps; i++) {
+            const ex_step *s = &ex->steps[i];
+            const ex_launch *l = &ex->launches[s->first];
+            st = s->prog ? mt_program_launch(ex->dev, s->prog, (mt_dbuf **)s->args, s->nargs, s->grid, one, lerr, sizeof lerr)
+                         : mt_program_launch(ex->dev, l->prog, (mt_dbuf **)l->args, l->nargs, l->grid, l->block, lerr, sizeof lerr);
+            if (st != MT_OK) {
+                mt_device_finish(ex->dev, NULL, 0);
+                return mt__fail(err, errlen, st, "layer '%s'%s: %s", mt_network_layer(ex->net, l->layer)->name, s->prog ? " (fused)" : "", lerr);
+            }
+        }
+        st = mt_device_finish(ex->dev, lerr, sizeof lerr);
+        return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
+    }
     if (!times) {
         /* Queue the whole pass and wait once: no round trip to the host per kernel. */
         for (int i = 0; i < ex->nlaunches; i++) {

@@ -28,6 +28,7 @@
 #include "refine.h"
 
 #include "executor-impl.h"
+#include "pass_fuse.h"
 #include "measure.h"
 #include "memory.h"
 
@@ -169,6 +170,162 @@ static void test_mobilenet_v2(void **state) {
     (void)state;
     zoo_case("mobilenet_v2", 32);
 }
+/* Three kernels with work-groups that read what other work-groups of the
+ * kernel before wrote: fill (one item per group, on a 2-D grid, each
+ * taking a while, so that the threads run it side by side), shift
+ * (groups of 4 work-items, each reading its right neighbour's element) and
+ * reverse (one item, through a __local array, i.e. scratch memory). */
+static const char *fuse_fill_src = "typedef float4 __attribute__((aligned(4))) mt_float4u;\n"
+                                   "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\n"
+                                   "void fill(__global float *restrict out) {\n"
+                                   "    const long g = (long)get_group_id(0) + 10L * (long)get_group_id(1);\n"
+                                   "    float a = 0.5f;\n"
+                                   "    for (int i = 0; i < 20000; i++) a = a * 0.999f + 0.001f;\n"
+                                   "    out[g] = (float)g + a * 0.0f;\n"
+                                   "}\n";
+static const char *fuse_shift_src = "typedef float4 __attribute__((aligned(4))) mt_float4u;\n"
+                                    "__kernel __attribute__((reqd_work_group_size(4, 1, 1)))\n"
+                                    "void shift(__global const float *restrict in, __global float *restrict out) {\n"
+                                    "    const long i = (long)get_group_id(0) * 4L + (long)get_local_id(0);\n"
+                                    "    out[i] = in[(i + 1L) % 40L] * 2.0f;\n"
+                                    "}\n";
+static const char *fuse_reverse_src = "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\n"
+                                      "void reverse(__global const float *restrict in, __global float *restrict out) {\n"
+                                      "    __local float t_1[4];\n"
+                                      "    const long g = (long)get_group_id(0);\n"
+                                      "    for (long j = 0; j < 4; j++) t_1[j] = in[g * 4L + j] + 1.0f;\n"
+                                      "    for (long j = 0; j < 4; j++) out[g * 4L + j] = t_1[3L - j];\n"
+                                      "}\n";
+
+/* The text checks of pass_fuse.c: what may run fused and what may not. */
+static void test_fuse_can(void **state) {
+    (void)state;
+    assert_true(mt__fuse_can(fuse_fill_src));
+    assert_true(mt__fuse_can(fuse_shift_src));
+    assert_true(mt__fuse_can(fuse_reverse_src));
+    /* A barrier, a work-item query the function cannot answer, an early
+     * return among several work-items, a __local array shared by several,
+     * two kernels, no fixed work-group size: not fusable. */
+    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(4, 1, 1)))\nvoid k(__global float *o) {\n"
+                              "    o[get_local_id(0)] = 1.0f;\n    barrier(CLK_GLOBAL_MEM_FENCE);\n}\n"));
+    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid k(__global float *o) {\n    o[get_global_id(0)] = 1.0f;\n}\n"));
+    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(2, 1, 1)))\nvoid k(__global float *o) {\n"
+                              "    if (get_local_id(0) == 0) return;\n    o[0] = 1.0f;\n}\n"));
+    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(2, 1, 1)))\nvoid k(__global float *o) {\n"
+                              "    __local float t_1[2];\n    t_1[get_local_id(0)] = 1.0f;\n    o[0] = t_1[0];\n}\n"));
+    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid a(__global float *o) {\n    o[0] = 1.0f;\n}\n"
+                              "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid b(__global float *o) {\n    o[1] = 1.0f;\n}\n"));
+    assert_false(mt__fuse_can("__kernel void k(__global float *o) {\n    o[get_group_id(0)] = 1.0f;\n}\n"));
+    assert_false(mt__fuse_can(NULL));
+    char err[256], *src = NULL;
+    const int arg0[1] = {0};
+    mt__fuse_launch bad = {.src = "__kernel void k(__global float *o) {\n}\n", .nargs = 1, .arg = arg0, .grid = {1, 1, 1}};
+    assert_int_equal(mt__fuse_source(&bad, 1, 1, "f", &src, NULL, err, sizeof err), MT_INVALID_ARG);
+    assert_null(src);
+}
+
+/* The three kernels fused into one launch give what they give one by one,
+ * whatever the number of work-groups of the fused launch: with more than
+ * the device has threads, some start after others have finished and must
+ * find the work done rather than wait for it. */
+static void test_fused_launch(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    const int a0[1] = {0}, a01[2] = {0, 1}, a12[2] = {1, 2};
+    mt__fuse_launch l[3] = {
+        {.src = fuse_fill_src, .nargs = 1, .arg = a0, .grid = {10, 4, 1}, .counters = 0},
+        {.src = fuse_shift_src, .nargs = 2, .arg = a01, .grid = {10, 1, 1}, .counters = 1},
+        {.src = fuse_reverse_src, .nargs = 2, .arg = a12, .grid = {10, 1, 1}, .counters = 2},
+    };
+    char err[4096], *src = NULL;
+    int64_t scratch = 0;
+    assert_int_equal(mt__fuse_source(l, 3, 3, "fused_test", &src, &scratch, err, sizeof err), MT_OK);
+    assert_int_equal(scratch, 4);
+    mt_program *p = NULL;
+    mt_status st = mt_program_build_source(g_dev, src, "fused_test", &p, err, sizeof err);
+    if (st != MT_OK) print_message("%s\n%s\n", err, src);
+    assert_int_equal(st, MT_OK);
+    free(src);
+    mt_dbuf *b[5] = {NULL};
+    int zeros[6] = {0};
+    assert_int_equal(mt_dbuf_alloc(g_dev, sizeof zeros, &b[0]), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 4 * 8, &b[1]), MT_OK);
+    for (int i = 2; i < 5; i++) assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 40, &b[i]), MT_OK);
+    float want[40], got[40];
+    for (int i = 0; i < 40; i++) {
+        /* reverse(shift(fill)): out[4g + j] = shifted[4g + 3 - j] + 1, shifted[i] = 2 * ((i + 1) % 40). */
+        const int g = i / 4, j = i % 4, s = 4 * g + 3 - j;
+        want[i] = 2.0f * (float)((s + 1) % 40) + 1.0f;
+    }
+    const int64_t groups[] = {1, 2, 3, 8}, one[3] = {1, 1, 1};
+    for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
+        const int64_t grid[3] = {groups[k], 1, 1};
+        for (int pass = 0; pass < 3; pass++) {
+            /* Stale values from the pass before would hide a read that came too early. */
+            float junk[40];
+            for (int i = 0; i < 40; i++) junk[i] = -1.0f;
+            for (int i = 2; i < 5; i++) assert_int_equal(mt_dbuf_write(g_dev, b[i], 0, junk, sizeof junk), MT_OK);
+            assert_int_equal(mt_dbuf_write(g_dev, b[0], 0, zeros, sizeof zeros), MT_OK);
+            assert_int_equal(mt_program_launch(g_dev, p, b, 5, grid, one, err, sizeof err), MT_OK);
+            assert_int_equal(mt_device_finish(g_dev, err, sizeof err), MT_OK);
+            assert_int_equal(mt_dbuf_read(g_dev, b[4], 0, got, sizeof got), MT_OK);
+            for (int i = 0; i < 40; i++)
+                if (got[i] != want[i])
+                    fail_msg("%lld work-groups, pass %d: element %d is %g, want %g", (long long)groups[k], pass, i, got[i], want[i]);
+        }
+    }
+    for (int i = 0; i < 5; i++) mt_dbuf_free(b[i]);
+    mt_program_free(p);
+}
+
+/* A network's fused passes give the output of its unfused ones, and on a
+ * CPU device run fewer launches; a profiled pass of the fused executor runs
+ * every kernel alone and gives the same output too. */
+static void test_fused_network(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[4096];
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_create("mobilenet_v2", 1, 64, &net, err, sizeof err), MT_OK);
+    mt_weights *w = NULL;
+    assert_int_equal(mt_weights_random(net, 5, &w, err, sizeof err), MT_OK);
+    mt_shape os = mt_network_layer(net, mt_network_num_layers(net) - 1)->out;
+    const int64_t nout = (int64_t)os.n * os.c * os.h * os.w;
+    float *out[3];
+    mt_executor_stats stats[2];
+    for (int fuse = 0; fuse < 2; fuse++) {
+        mt_executor_params p = mt_executor_default_params();
+        p.weights = w;
+        p.fuse = fuse;
+        mt_executor *ex = NULL;
+        mt_status st = mt_executor_build(g_dev, net, &p, &ex, err, sizeof err);
+        if (st != MT_OK) print_message("build failed: %s\n", err);
+        assert_int_equal(st, MT_OK);
+        mt_executor_get_stats(ex, &stats[fuse]);
+        for (int k = fuse; k <= 2 * fuse; k++) {
+            out[k] = malloc(sizeof(float) * (size_t)nout);
+            assert_non_null(out[k]);
+            mt_layer_time *lt = k == 2 ? calloc((size_t)mt_network_num_layers(net), sizeof *lt) : NULL;
+            for (int pass = 0; pass < 2; pass++) assert_int_equal(mt_executor_run(ex, lt, err, sizeof err), MT_OK);
+            assert_int_equal(mt_executor_output(ex, out[k], nout, err, sizeof err), MT_OK);
+            free(lt);
+        }
+        mt_executor_free(ex);
+    }
+    print_message("mobilenet_v2 at 64x64: %d launches, %d fused\n", stats[1].launches, stats[1].launches_fused);
+    assert_int_equal(stats[0].launches_fused, stats[0].launches);
+    if (mt_device_get_info(g_dev)->is_cpu) assert_true(stats[1].launches_fused < stats[1].launches / 4);
+    for (int k = 1; k < 3; k++) {
+        double e = 0;
+        int64_t bad = -1;
+        assert_int_equal(mt_compare(out[k], out[0], nout, &e, &bad), MT_OK);
+        assert_true(e < 1e-6);
+    }
+    for (int k = 0; k < 3; k++) free(out[k]);
+    mt_weights_free(w);
+    mt_network_free(net);
+}
+
 static void test_squeezenet1_1(void **state) {
     (void)state;
     zoo_case("squeezenet1_1", 64);
@@ -1291,6 +1448,7 @@ int main(void) {
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records),
         cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine_paired_ratios), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_strided_pointwise), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_fuse_can), cmocka_unit_test(test_fused_launch), cmocka_unit_test(test_fused_network),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

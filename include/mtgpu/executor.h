@@ -46,6 +46,8 @@ typedef struct mt_executor_params {
     int rank;                  /* 0 (default): each convolution's best config (preference, fastest record, default);
                                   r >= 1: its r-th fastest usable record, preferences ignored, for comparing
                                   candidates in the network */
+    int fuse;                  /* 1 (default): on a CPU device, unprofiled passes run runs of consecutive
+                                  kernels as one launch each (net/pass_fuse.h); 0: every kernel its own launch */
 } mt_executor_params;
 
 mt_executor_params mt_executor_default_params(void);
@@ -57,6 +59,7 @@ typedef struct mt_executor_stats {
     int conv_programs;         /* distinct convolution kernels built */
     int programs_from_cache;   /* of all programs, those the binary cache served */
     int launches;              /* kernel launches per forward pass */
+    int launches_fused;        /* launches per unprofiled pass after fusion (launches when nothing is fused) */
     double build_s;            /* wall time of mt_executor_build */
     int64_t weight_bytes;      /* device bytes of weights and biases (batch norm folded) */
     int64_t activation_bytes;  /* device bytes of the shared activation buffers */
@@ -96,7 +99,8 @@ typedef struct mt_layer_time {
 /* One forward pass: uploads the input and runs every layer, queued and
  * waited for once. With times (mt_network_num_layers entries) each kernel is
  * also timed on the device and its time goes to its layer (a profile: the
- * kernels run back to back as without it).
+ * kernels run back to back as without it, but each as its own launch:
+ * a profiled pass is never fused, see mt_executor_params.fuse).
  * MT_LAUNCH/MT_DEVICE with the layer named in err (when it can be told). */
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen);
 

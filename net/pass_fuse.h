@@ -1,0 +1,50 @@
+/* Private: consecutive kernel launches of a forward pass as one launch.
+ *
+ * On PoCL's CPU device every launch costs the pass twice over: between two
+ * kernels the worker that finished the first resolves the next command and
+ * prepares it while the other sleeps (8-15 us per launch inside MobileNetV2
+ * and ResNet-50, bench/launch_gaps/results/), and the sleeping worker joins
+ * the next kernel late (17.5 us per layer beyond an even split of
+ * MobileNetV2's convolutions against oneDNN's 7.1,
+ * bench/core_scaling/results/mobilenet_v2.md).
+ *
+ * A fused launch runs one work-group per compute unit. Each work-group
+ * goes through the launches in order; for each it claims chunks of the
+ * launch's work-groups from a counter, runs them as calls of the kernel's
+ * code turned into a function, adds what it ran to a second counter, and
+ * waits until that counter holds every work-group of the launch before it
+ * starts the next one. A work-group that starts late finds the work
+ * claimed and goes on; no work-group waits for one that has not claimed
+ * anything, so a device that runs the work-groups one after the other
+ * still finishes. The counters live in a buffer the pass zeroes first. */
+#ifndef MTGPU_PASS_FUSE_H
+#define MTGPU_PASS_FUSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtgpu/status.h"
+
+/* One launch of a fused pass. */
+typedef struct mt__fuse_launch {
+    const char *src;    /* the kernel's OpenCL C, as mt_kernel_print writes it */
+    int nargs;          /* its buffer parameters, in order */
+    const int *arg;     /* each one's index among the fused kernel's buffers */
+    int64_t grid[3];    /* work-groups (of one work-item) per axis */
+    int counters;       /* its two counters: sync[2 * counters] and sync[2 * counters + 1] */
+} mt__fuse_launch;
+
+/* Whether a kernel's source can run inside a fused launch: one __kernel
+ * with work-groups of one work-item, no barrier or work-item query, and at
+ * most one __local array (of floats), which becomes scratch memory. */
+int mt__fuse_can(const char *src);
+
+/* Writes *out (malloc'd) the OpenCL C of __kernel `name`, whose parameters
+ * are `__global int *sync`, `__global float *scratch` (*scratch_floats
+ * floats for each work-group of the launch) and nbufs float buffers, and
+ * which runs the n launches in order. Identical kernel sources become one
+ * function. MT_INVALID_ARG for a source mt__fuse_can rejects; MT_NOMEM. */
+mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char *name, char **out, int64_t *scratch_floats, char *err,
+                          size_t errlen);
+
+#endif
