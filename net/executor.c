@@ -34,7 +34,8 @@ typedef struct ex_launch {
     int nargs;
     int64_t grid[3], block[3];
     int layer;
-    char *src; /* while building: the kernel's source where it can run fused (pass_fuse.h), else NULL */
+    char *src;          /* while building: the kernel's source where it can run fused (pass_fuse.h), else NULL */
+    const char *kernel; /* its name in src; NULL: src's only kernel */
 } ex_launch;
 
 /* Unprofiled passes run steps: a fused launch of launches [first, first + n),
@@ -225,12 +226,15 @@ static mt_status ex_push(mt_executor *ex, const ex_launch *l, char *err, size_t 
 /* Queues an elementwise op kernel over `total` work-items. */
 static mt_status ex_op(mt_executor *ex, int layer, const char *kernel, const int32_t *p, int np, mt_dbuf **bufs, int nbufs,
                        int64_t groups, char *err, size_t errlen) {
-    ex_launch l = {.layer = layer, .nargs = 1 + nbufs, .grid = {groups, 1, 1}, .block = {MT_OP_GROUP, 1, 1}};
+    ex_launch l = {.layer = layer, .nargs = 1 + nbufs, .grid = {groups, 1, 1}, .block = {MT_OP_GROUP, 1, 1}, .kernel = kernel};
     mt_status st = ex_op_prog(ex, kernel, &l.prog, err, errlen);
     if (st == MT_OK) st = ex_params(ex, p, np, &l.args[0], err, errlen);
     if (st != MT_OK) return st;
     for (int i = 0; i < nbufs; i++) l.args[1 + i] = bufs[i];
-    return ex_push(ex, &l, err, errlen);
+    if (ex->fuse && mt__fuse_can(mt__op_kernels_source(), kernel, l.block) && !(l.src = strdup(mt__op_kernels_source())))
+        return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    if ((st = ex_push(ex, &l, err, errlen)) != MT_OK) free(l.src);
+    return st;
 }
 
 static int64_t groups_for(int64_t total) { return (total + MT_OP_GROUP - 1) / MT_OP_GROUP; }
@@ -380,7 +384,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     }
     if (st == MT_OK && ex->fuse) {
         char perr[256];
-        if (mt_kernel_print(k, MT_LANG_OPENCL, &launch.src, perr, sizeof perr) != MT_OK || !mt__fuse_can(launch.src)) {
+        if (mt_kernel_print(k, MT_LANG_OPENCL, &launch.src, perr, sizeof perr) != MT_OK || !mt__fuse_can(launch.src, NULL, launch.block)) {
             free(launch.src);
             launch.src = NULL;
         }
@@ -606,8 +610,9 @@ static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen
         const ex_launch *l = &ex->launches[s->first + j];
         fuse_take_buffers(bufs, &nbufs, l); /* fits: ex_fuse checked */
         for (int a = 0; a < l->nargs; a++) argidx[j][a] = fuse_buffer_index(bufs, nbufs, l->args[a]);
-        fl[j] = (mt__fuse_launch){.src = l->src, .nargs = l->nargs, .arg = argidx[j], .counters = s->first + j};
+        fl[j] = (mt__fuse_launch){.src = l->src, .kernel = l->kernel, .nargs = l->nargs, .arg = argidx[j], .counters = s->first + j};
         memcpy(fl[j].grid, l->grid, sizeof l->grid);
+        memcpy(fl[j].block, l->block, sizeof l->block);
     }
     char name[64], *src = NULL;
     snprintf(name, sizeof name, "mt_fused_%d_%d", s->first, s->n);

@@ -1,11 +1,14 @@
-/* Fused passes: see pass_fuse.h. The generated kernels are regular enough
- * (ir/print_c.c) to be turned into functions by text: their one __kernel
- * header becomes a function header with the work-group ids as parameters,
- * get_group_id(a) becomes that parameter, and their one __local array a
- * pointer to the calling work-group's part of a scratch buffer. (A
- * __local array of the fused kernel passed down instead was one array for
- * both of PoCL 3.1's workers: ResNet-50's Winograd layers, which stage
- * their transformed input there, came out wrong.) */
+/* Fused passes: see pass_fuse.h. The kernels (the IR printers' and the op
+ * kernels of op_kernels.c) are regular enough to be turned into functions
+ * by text: a kernel's header becomes that of a function of one work-item,
+ * with its work-group and work-item ids as parameters; the work-item
+ * queries become those parameters (and the launch's work-group size); its
+ * one __local array becomes a pointer to the calling work-group's part of a
+ * scratch buffer. (A __local array of the fused kernel passed down instead
+ * was one array for both of PoCL 3.1's workers: ResNet-50's Winograd
+ * layers, which stage their transformed input there, came out wrong.) A
+ * second function runs the work-items of a group one after the other, as
+ * PoCL runs a kernel without barriers. */
 #include "pass_fuse.h"
 
 #include <stdio.h>
@@ -15,124 +18,177 @@
 #include "fail.h"
 #include "strbuf.h"
 
-/* Work-item and work-group queries a fused function cannot answer. */
-static const char *const unfusable[] = {"get_global_id", "get_local_size", "get_global_size", "get_num_groups",
-                                        "get_global_offset", "get_work_dim", "barrier(", "work_group_barrier", "work_group_broadcast",
-                                        "work_group_reduce", "work_group_scan", "work_group_all", "work_group_any", "sub_group",
-                                        "get_enqueued"};
+/* Queries and synchronisation a fused function cannot answer or keep. */
+static const char *const unfusable[] = {"barrier(",         "work_group_barrier", "work_group_broadcast", "work_group_reduce",
+                                        "work_group_scan",  "work_group_all",     "work_group_any",       "sub_group",
+                                        "get_num_groups",   "get_global_size",    "get_global_offset",    "get_work_dim",
+                                        "get_enqueued",     "mem_fence(",         "atomic_",              "printf("};
 
-static int count(const char *s, const char *what) {
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
-    return n;
+/* Queries replaced by the function's parameters. */
+enum { Q_GROUP, Q_LOCAL, Q_GLOBAL, Q_SIZE, NQ };
+static const char *const query[NQ] = {"get_group_id(", "get_local_id(", "get_global_id(", "get_local_size("};
+
+/* A kernel of a source: its header's start, parameter list, body. */
+typedef struct kernel_text {
+    const char *start;             /* `__kernel` */
+    const char *params, *params_end;
+    const char *body, *body_end;   /* `{` .. one past the matching `}` */
+} kernel_text;
+
+static int ident_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+/* The __kernel called name in src (NULL: src's only __kernel): 1 when found
+ * and of the expected shape. */
+static int find_kernel(const char *src, const char *name, kernel_text *k) {
+    int found = 0;
+    for (const char *p = strstr(src, "__kernel"); p; p = strstr(p + 8, "__kernel")) {
+        const char *v = strstr(p, "void ");
+        if (!v) return 0;
+        const char *n = v + 5, *ne = n;
+        while (ident_char(*ne)) ne++;
+        if (*ne != '(') return 0;
+        if (name && ((size_t)(ne - n) != strlen(name) || strncmp(n, name, (size_t)(ne - n)) != 0)) continue;
+        if (found) return 0; /* two candidates */
+        const char *close = strchr(ne, ')');
+        if (!close || memchr(ne + 1, '(', (size_t)(close - ne - 1))) return 0;
+        const char *b = close + 1;
+        while (*b == ' ' || *b == '\n') b++;
+        if (*b != '{') return 0;
+        int depth = 0;
+        const char *e = b;
+        for (; *e; e++) {
+            if (*e == '{') depth++;
+            else if (*e == '}' && --depth == 0) break;
+        }
+        if (!*e) return 0;
+        *k = (kernel_text){.start = p, .params = ne + 1, .params_end = close, .body = b, .body_end = e + 1};
+        found = 1;
+    }
+    return found;
 }
 
-/* The one `__local float NAME[SIZE];` of src: its start and end in *at, *end
- * and its floats; 0 when src has none, -1 when it has another kind. */
-static int64_t local_array(const char *src, const char **at, const char **end) {
-    const char *p = strstr(src, "__local");
+static int contains(const char *s, const char *e, const char *what) {
+    const size_t n = strlen(what);
+    for (const char *p = s; p + n <= e; p++)
+        if (memcmp(p, what, n) == 0) return 1;
+    return 0;
+}
+
+/* The one `__local float NAME[SIZE];` of [s, e): its start and end in *at,
+ * *end and its floats; 0 when there is none, -1 when there is another kind
+ * or more than one. */
+static int64_t local_array(const char *s, const char *e, const char **at, const char **end) {
+    const char *p = NULL;
+    for (const char *q = s; q + 7 <= e; q++)
+        if (memcmp(q, "__local", 7) == 0) {
+            if (p) return -1;
+            p = q;
+        }
     if (!p) return 0;
     const char *q = p + strlen("__local");
     if (strncmp(q, " float ", 7) != 0) return -1;
     q += 7;
-    while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')) q++;
+    while (ident_char(*q)) q++;
     if (*q != '[') return -1;
-    char *e;
-    long long size = strtoll(q + 1, &e, 10);
-    if (size <= 0 || e[0] != ']' || e[1] != ';') return -1;
+    char *x;
+    long long size = strtoll(q + 1, &x, 10);
+    if (size <= 0 || x[0] != ']' || x[1] != ';') return -1;
     *at = p;
-    *end = e + 2;
+    *end = x + 2;
     return size;
 }
 
-/* The kernel's header: `__kernel` up to the `{` of its body; its parameter
- * list in [*params, *params_end). NULL when the source has another shape. */
-static const char *kernel_header(const char *src, const char **params, const char **params_end, const char **body) {
-    const char *k = strstr(src, "__kernel");
-    if (!k || strstr(k + 1, "__kernel")) return NULL;
-    const char *v = strstr(k, "void ");
-    const char *open = v ? strchr(v, '(') : NULL;
-    const char *close = open ? strchr(open, ')') : NULL;
-    if (!close) return NULL;
-    const char *b = close + 1;
-    while (*b == ' ') b++;
-    if (*b != '{') return NULL;
-    *params = open + 1;
-    *params_end = close;
-    *body = b;
-    return k;
+/* The work-group size the kernel's header asks for, when it asks: it must be the launch's. */
+static int header_size_matches(const kernel_text *k, const int64_t block[3]) {
+    const char *r = strstr(k->start, "reqd_work_group_size(");
+    if (!r || r > k->params) return 1;
+    long x, y, z;
+    return sscanf(r, "reqd_work_group_size(%ld, %ld, %ld)", &x, &y, &z) == 3 && x == block[0] && y == block[1] && z == block[2];
 }
 
-/* The work-group size of reqd_work_group_size(x, y, z) in src; 0 when absent. */
-static int work_group_size(const char *src, long size[3]) {
-    const char *r = strstr(src, "reqd_work_group_size(");
-    return r && sscanf(r, "reqd_work_group_size(%ld, %ld, %ld)", &size[0], &size[1], &size[2]) == 3 && size[0] > 0 && size[1] > 0 &&
-           size[2] > 0;
-}
-
-int mt__fuse_can(const char *src) {
-    long wg[3];
-    if (!src || !work_group_size(src, wg)) return 0;
+int mt__fuse_can(const char *src, const char *kernel, const int64_t block[3]) {
+    kernel_text k;
+    if (!src || !block || block[0] < 1 || block[1] < 1 || block[2] < 1 || !find_kernel(src, kernel, &k)) return 0;
+    if (!header_size_matches(&k, block)) return 0;
     for (size_t i = 0; i < sizeof unfusable / sizeof unfusable[0]; i++)
-        if (strstr(src, unfusable[i])) return 0;
-    const char *a, *e, *pa, *pe, *b;
-    if (!kernel_header(src, &pa, &pe, &b)) return 0;
-    /* Work-items run one after the other (no barrier): nothing may leave
-     * the body early, and a __local array would be shared between them. */
-    const int items = wg[0] * wg[1] * wg[2] > 1;
-    if (items && (strstr(b, "return") || strstr(src, "__local"))) return 0;
-    if (count(src, "__local") > 1) return 0;
-    return local_array(src, &a, &e) >= 0;
+        if (contains(k.body, k.body_end, unfusable[i])) return 0;
+    const char *a, *e;
+    const int64_t local = local_array(k.body, k.body_end, &a, &e);
+    /* Work-items run one after the other: a __local array would be shared between them. */
+    return local == 0 || (local > 0 && block[0] * block[1] * block[2] == 1);
 }
 
-/* The next of get_group_id( and get_local_id( in [s, e), or NULL. */
-static const char *next_query(const char *s, const char *e, int *local) {
-    const char *g = strstr(s, "get_group_id("), *l = strstr(s, "get_local_id(");
-    if (g && g >= e) g = NULL;
-    if (l && l >= e) l = NULL;
-    *local = l && (!g || l < g);
-    return *local ? l : g;
-}
-
-/* Appends [s, e) with get_group_id(a) replaced by mt__ga and
- * get_local_id(a) by mt__la. */
-static void append_groups(mt_strbuf *sb, const char *s, const char *e) {
+/* Appends [s, e) with the work-item queries replaced: get_group_id(a) by
+ * mt__ga, get_local_id(a) by mt__la, get_global_id(a) by
+ * (mt__ga * block[a] + mt__la), get_local_size(a) by block[a]. */
+static void append_queries(mt_strbuf *sb, const char *s, const char *e, const int64_t block[3]) {
     while (s < e) {
-        int local;
-        const char *g = next_query(s, e, &local);
-        if (!g) {
+        const char *next = NULL;
+        int q = -1;
+        for (int i = 0; i < NQ; i++) {
+            const char *f = strstr(s, query[i]);
+            if (f && f < e && (!next || f < next)) next = f, q = i;
+        }
+        if (!next) {
             mt__sb_printf(sb, "%.*s", (int)(e - s), s);
             return;
         }
-        mt__sb_printf(sb, "%.*s", (int)(g - s), s);
-        const char *axis = g + strlen("get_group_id(");
-        if ((axis[0] == '0' || axis[0] == '1' || axis[0] == '2') && axis[1] == ')') {
-            mt__sb_printf(sb, "mt__%c%c", local ? 'l' : 'g', axis[0]);
-            s = axis + 2;
-        } else {
-            mt__sb_printf(sb, "%.*s", (int)(axis - g), g);
+        mt__sb_printf(sb, "%.*s", (int)(next - s), s);
+        const char *axis = next + strlen(query[q]);
+        if (!((axis[0] == '0' || axis[0] == '1' || axis[0] == '2') && axis[1] == ')')) {
+            mt__sb_printf(sb, "%.*s", (int)(axis - next), next);
             s = axis;
+            continue;
         }
+        const int a = axis[0] - '0';
+        if (q == Q_GROUP) mt__sb_printf(sb, "mt__g%d", a);
+        else if (q == Q_LOCAL) mt__sb_printf(sb, "mt__l%d", a);
+        else if (q == Q_GLOBAL) mt__sb_printf(sb, "(mt__g%d * %lldL + mt__l%d)", a, (long long)block[a], a);
+        else mt__sb_printf(sb, "%lldL", (long long)block[a]);
+        s = axis + 2;
     }
 }
 
-/* Appends the lines of a kernel's preamble not written yet: each typedef
- * once, and each other stretch of lines (its guarded macros) once. */
-static void append_preamble(mt_strbuf *sb, mt_strbuf *seen, const char *s, const char *e) {
-    mt_strbuf rest = {0};
+/* Appends what src has outside its kernels and has not been written yet:
+ * each typedef line once, and the rest (macros, helper functions) once;
+ * comments left out. */
+static void append_preamble(mt_strbuf *sb, mt_strbuf *seen, const char *src) {
+    mt_strbuf outside = {0}, rest = {0};
+    const char *s = src;
+    for (const char *k = strstr(s, "__kernel"); k; k = strstr(s, "__kernel")) {
+        kernel_text kt;
+        const char *v = strstr(k, "void "), *n = v ? v + 5 : NULL, *ne = n;
+        while (ne && ident_char(*ne)) ne++;
+        char name[128];
+        if (!n || ne - n <= 0 || ne - n >= (long)sizeof name) break;
+        snprintf(name, sizeof name, "%.*s", (int)(ne - n), n);
+        if (!find_kernel(src, name, &kt)) break;
+        mt__sb_printf(&outside, "%.*s", (int)(k - s), s);
+        s = kt.body_end;
+    }
+    mt__sb_append(&outside, s);
+    const char *e = outside.data ? outside.data + outside.len : NULL;
+    s = outside.data;
+    int in_comment = 0;
     while (s < e) {
         const char *nl = memchr(s, '\n', (size_t)(e - s));
         const char *le = nl ? nl + 1 : e;
         mt_strbuf line = {0};
         mt__sb_printf(&line, "%.*s", (int)(le - s), s);
-        if (line.data && strncmp(line.data, "typedef ", 8) == 0) {
-            if (!seen->data || !strstr(seen->data, line.data)) {
-                mt__sb_append(seen, line.data);
-                mt__sb_append(sb, line.data);
+        const char *t = line.data ? line.data : "";
+        const int comment = in_comment || strncmp(t, "/*", 2) == 0;
+        if (comment) in_comment = !strstr(t, "*/");
+        if (comment) {
+            /* left out */
+        } else if (strncmp(t, "typedef ", 8) == 0) {
+            if (!seen->data || !strstr(seen->data, t)) {
+                mt__sb_append(seen, t);
+                mt__sb_append(sb, t);
             }
-        } else if (line.data && strncmp(line.data, "/*", 2) != 0) {
-            mt__sb_append(&rest, line.data);
+        } else {
+            mt__sb_append(&rest, t);
         }
+        if (line.failed) sb->failed = 1;
         mt__sb_free(&line);
         s = le;
     }
@@ -140,36 +196,53 @@ static void append_preamble(mt_strbuf *sb, mt_strbuf *seen, const char *s, const
         mt__sb_append(seen, rest.data);
         mt__sb_append(sb, rest.data);
     }
-    if (rest.failed) sb->failed = 1;
+    if (rest.failed || outside.failed) sb->failed = 1;
     mt__sb_free(&rest);
+    mt__sb_free(&outside);
 }
 
-/* Appends kernel src as `static void mt__fnF(params, g0, g1, g2, scratch)`. */
-static void append_function(mt_strbuf *sb, mt_strbuf *seen, const char *src, int f) {
-    const char *pa, *pe, *body;
-    const char *k = kernel_header(src, &pa, &pe, &body);
-    append_preamble(sb, seen, src, k);
-    mt__sb_printf(sb, "static __attribute__((noinline)) void mt__fn%d(%.*s, const long mt__g0, const long mt__g1, const long mt__g2, "
-                      "__global float *restrict mt__scratch) ",
-                  f, (int)(pe - pa), pa);
-    /* The work-items of a group in turn, as PoCL runs a kernel without barriers. */
-    long wg[3];
-    work_group_size(src, wg);
-    mt__sb_printf(sb, "{\n    for (long mt__l2 = 0; mt__l2 < %ldL; mt__l2++)\n    for (long mt__l1 = 0; mt__l1 < %ldL; mt__l1++)\n"
-                      "    for (long mt__l0 = 0; mt__l0 < %ldL; mt__l0++) ",
-                  wg[2], wg[1], wg[0]);
+/* Appends the names of a parameter list (the last identifier of each). */
+static void append_param_names(mt_strbuf *sb, const char *s, const char *e) {
+    while (s < e) {
+        const char *comma = memchr(s, ',', (size_t)(e - s));
+        const char *pe = comma ? comma : e, *ne = pe;
+        while (ne > s && !ident_char(ne[-1])) ne--;
+        const char *n = ne;
+        while (n > s && ident_char(n[-1])) n--;
+        mt__sb_printf(sb, "%.*s, ", (int)(ne - n), n);
+        s = comma ? comma + 1 : e;
+    }
+}
+
+/* Appends the launch's kernel as `mt__itF` (one work-item) and `mt__fnF`
+ * (a work-group: its work-items in turn). */
+static void append_function(mt_strbuf *sb, mt_strbuf *seen, const mt__fuse_launch *l, int f) {
+    kernel_text k;
+    find_kernel(l->src, l->kernel, &k); /* mt__fuse_can checked it */
+    append_preamble(sb, seen, l->src);
+    const int pn = (int)(k.params_end - k.params);
+    mt__sb_printf(sb, "static void mt__it%d(%.*s, const long mt__g0, const long mt__g1, const long mt__g2, const long mt__l0, const long mt__l1, "
+                      "const long mt__l2, __global float *restrict mt__scratch) ",
+                  f, pn, k.params);
     const char *la, *le;
-    if (local_array(body, &la, &le) > 0) {
+    if (local_array(k.body, k.body_end, &la, &le) > 0) {
         /* `__local float NAME[SIZE];` -> `__global float *NAME = mt__scratch;` */
         const char *name = la + strlen("__local float ");
         const char *bracket = strchr(name, '[');
-        append_groups(sb, body, la);
+        append_queries(sb, k.body, la, l->block);
         mt__sb_printf(sb, "__global float *%.*s = mt__scratch;", (int)(bracket - name), name);
-        append_groups(sb, le, body + strlen(body));
+        append_queries(sb, le, k.body_end, l->block);
     } else {
-        append_groups(sb, body, body + strlen(body));
+        append_queries(sb, k.body, k.body_end, l->block);
     }
-    mt__sb_append(sb, "\n}\n");
+    mt__sb_printf(sb, "\nstatic __attribute__((noinline)) void mt__fn%d(%.*s, const long mt__g0, const long mt__g1, const long mt__g2, "
+                      "__global float *restrict mt__scratch) {\n",
+                  f, pn, k.params);
+    mt__sb_printf(sb, "    for (long mt__l2 = 0; mt__l2 < %lldL; mt__l2++)\n    for (long mt__l1 = 0; mt__l1 < %lldL; mt__l1++)\n"
+                      "    for (long mt__l0 = 0; mt__l0 < %lldL; mt__l0++)\n        mt__it%d(",
+                  (long long)l->block[2], (long long)l->block[1], (long long)l->block[0], f);
+    append_param_names(sb, k.params, k.params_end);
+    mt__sb_append(sb, "mt__g0, mt__g1, mt__g2, mt__l0, mt__l1, mt__l2, mt__scratch);\n}\n");
 }
 
 /* Appends launch i of the fused kernel: claim chunks, run them, count them
@@ -188,7 +261,7 @@ static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i)
     mt__sb_printf(sb, "        if (t0 >= %lldL) break;\n", (long long)total);
     mt__sb_printf(sb, "        const long t1 = min(t0 + chunk, %lldL);\n", (long long)total);
     mt__sb_printf(sb, "        for (long t = t0; t < t1; t++)\n            mt__fn%d(", f);
-    for (int a = 0; a < l->nargs; a++) mt__sb_printf(sb, "mt__b%d, ", l->arg[a]);
+    for (int a = 0; a < l->nargs; a++) mt__sb_printf(sb, "(__global void *)mt__b%d, ", l->arg[a]);
     mt__sb_printf(sb, "t %% %lldL, (t / %lldL) %% %lldL, t / %lldL, mt__scratch);\n", (long long)g[0], (long long)g[0], (long long)g[1],
                   (long long)(g[0] * g[1]));
     mt__sb_printf(sb, "        mem_fence(CLK_GLOBAL_MEM_FENCE);\n        atomic_add(&mt__sync[%d], (int)(t1 - t0));\n    }\n", done);
@@ -197,12 +270,18 @@ static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i)
     mt__sb_append(sb, "    mem_fence(CLK_GLOBAL_MEM_FENCE);\n");
 }
 
+static int same_kernel(const mt__fuse_launch *a, const mt__fuse_launch *b) {
+    return strcmp(a->src, b->src) == 0 && (a->kernel ? b->kernel && strcmp(a->kernel, b->kernel) == 0 : !b->kernel) &&
+           memcmp(a->block, b->block, sizeof a->block) == 0;
+}
+
 mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char *name, char **out, int64_t *scratch_floats, char *err,
                           size_t errlen) {
     *out = NULL;
     if (!l || n < 1 || nbufs < 1 || !name) return mt__fail(err, errlen, MT_INVALID_ARG, "fuse: bad arguments");
     for (int i = 0; i < n; i++) {
-        if (!mt__fuse_can(l[i].src)) return mt__fail(err, errlen, MT_INVALID_ARG, "fuse: launch %d's kernel cannot run fused", i);
+        if (!mt__fuse_can(l[i].src, l[i].kernel, l[i].block))
+            return mt__fail(err, errlen, MT_INVALID_ARG, "fuse: launch %d's kernel cannot run fused", i);
         if (l[i].grid[0] < 1 || l[i].grid[1] < 1 || l[i].grid[2] < 1)
             return mt__fail(err, errlen, MT_INVALID_ARG, "fuse: launch %d's grid is empty", i);
     }
@@ -214,14 +293,16 @@ mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char
     for (int i = 0; i < n; i++) {
         fn[i] = i;
         for (int j = 0; j < i; j++)
-            if (strcmp(l[j].src, l[i].src) == 0) {
+            if (same_kernel(&l[j], &l[i])) {
                 fn[i] = fn[j];
                 break;
             }
+        kernel_text k;
+        find_kernel(l[i].src, l[i].kernel, &k);
         const char *a, *e;
-        int64_t floats = local_array(l[i].src, &a, &e);
+        int64_t floats = local_array(k.body, k.body_end, &a, &e);
         if (floats > lmem) lmem = floats;
-        if (fn[i] == i) append_function(&sb, &seen, l[i].src, i);
+        if (fn[i] == i) append_function(&sb, &seen, &l[i], i);
     }
     if (lmem < 1) lmem = 1;
     mt__sb_printf(&sb, "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid %s(__global int *mt__sync, __global float *mt__scratch_all",

@@ -27,17 +27,20 @@
 
 /* One launch of a fused pass. */
 typedef struct mt__fuse_launch {
-    const char *src;    /* the kernel's OpenCL C, as mt_kernel_print writes it */
+    const char *src;    /* OpenCL C holding the kernel (mt_kernel_print's, or the op kernels') */
+    const char *kernel; /* the kernel's name; NULL: the source's only __kernel */
     int nargs;          /* its buffer parameters, in order */
     const int *arg;     /* each one's index among the fused kernel's buffers */
-    int64_t grid[3];    /* work-groups (of one work-item) per axis */
+    int64_t grid[3];    /* work-groups per axis */
+    int64_t block[3];   /* work-items per work-group */
     int counters;       /* its two counters: sync[2 * counters] and sync[2 * counters + 1] */
 } mt__fuse_launch;
 
-/* Whether a kernel's source can run inside a fused launch: one __kernel
- * with work-groups of one work-item, no barrier or work-item query, and at
- * most one __local array (of floats), which becomes scratch memory. */
-int mt__fuse_can(const char *src);
+/* Whether kernel `kernel` of src (NULL: its only one) can run inside a fused
+ * launch with work-groups of block work-items: no barrier, atomic, fence or
+ * query of the launch's size, and at most one __local array (of floats,
+ * only with one work-item per group), which becomes scratch memory. */
+int mt__fuse_can(const char *src, const char *kernel, const int64_t block[3]);
 
 /* Writes *out (malloc'd) the OpenCL C of __kernel `name`, whose parameters
  * are `__global int *sync`, `__global float *scratch` (*scratch_floats

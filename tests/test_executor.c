@@ -197,65 +197,81 @@ static const char *fuse_reverse_src = "__kernel __attribute__((reqd_work_group_s
                                       "    for (long j = 0; j < 4; j++) out[g * 4L + j] = t_1[3L - j];\n"
                                       "}\n";
 
+static const char *fuse_scale_src = "#define THREE 3.0f\n"
+                                    "__kernel void other(__global float *o) {\n    o[0] = 0.0f;\n}\n"
+                                    "__kernel void scale(__global const int *n, __global const float *in, __global float *out) {\n"
+                                    "    int i = get_global_id(0);\n"
+                                    "    if (i >= n[0]) return;\n"
+                                    "    out[i] = in[i] * THREE;\n"
+                                    "}\n";
+
 /* The text checks of pass_fuse.c: what may run fused and what may not. */
 static void test_fuse_can(void **state) {
     (void)state;
-    assert_true(mt__fuse_can(fuse_fill_src));
-    assert_true(mt__fuse_can(fuse_shift_src));
-    assert_true(mt__fuse_can(fuse_reverse_src));
-    /* A barrier, a work-item query the function cannot answer, an early
-     * return among several work-items, a __local array shared by several,
-     * two kernels, no fixed work-group size: not fusable. */
-    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(4, 1, 1)))\nvoid k(__global float *o) {\n"
-                              "    o[get_local_id(0)] = 1.0f;\n    barrier(CLK_GLOBAL_MEM_FENCE);\n}\n"));
-    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid k(__global float *o) {\n    o[get_global_id(0)] = 1.0f;\n}\n"));
-    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(2, 1, 1)))\nvoid k(__global float *o) {\n"
-                              "    if (get_local_id(0) == 0) return;\n    o[0] = 1.0f;\n}\n"));
-    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(2, 1, 1)))\nvoid k(__global float *o) {\n"
-                              "    __local float t_1[2];\n    t_1[get_local_id(0)] = 1.0f;\n    o[0] = t_1[0];\n}\n"));
-    assert_false(mt__fuse_can("__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid a(__global float *o) {\n    o[0] = 1.0f;\n}\n"
-                              "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid b(__global float *o) {\n    o[1] = 1.0f;\n}\n"));
-    assert_false(mt__fuse_can("__kernel void k(__global float *o) {\n    o[get_group_id(0)] = 1.0f;\n}\n"));
-    assert_false(mt__fuse_can(NULL));
+    const int64_t one[3] = {1, 1, 1}, four[3] = {4, 1, 1}, eight[3] = {8, 1, 1};
+    assert_true(mt__fuse_can(fuse_fill_src, NULL, one));
+    assert_true(mt__fuse_can(fuse_shift_src, NULL, four));
+    assert_true(mt__fuse_can(fuse_reverse_src, NULL, one));
+    assert_true(mt__fuse_can(fuse_scale_src, "scale", eight));
+    /* Not fusable: a source of two kernels without a name; a name it lacks;
+     * a work-group size other than the kernel asks for; a barrier, an
+     * atomic, a query of the launch's size; a __local array shared by
+     * several work-items. */
+    assert_false(mt__fuse_can(fuse_scale_src, NULL, eight));
+    assert_false(mt__fuse_can(fuse_scale_src, "scal", eight));
+    assert_false(mt__fuse_can(fuse_shift_src, NULL, one));
+    assert_false(mt__fuse_can("__kernel void k(__global float *o) {\n    o[get_local_id(0)] = 1.0f;\n    barrier(CLK_GLOBAL_MEM_FENCE);\n}\n",
+                              NULL, four));
+    assert_false(mt__fuse_can("__kernel void k(__global int *o) {\n    atomic_inc(o);\n}\n", NULL, one));
+    assert_false(mt__fuse_can("__kernel void k(__global float *o) {\n    o[0] = (float)get_num_groups(0);\n}\n", NULL, one));
+    assert_false(mt__fuse_can("__kernel void k(__global float *o) {\n    __local float t_1[2];\n    t_1[get_local_id(0)] = 1.0f;\n"
+                              "    o[0] = t_1[0];\n}\n",
+                              NULL, (const int64_t[3]){2, 1, 1}));
+    assert_false(mt__fuse_can(NULL, NULL, one));
     char err[256], *src = NULL;
     const int arg0[1] = {0};
-    mt__fuse_launch bad = {.src = "__kernel void k(__global float *o) {\n}\n", .nargs = 1, .arg = arg0, .grid = {1, 1, 1}};
+    mt__fuse_launch bad = {.src = fuse_shift_src, .nargs = 1, .arg = arg0, .grid = {1, 1, 1}, .block = {1, 1, 1}};
     assert_int_equal(mt__fuse_source(&bad, 1, 1, "f", &src, NULL, err, sizeof err), MT_INVALID_ARG);
     assert_null(src);
 }
 
-/* The three kernels fused into one launch give what they give one by one,
+/* The four kernels fused into one launch give what they give one by one,
  * whatever the number of work-groups of the fused launch: with more than
  * the device has threads, some start after others have finished and must
  * find the work done rather than wait for it. */
 static void test_fused_launch(void **state) {
     (void)state;
     NEED_DEVICE();
-    const int a0[1] = {0}, a01[2] = {0, 1}, a12[2] = {1, 2};
-    mt__fuse_launch l[3] = {
-        {.src = fuse_fill_src, .nargs = 1, .arg = a0, .grid = {10, 4, 1}, .counters = 0},
-        {.src = fuse_shift_src, .nargs = 2, .arg = a01, .grid = {10, 1, 1}, .counters = 1},
-        {.src = fuse_reverse_src, .nargs = 2, .arg = a12, .grid = {10, 1, 1}, .counters = 2},
+    const int a0[1] = {0}, a01[2] = {0, 1}, a12[2] = {1, 2}, a423[3] = {4, 2, 3};
+    mt__fuse_launch l[4] = {
+        {.src = fuse_fill_src, .nargs = 1, .arg = a0, .grid = {10, 4, 1}, .block = {1, 1, 1}, .counters = 0},
+        {.src = fuse_shift_src, .nargs = 2, .arg = a01, .grid = {10, 1, 1}, .block = {4, 1, 1}, .counters = 1},
+        {.src = fuse_reverse_src, .nargs = 2, .arg = a12, .grid = {10, 1, 1}, .block = {1, 1, 1}, .counters = 2},
+        {.src = fuse_scale_src, .kernel = "scale", .nargs = 3, .arg = a423, .grid = {5, 1, 1}, .block = {8, 1, 1}, .counters = 3},
     };
     char err[4096], *src = NULL;
     int64_t scratch = 0;
-    assert_int_equal(mt__fuse_source(l, 3, 3, "fused_test", &src, &scratch, err, sizeof err), MT_OK);
+    assert_int_equal(mt__fuse_source(l, 4, 5, "fused_test", &src, &scratch, err, sizeof err), MT_OK);
     assert_int_equal(scratch, 4);
     mt_program *p = NULL;
     mt_status st = mt_program_build_source(g_dev, src, "fused_test", &p, err, sizeof err);
     if (st != MT_OK) print_message("%s\n%s\n", err, src);
     assert_int_equal(st, MT_OK);
     free(src);
-    mt_dbuf *b[5] = {NULL};
-    int zeros[6] = {0};
+    /* sync, scratch (4 floats per work-group), out1, out2, out3, out4, n */
+    mt_dbuf *b[8] = {NULL};
+    int zeros[8] = {0}, n = 38;
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof zeros, &b[0]), MT_OK);
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 4 * 8, &b[1]), MT_OK);
-    for (int i = 2; i < 5; i++) assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 40, &b[i]), MT_OK);
+    for (int i = 2; i < 6; i++) assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 40, &b[i]), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(g_dev, sizeof n, &b[6]), MT_OK);
+    assert_int_equal(mt_dbuf_write(g_dev, b[6], 0, &n, sizeof n), MT_OK);
     float want[40], got[40];
     for (int i = 0; i < 40; i++) {
-        /* reverse(shift(fill)): out[4g + j] = shifted[4g + 3 - j] + 1, shifted[i] = 2 * ((i + 1) % 40). */
+        /* scale(reverse(shift(fill))): reversed[4g + j] = shifted[4g + 3 - j] + 1, shifted[i] = 2 * ((i + 1) % 40);
+         * scale leaves the last two elements as they were. */
         const int g = i / 4, j = i % 4, s = 4 * g + 3 - j;
-        want[i] = 2.0f * (float)((s + 1) % 40) + 1.0f;
+        want[i] = i < n ? 3.0f * (2.0f * (float)((s + 1) % 40) + 1.0f) : -1.0f;
     }
     const int64_t groups[] = {1, 2, 3, 8}, one[3] = {1, 1, 1};
     for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
@@ -264,17 +280,18 @@ static void test_fused_launch(void **state) {
             /* Stale values from the pass before would hide a read that came too early. */
             float junk[40];
             for (int i = 0; i < 40; i++) junk[i] = -1.0f;
-            for (int i = 2; i < 5; i++) assert_int_equal(mt_dbuf_write(g_dev, b[i], 0, junk, sizeof junk), MT_OK);
+            for (int i = 2; i < 6; i++) assert_int_equal(mt_dbuf_write(g_dev, b[i], 0, junk, sizeof junk), MT_OK);
             assert_int_equal(mt_dbuf_write(g_dev, b[0], 0, zeros, sizeof zeros), MT_OK);
-            assert_int_equal(mt_program_launch(g_dev, p, b, 5, grid, one, err, sizeof err), MT_OK);
+            mt_dbuf *args[8] = {b[0], b[1], b[2], b[3], b[4], b[5], b[6]};
+            assert_int_equal(mt_program_launch(g_dev, p, args, 8 - 1, grid, one, err, sizeof err), MT_OK);
             assert_int_equal(mt_device_finish(g_dev, err, sizeof err), MT_OK);
-            assert_int_equal(mt_dbuf_read(g_dev, b[4], 0, got, sizeof got), MT_OK);
+            assert_int_equal(mt_dbuf_read(g_dev, b[5], 0, got, sizeof got), MT_OK);
             for (int i = 0; i < 40; i++)
                 if (got[i] != want[i])
                     fail_msg("%lld work-groups, pass %d: element %d is %g, want %g", (long long)groups[k], pass, i, got[i], want[i]);
         }
     }
-    for (int i = 0; i < 5; i++) mt_dbuf_free(b[i]);
+    for (int i = 0; i < 7; i++) mt_dbuf_free(b[i]);
     mt_program_free(p);
 }
 
