@@ -130,7 +130,8 @@ def main():
         ap.add_argument("--" + x, type=int)
     a = ap.parse_args()
     if a.summarise:
-        launches = json.load(open(a.launches_from))["launches"]
+        run = json.load(open(a.launches_from))
+        launches = run.get("launches_fused", run["launches"])
         json.dump(summarise(a.summarise, launches, a.passes), sys.stdout)
         return
     if not all((a.raw, a.out, a.network, a.rounds)):
