@@ -396,7 +396,10 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     /* Weights with batch norm folded: w' = w * scale[k], bias' = shift[k]. */
     int64_t nw = mt_workload_weight_elems(wl), per_k = nw / wl->k;
     const float *wsrc;
-    if ((st = mt__weights_need(w, l->name, ".weight", nw, &wsrc, err, errlen)) != MT_OK) return st;
+    if ((st = mt__weights_need(w, l->name, ".weight", nw, &wsrc, err, errlen)) != MT_OK) {
+        free(launch.src);
+        return st;
+    }
     double *scale = malloc(sizeof(double) * (size_t)wl->k), *shift = malloc(sizeof(double) * (size_t)wl->k);
     float *wf = malloc(sizeof(float) * (size_t)nw), *bf = malloc(sizeof(float) * (size_t)wl->k), *wl_packed = NULL;
     if (!scale || !shift || !wf || !bf) {
