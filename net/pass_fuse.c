@@ -110,9 +110,32 @@ static int header_size_matches(const kernel_text *k, const int64_t block[3]) {
     return sscanf(r, "reqd_work_group_size(%ld, %ld, %ld)", &x, &y, &z) == 3 && x == block[0] && y == block[1] && z == block[2];
 }
 
+/* Whether the text of src outside its kernels' bodies (helper functions)
+ * asks a work-item query: those would answer for the fused kernel. */
+static int queries_outside_kernels(const char *src) {
+    const char *s = src;
+    for (;;) {
+        const char *k = strstr(s, "__kernel");
+        const char *e = k ? k : s + strlen(s);
+        for (int q = 0; q < NQ; q++)
+            if (contains(s, e, query[q])) return 1;
+        if (!k) return 0;
+        const char *b = strchr(k, '{');
+        if (!b) return 0;
+        int depth = 0;
+        for (; *b; b++) {
+            if (*b == '{') depth++;
+            else if (*b == '}' && --depth == 0) break;
+        }
+        if (!*b) return 0;
+        s = b + 1;
+    }
+}
+
 int mt__fuse_can(const char *src, const char *kernel, const int64_t block[3]) {
     kernel_text k;
     if (!src || !block || block[0] < 1 || block[1] < 1 || block[2] < 1 || !find_kernel(src, kernel, &k)) return 0;
+    if (queries_outside_kernels(src)) return 0;
     if (!header_size_matches(&k, block)) return 0;
     for (size_t i = 0; i < sizeof unfusable / sizeof unfusable[0]; i++)
         if (contains(k.body, k.body_end, unfusable[i])) return 0;

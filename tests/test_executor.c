@@ -216,7 +216,7 @@ static void test_fuse_can(void **state) {
     /* Not fusable: a source of two kernels without a name; a name it lacks;
      * a work-group size other than the kernel asks for; a barrier, an
      * atomic, a query of the launch's size; a __local array shared by
-     * several work-items. */
+     * several work-items; a helper function asking a work-item query. */
     assert_false(mt__fuse_can(fuse_scale_src, NULL, eight));
     assert_false(mt__fuse_can(fuse_scale_src, "scal", eight));
     assert_false(mt__fuse_can(fuse_shift_src, NULL, one));
@@ -227,6 +227,9 @@ static void test_fuse_can(void **state) {
     assert_false(mt__fuse_can("__kernel void k(__global float *o) {\n    __local float t_1[2];\n    t_1[get_local_id(0)] = 1.0f;\n"
                               "    o[0] = t_1[0];\n}\n",
                               NULL, (const int64_t[3]){2, 1, 1}));
+    assert_false(mt__fuse_can("int id(void) { return (int)get_group_id(0); }\n"
+                              "__kernel void k(__global float *o) {\n    o[id()] = 1.0f;\n}\n",
+                              NULL, one));
     assert_false(mt__fuse_can(NULL, NULL, one));
     char err[256], *src = NULL;
     const int arg0[1] = {0};
