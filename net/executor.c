@@ -77,7 +77,7 @@ struct mt_executor {
     mt_dbuf *counters;      /* the fused launches' counters, zeroed before each pass */
     mt_dbuf *scratch;       /* the fused launches' scratch memory (the largest they need) */
     size_t scratch_bytes;
-    int *zeros;             /* 2 per launch */
+    int *zeros;             /* MT__FUSE_COUNTERS per launch */
     float *input;
     int64_t input_count;
     mt_executor_stats stats;
@@ -650,9 +650,9 @@ static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen
  * only slower. With nothing fused, no steps. */
 static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
     ex->steps = calloc((size_t)ex->nlaunches, sizeof *ex->steps);
-    ex->zeros = calloc((size_t)ex->nlaunches * 2, sizeof *ex->zeros);
+    ex->zeros = calloc((size_t)ex->nlaunches * MT__FUSE_COUNTERS, sizeof *ex->zeros);
     if (!ex->steps || !ex->zeros) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
-    mt_status st = ex_alloc(ex, sizeof(int) * 2 * (size_t)ex->nlaunches, ex->zeros, &ex->counters, &ex->stats.workspace_bytes, err, errlen);
+    mt_status st = ex_alloc(ex, sizeof(int) * MT__FUSE_COUNTERS * (size_t)ex->nlaunches, ex->zeros, &ex->counters, &ex->stats.workspace_bytes, err, errlen);
     if (st != MT_OK) return st;
     int fused = 0;
     for (int i = 0; i < ex->nlaunches;) {
@@ -773,7 +773,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     char lerr[1024];
     if (!times && ex->steps) {
         /* Fused: the counters zeroed, then each step queued; wait once. */
-        st = mt_dbuf_write(ex->dev, ex->counters, 0, ex->zeros, sizeof(int) * 2 * (size_t)ex->nlaunches);
+        st = mt_dbuf_write(ex->dev, ex->counters, 0, ex->zeros, sizeof(int) * MT__FUSE_COUNTERS * (size_t)ex->nlaunches);
         if (st != MT_OK) return mt__fail(err, errlen, st, "executor: zeroing the fused launches' counters failed: %s", mt_status_str(st));
         static const int64_t one[3] = {1, 1, 1};
         for (int i = 0; i < ex->nsteps; i++) {

@@ -10,13 +10,14 @@
  *
  * A fused launch runs one work-group per compute unit. Each work-group
  * goes through the launches in order; for each it claims chunks of the
- * launch's work-groups from a counter, runs them as calls of the kernel's
- * code turned into a function, adds what it ran to a second counter, and
- * waits until that counter holds every work-group of the launch before it
- * starts the next one. A work-group that starts late finds the work
- * claimed and goes on; no work-group waits for one that has not claimed
- * anything, so a device that runs the work-groups one after the other
- * still finishes. The counters live in a buffer the pass zeroes first. */
+ * launch's work-groups from counters (its own share first, then what is
+ * left of the others'), runs them as calls of the kernel's code turned
+ * into a function, adds what it ran to a done counter, and waits until
+ * that counter holds every work-group of the launch before it starts the
+ * next one. A work-group that starts late finds the work claimed and goes
+ * on; no work-group waits for one that has not claimed anything, so a
+ * device that runs the work-groups one after the other still finishes.
+ * The counters live in a buffer the pass zeroes first. */
 #ifndef MTGPU_PASS_FUSE_H
 #define MTGPU_PASS_FUSE_H
 
@@ -33,8 +34,14 @@ typedef struct mt__fuse_launch {
     const int *arg;     /* each one's index among the fused kernel's buffers */
     int64_t grid[3];    /* work-groups per axis */
     int64_t block[3];   /* work-items per work-group */
-    int counters;       /* its two counters: sync[2 * counters] and sync[2 * counters + 1] */
+    int counters;       /* its counters: sync[counters * MT__FUSE_COUNTERS] on, MT__FUSE_COUNTERS of them */
 } mt__fuse_launch;
+
+/* Ranges a launch's work-groups are cut into (one per work-group of the
+ * fused launch, at most this many), and the counters each launch takes:
+ * one per range, then its done counter. */
+#define MT__FUSE_RANGES 64
+#define MT__FUSE_COUNTERS (MT__FUSE_RANGES + 1)
 
 /* Whether kernel `kernel` of src (NULL: its only one) can run inside a fused
  * launch with work-groups of block work-items: no barrier, atomic, fence or

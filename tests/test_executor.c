@@ -263,7 +263,7 @@ static void test_fused_launch(void **state) {
     free(src);
     /* sync, scratch (4 floats per work-group), out1, out2, out3, out4, n */
     mt_dbuf *b[8] = {NULL};
-    int zeros[8] = {0}, n = 38;
+    int zeros[4 * MT__FUSE_COUNTERS] = {0}, n = 38;
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof zeros, &b[0]), MT_OK);
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 4 * 8, &b[1]), MT_OK);
     for (int i = 2; i < 6; i++) assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 40, &b[i]), MT_OK);
