@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,10 +369,13 @@ mt_status mt_weights_load(const char *path, const mt_network *net, mt_weights **
                               d, (unsigned long long)v);
                 goto done;
             }
-            if ((uint64_t)t->count * v > ((uint64_t)1 << 34)) {
+            /* Divided, not multiplied: 2^34 x 2^31 passes 64 bits. */
+            if (v > ((uint64_t)1 << 34) / (uint64_t)t->count) {
+                char product[32] = "more than 2^64";
+                if (v <= UINT64_MAX / (uint64_t)t->count) snprintf(product, sizeof product, "%llu", (unsigned long long)((uint64_t)t->count * v));
                 st = mt__fail(err, errlen, MT_CORRUPT,
-                              "weights: %s: tensor '%s' has more than 2^34 elements (dimensions 0..%u multiply to %llu): out of range", path,
-                              t->name, d, (unsigned long long)((uint64_t)t->count * v));
+                              "weights: %s: tensor '%s' has more than 2^34 elements (dimensions 0..%u multiply to %s): out of range", path,
+                              t->name, d, product);
                 goto done;
             }
             t->dims[d] = (int64_t)v;

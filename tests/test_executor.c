@@ -759,6 +759,15 @@ static void test_weights_file(void **state) {
     for (int i = 0; i < 8; i++) longer[36 + i] = (unsigned char)((UINT64_C(1) << 31) >> (8 * i));
     write_file(bad, longer, len);
     expect_refused(bad, net, MT_CORRUPT, "more than 2^34 elements (dimensions 0..2 multiply to 19327352832)");
+    /* 2^31 x 8 = 2^34 elements, then a third dimension of 2^31: the product
+     * passes 64 bits (the fuzzer's find), and the check must not wrap */
+    for (int i = 0; i < 8; i++) {
+        longer[44 + i] = (unsigned char)(UINT64_C(8) >> (8 * i));
+        longer[52 + i] = (unsigned char)((UINT64_C(1) << 31) >> (8 * i));
+    }
+    write_file(bad, longer, len);
+    expect_refused(bad, net, MT_CORRUPT, "more than 2^34 elements (dimensions 0..2 multiply to more than 2^64)");
+    memcpy(longer, good_copy, len);
     for (int i = 0; i < 8; i++) longer[36 + i] = (unsigned char)(((UINT64_C(1) << 31) + 1) >> (8 * i));
     write_file(bad, longer, len);
     expect_refused(bad, net, MT_CORRUPT, "dimension 0 of size 2147483649 (1..2^31 allowed)");
