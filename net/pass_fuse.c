@@ -297,11 +297,10 @@ static void append_function(mt_strbuf *sb, mt_strbuf *seen, const mt__fuse_launc
  * it reads in the next, still in its core's caches: MobileNetV2's passes
  * took 0.91x the time of chunks claimed from one counter in turns,
  * ResNet-50's 0.95x (6 rounds in turns, 2026-12-05). A work-group that
- * starts late finds its
- * range taken and goes on. The chunks are a quarter of what is left of a
- * range, at most 64 work-groups. Each work-group adds what it ran to the
- * launch's done counter, and waits until that holds every work-group of
- * the launch before it starts the next. */
+ * starts late finds its range taken and goes on. The chunks are a quarter
+ * of what is left of a range, at most 64 work-groups. Each work-group adds
+ * what it ran to the launch's done counter, and waits until that holds
+ * every work-group of the launch before it starts the next. */
 static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i) {
     const int64_t *g = l->grid, total = g[0] * g[1] * g[2];
     const int base = l->counters * MT__FUSE_COUNTERS, done = base + MT__FUSE_RANGES;
