@@ -34,8 +34,9 @@ typedef struct ex_launch {
     int nargs;
     int64_t grid[3], block[3];
     int layer;
-    char *src;          /* while building: the kernel's source where it can run fused (pass_fuse.h), else NULL */
-    const char *kernel; /* its name in src; NULL: src's only kernel */
+    char *src;          /* while building, a convolution that can run fused (pass_fuse.h): its kernel's source */
+    const char *kernel; /* an op kernel's name in mt__op_kernels_source() */
+    int fusable;        /* src, or the op kernel, can run fused */
 } ex_launch;
 
 /* Unprofiled passes run steps: a fused launch of launches [first, first + n),
@@ -231,10 +232,8 @@ static mt_status ex_op(mt_executor *ex, int layer, const char *kernel, const int
     if (st == MT_OK) st = ex_params(ex, p, np, &l.args[0], err, errlen);
     if (st != MT_OK) return st;
     for (int i = 0; i < nbufs; i++) l.args[1 + i] = bufs[i];
-    if (ex->fuse && mt__fuse_can(mt__op_kernels_source(), kernel, l.block) && !(l.src = strdup(mt__op_kernels_source())))
-        return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
-    if ((st = ex_push(ex, &l, err, errlen)) != MT_OK) free(l.src);
-    return st;
+    l.fusable = ex->fuse && mt__fuse_can(mt__op_kernels_source(), kernel, l.block);
+    return ex_push(ex, &l, err, errlen);
 }
 
 static int64_t groups_for(int64_t total) { return (total + MT_OP_GROUP - 1) / MT_OP_GROUP; }
@@ -388,6 +387,7 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
             free(launch.src);
             launch.src = NULL;
         }
+        launch.fusable = launch.src != NULL;
     }
     mt_kernel_free(k);
     free(key);
@@ -613,7 +613,8 @@ static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen
         const ex_launch *l = &ex->launches[s->first + j];
         fuse_take_buffers(bufs, &nbufs, l); /* fits: ex_fuse checked */
         for (int a = 0; a < l->nargs; a++) argidx[j][a] = fuse_buffer_index(bufs, nbufs, l->args[a]);
-        fl[j] = (mt__fuse_launch){.src = l->src, .kernel = l->kernel, .nargs = l->nargs, .arg = argidx[j], .counters = s->first + j};
+        fl[j] = (mt__fuse_launch){.src = l->src ? l->src : mt__op_kernels_source(), .kernel = l->kernel, .nargs = l->nargs,
+                                  .arg = argidx[j], .counters = s->first + j};
         memcpy(fl[j].grid, l->grid, sizeof l->grid);
         memcpy(fl[j].block, l->block, sizeof l->block);
     }
@@ -621,7 +622,7 @@ static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen
     snprintf(name, sizeof name, "mt_fused_%d_%d", s->first, s->n);
     int64_t scratch = 0;
     mt_status st = mt__fuse_source(fl, s->n, nbufs, name, &src, &scratch, err, errlen);
-    const int cu = mt_device_get_info(ex->dev)->compute_units > 0 ? mt_device_get_info(ex->dev)->compute_units : 1;
+    const int units = mt_device_get_info(ex->dev)->compute_units, cu = units > 0 ? units : 1;
     const size_t need = sizeof(float) * (size_t)scratch * (size_t)cu;
     if (st == MT_OK && need > ex->scratch_bytes) {
         /* Grown when a later step needs more (the smaller one stays with the steps before). */
@@ -659,7 +660,7 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
         int n = 0;
         mt_dbuf *bufs[EX_FUSE_MAX_BUFS];
         int nbufs = 0;
-        while (i + n < ex->nlaunches && n < EX_FUSE_MAX_LAUNCHES && ex->launches[i + n].src &&
+        while (i + n < ex->nlaunches && n < EX_FUSE_MAX_LAUNCHES && ex->launches[i + n].fusable &&
                fuse_take_buffers(bufs, &nbufs, &ex->launches[i + n]))
             n++;
         ex_step *s = &ex->steps[ex->nsteps++];
@@ -676,6 +677,7 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
     for (int i = 0; i < ex->nlaunches; i++) {
         free(ex->launches[i].src);
         ex->launches[i].src = NULL;
+        ex->launches[i].fusable = 0;
     }
     if (!fused) {
         free(ex->steps);

@@ -32,43 +32,54 @@ static const char *const unfusable[] = {"barrier(",         "work_group_barrier"
 enum { Q_GROUP, Q_LOCAL, Q_GLOBAL, Q_SIZE, NQ };
 static const char *const query[NQ] = {"get_group_id(", "get_local_id(", "get_global_id(", "get_local_size("};
 
-/* A kernel of a source: its header's start, parameter list, body. */
+/* A kernel of a source: its header's start, name, parameter list, body. */
 typedef struct kernel_text {
     const char *start;             /* `__kernel` */
+    const char *name, *name_end;
     const char *params, *params_end;
     const char *body, *body_end;   /* `{` .. one past the matching `}` */
 } kernel_text;
 
 static int ident_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
+/* The first __kernel at or after s: 1 with *k filled in, 0 when there is
+ * none, -1 when it is not of the expected shape. */
+static int next_kernel(const char *s, kernel_text *k) {
+    const char *p = strstr(s, "__kernel");
+    if (!p) return 0;
+    const char *v = strstr(p, "void ");
+    if (!v) return -1;
+    const char *n = v + 5, *ne = n;
+    while (ident_char(*ne)) ne++;
+    if (ne == n || *ne != '(') return -1;
+    const char *close = strchr(ne, ')');
+    if (!close || memchr(ne + 1, '(', (size_t)(close - ne - 1))) return -1;
+    const char *b = close + 1;
+    while (*b == ' ' || *b == '\n') b++;
+    if (*b != '{') return -1;
+    int depth = 0;
+    const char *e = b;
+    for (; *e; e++) {
+        if (*e == '{') depth++;
+        else if (*e == '}' && --depth == 0) break;
+    }
+    if (!*e) return -1;
+    *k = (kernel_text){.start = p, .name = n, .name_end = ne, .params = ne + 1, .params_end = close, .body = b, .body_end = e + 1};
+    return 1;
+}
+
 /* The __kernel called name in src (NULL: src's only __kernel): 1 when found
- * and of the expected shape. */
+ * and every kernel of src is of the expected shape. */
 static int find_kernel(const char *src, const char *name, kernel_text *k) {
-    int found = 0;
-    for (const char *p = strstr(src, "__kernel"); p; p = strstr(p + 8, "__kernel")) {
-        const char *v = strstr(p, "void ");
-        if (!v) return 0;
-        const char *n = v + 5, *ne = n;
-        while (ident_char(*ne)) ne++;
-        if (*ne != '(') return 0;
-        if (name && ((size_t)(ne - n) != strlen(name) || strncmp(n, name, (size_t)(ne - n)) != 0)) continue;
+    int found = 0, r;
+    kernel_text t;
+    for (const char *s = src; (r = next_kernel(s, &t)) == 1; s = t.body_end) {
+        if (name && ((size_t)(t.name_end - t.name) != strlen(name) || strncmp(t.name, name, strlen(name)) != 0)) continue;
         if (found) return 0; /* two candidates */
-        const char *close = strchr(ne, ')');
-        if (!close || memchr(ne + 1, '(', (size_t)(close - ne - 1))) return 0;
-        const char *b = close + 1;
-        while (*b == ' ' || *b == '\n') b++;
-        if (*b != '{') return 0;
-        int depth = 0;
-        const char *e = b;
-        for (; *e; e++) {
-            if (*e == '{') depth++;
-            else if (*e == '}' && --depth == 0) break;
-        }
-        if (!*e) return 0;
-        *k = (kernel_text){.start = p, .params = ne + 1, .params_end = close, .body = b, .body_end = e + 1};
+        *k = t;
         found = 1;
     }
-    return found;
+    return r < 0 ? 0 : found;
 }
 
 static int contains(const char *s, const char *e, const char *what) {
@@ -110,26 +121,21 @@ static int header_size_matches(const kernel_text *k, const int64_t block[3]) {
     return sscanf(r, "reqd_work_group_size(%ld, %ld, %ld)", &x, &y, &z) == 3 && x == block[0] && y == block[1] && z == block[2];
 }
 
+/* Whether [s, e) asks a work-item query. */
+static int has_query(const char *s, const char *e) {
+    for (int q = 0; q < NQ; q++)
+        if (contains(s, e, query[q])) return 1;
+    return 0;
+}
+
 /* Whether the text of src outside its kernels' bodies (helper functions)
  * asks a work-item query: those would answer for the fused kernel. */
 static int queries_outside_kernels(const char *src) {
     const char *s = src;
-    for (;;) {
-        const char *k = strstr(s, "__kernel");
-        const char *e = k ? k : s + strlen(s);
-        for (int q = 0; q < NQ; q++)
-            if (contains(s, e, query[q])) return 1;
-        if (!k) return 0;
-        const char *b = strchr(k, '{');
-        if (!b) return 0;
-        int depth = 0;
-        for (; *b; b++) {
-            if (*b == '{') depth++;
-            else if (*b == '}' && --depth == 0) break;
-        }
-        if (!*b) return 0;
-        s = b + 1;
-    }
+    kernel_text t;
+    for (; next_kernel(s, &t) == 1; s = t.body_end)
+        if (has_query(s, t.start)) return 1;
+    return has_query(s, s + strlen(s));
 }
 
 int mt__fuse_can(const char *src, const char *kernel, const int64_t block[3]) {
@@ -182,17 +188,8 @@ static void append_queries(mt_strbuf *sb, const char *s, const char *e, const in
 static void append_preamble(mt_strbuf *sb, mt_strbuf *seen, const char *src) {
     mt_strbuf outside = {0}, rest = {0};
     const char *s = src;
-    for (const char *k = strstr(s, "__kernel"); k; k = strstr(s, "__kernel")) {
-        kernel_text kt;
-        const char *v = strstr(k, "void "), *n = v ? v + 5 : NULL, *ne = n;
-        while (ne && ident_char(*ne)) ne++;
-        char name[128];
-        if (!n || ne - n <= 0 || ne - n >= (long)sizeof name) break;
-        snprintf(name, sizeof name, "%.*s", (int)(ne - n), n);
-        if (!find_kernel(src, name, &kt)) break;
-        mt__sb_printf(&outside, "%.*s", (int)(k - s), s);
-        s = kt.body_end;
-    }
+    kernel_text t;
+    for (; next_kernel(s, &t) == 1; s = t.body_end) mt__sb_printf(&outside, "%.*s", (int)(t.start - s), s);
     mt__sb_append(&outside, s);
     const char *e = outside.data ? outside.data + outside.len : NULL;
     s = outside.data;
