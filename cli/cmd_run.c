@@ -31,8 +31,12 @@ static void help(void) {
            "  --warmup N        untimed passes first (default 2)\n"
            "  --profile         device time per layer and per operation kind (median pass); each\n"
            "                    convolution's GFLOP/s (direct-convolution FLOPs, also for Winograd)\n"
-           "                    and fraction of the device's FMA peak, measured after the passes;\n"
-           "                    every kernel then runs as its own launch\n"
+           "                    and fraction of the device's FMA peak, measured after the passes.\n"
+           "                    A fused pass (the default on a CPU device) is timed as it runs,\n"
+           "                    from its threads' clock readings: a layer's time is the longest any\n"
+           "                    thread took for its share, its wait the mean time the threads then\n"
+           "                    waited for each other; with --no-fuse each kernel runs as its own\n"
+           "                    launch, timed on the device\n"
            "  --no-fuse         on a CPU device, run every kernel as its own launch (by default runs\n"
            "                    of consecutive kernels go as one launch each, which saves the device's\n"
            "                    threads falling asleep and waking between kernels)\n"
@@ -85,6 +89,8 @@ typedef struct {
     double *wall;         /* repeat wall times */
     mt_layer_time *lt;    /* per layer: the median pass's kernel time (with --profile) */
     double *layer_runs;   /* nl x repeat kernel times */
+    double *wait_runs;    /* nl x repeat waits at the layer's end (fused passes) */
+    double wait_ms;       /* sum of the layers' median waits */
     double med_ms, min_ms;
     double kind_ms[MT_LAYER_KIND_COUNT];
     int kind_n[MT_LAYER_KIND_COUNT];
@@ -175,7 +181,8 @@ static int build_network(const run_request *rq, run_state *rs) {
     rs->wall = malloc(sizeof(double) * (size_t)rq->repeat);
     rs->lt = calloc((size_t)rs->nl, sizeof *rs->lt);
     rs->layer_runs = calloc((size_t)rs->nl * (size_t)rq->repeat, sizeof(double));
-    if (!rs->input || !rs->out || !rs->wall || !rs->lt || !rs->layer_runs) {
+    rs->wait_runs = calloc((size_t)rs->nl * (size_t)rq->repeat, sizeof(double));
+    if (!rs->input || !rs->out || !rs->wall || !rs->lt || !rs->layer_runs || !rs->wait_runs) {
         fprintf(stderr, "mtgpu run: out of memory\n");
         return MT_EXIT_FAIL;
     }
@@ -188,7 +195,9 @@ static int build_network(const run_request *rq, run_state *rs) {
         const mt_executor_stats *s = &rs->stats;
         printf("built in %.1f s: %d convolutions (%d tuned, %d default), %d conv kernels, %d programs from the cache, %d launches per pass",
                s->build_s, s->nconvs, s->convs_from_db, s->nconvs - s->convs_from_db, s->conv_programs, s->programs_from_cache, s->launches);
-        if (s->launches_fused < s->launches) printf(" (fused into %d%s)", s->launches_fused, rq->profile ? "; profiled passes run them unfused" : "");
+        if (s->launches_fused < s->launches)
+            printf(" (fused into %d%s)", s->launches_fused,
+                   !rq->profile ? "" : s->profile_in_pass ? "; profiled from its threads' clocks" : "; profiled passes run them unfused");
         printf("\n");
         fflush(stdout);
     }
@@ -213,7 +222,10 @@ static int time_passes(const run_request *rq, run_state *rs) {
             return MT_EXIT_FAIL;
         }
         if (rq->profile)
-            for (int i = 0; i < rs->nl; i++) rs->layer_runs[(size_t)i * (size_t)rq->repeat + (size_t)r] = rs->lt[i].kernel_ms;
+            for (int i = 0; i < rs->nl; i++) {
+                rs->layer_runs[(size_t)i * (size_t)rq->repeat + (size_t)r] = rs->lt[i].kernel_ms;
+                rs->wait_runs[(size_t)i * (size_t)rq->repeat + (size_t)r] = rs->lt[i].wait_ms;
+            }
     }
     if (mt_executor_output(rs->ex, rs->out, rs->out_count, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
@@ -232,6 +244,8 @@ static int time_passes(const run_request *rq, run_state *rs) {
         for (int i = 0; i < rs->nl; i++) {
             const mt_layer *l = mt_network_layer(rs->net, i);
             rs->lt[i].kernel_ms = median(rs->layer_runs + (size_t)i * (size_t)rq->repeat, (int)rq->repeat);
+            rs->lt[i].wait_ms = median(rs->wait_runs + (size_t)i * (size_t)rq->repeat, (int)rq->repeat);
+            rs->wait_ms += rs->lt[i].wait_ms;
             rs->kind_ms[l->kind] += rs->lt[i].kernel_ms;
             rs->kind_n[l->kind]++;
             rs->device_ms += rs->lt[i].kernel_ms;
@@ -275,6 +289,8 @@ static int compare_reference(run_state *rs) {
 
 /* --profile's part of the JSON object: device time per kind and per layer. */
 static void json_profile(mt_strbuf *sb, const run_state *rs) {
+    mt__sb_printf(sb, ", \"profile\": \"%s\"", rs->stats.profile_in_pass ? "in_pass" : "per_launch");
+    if (rs->stats.profile_in_pass) mt__sb_printf(sb, ", \"wait_ms\": %.6g", rs->wait_ms);
     mt__sb_printf(sb, ", \"device_ms\": %.6g, \"conv_ms\": %.6g, \"conv_gflop\": %.6g", rs->device_ms, rs->conv_ms, rs->conv_flops * 1e-9);
     if (rs->peak_gflops > 0)
         mt__sb_printf(sb, ", \"peak_gflops\": %.6g, \"conv_peak_bound_ms\": %.6g", rs->peak_gflops, rs->conv_flops / (rs->peak_gflops * 1e6));
@@ -291,6 +307,7 @@ static void json_profile(mt_strbuf *sb, const run_state *rs) {
         mt__sb_append(sb, i ? ", {\"name\": " : "{\"name\": ");
         mt__sb_json_str(sb, l->name);
         mt__sb_printf(sb, ", \"kind\": \"%s\", \"ms\": %.6g", mt_layer_kind_name(l->kind), rs->lt[i].kernel_ms);
+        if (rs->stats.profile_in_pass) mt__sb_printf(sb, ", \"wait_ms\": %.6g", rs->lt[i].wait_ms);
         if (l->kind == MT_LAYER_CONV2D) {
             char wtext[256];
             mt_workload_format(&l->conv.wl, wtext, sizeof wtext);
@@ -331,7 +348,7 @@ static int print_run_json(const run_request *rq, const run_state *rs) {
                   ", \"weight_bytes\": %lld, \"activation_bytes\": %lld, \"workspace_bytes\": %lld, \"peak_device_bytes\": %lld"
                   ", \"largest_live_bytes\": %lld, \"two_largest_activation_bytes\": %lld",
                   rq->repeat, rq->warmup, rs->med_ms, rs->min_ms, mt_network_conv_flops(rs->net) / (rs->med_ms * 1e6), s->build_s, s->nconvs,
-                  s->convs_from_db, s->conv_programs, s->launches, rq->profile ? s->launches : s->launches_fused, (long long)s->weight_bytes, (long long)s->activation_bytes,
+                  s->convs_from_db, s->conv_programs, s->launches, rq->profile && !s->profile_in_pass ? s->launches : s->launches_fused, (long long)s->weight_bytes, (long long)s->activation_bytes,
                   (long long)s->workspace_bytes, (long long)s->device_bytes, (long long)s->largest_live_bytes, (long long)s->two_largest_bytes);
     if (rq->reference) mt__sb_printf(&sb, ", \"reference_ms\": %.6g, \"max_rel_err\": %.3g", rs->ref_ms, rs->max_err);
     if (rq->profile) json_profile(&sb, rs);
@@ -350,7 +367,8 @@ static int print_run_json(const run_request *rq, const run_state *rs) {
  * GFLOP/s, counting its direct-convolution FLOPs whatever the algorithm, and
  * as a fraction of the measured FMA peak), then per kind. */
 static void print_profile(const run_state *rs) {
-    printf("\n%-28s %-16s %10s %9s %6s  %s\n", "layer", "kind", "ms", "GFLOP/s", "peak", "kernel");
+    const int in_pass = rs->stats.profile_in_pass;
+    printf("\n%-28s %-16s %10s %9s %6s %8s  %s\n", "layer", "kind", "ms", "GFLOP/s", "peak", in_pass ? "wait ms" : "", "kernel");
     for (int i = 0; i < rs->nl; i++) {
         const mt_layer *l = mt_network_layer(rs->net, i);
         if (l->kind == MT_LAYER_INPUT || l->kind == MT_LAYER_FLATTEN) continue;
@@ -364,7 +382,9 @@ static void print_profile(const run_state *rs) {
             snprintf(gf, sizeof gf, "%.1f", g);
             if (rs->peak_gflops > 0) snprintf(frac, sizeof frac, "%.0f%%", 100.0 * g / rs->peak_gflops);
         }
-        printf("%-28s %-16s %10.3f %9s %6s  %s\n", l->name, mt_layer_kind_name(l->kind), rs->lt[i].kernel_ms, gf, frac, what);
+        char wait[16] = "";
+        if (in_pass) snprintf(wait, sizeof wait, "%.3f", rs->lt[i].wait_ms);
+        printf("%-28s %-16s %10.3f %9s %6s %8s  %s\n", l->name, mt_layer_kind_name(l->kind), rs->lt[i].kernel_ms, gf, frac, wait, what);
     }
     printf("\n%-20s %10s %7s %6s\n", "operation kind", "ms", "share", "layers");
     for (int k = 0; k < MT_LAYER_KIND_COUNT; k++) {
@@ -372,7 +392,12 @@ static void print_profile(const run_state *rs) {
         printf("%-20s %10.3f %6.1f%% %6d\n", mt_layer_kind_name((mt_layer_kind)k), rs->kind_ms[k],
                rs->device_ms > 0 ? 100.0 * rs->kind_ms[k] / rs->device_ms : 0.0, rs->kind_n[k]);
     }
-    printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n", "total", rs->device_ms);
+    if (in_pass)
+        printf("%-20s %10.3f (the threads' longest shares, timed inside the fused pass; they waited\n"
+               "%-20s %10s  %.3f ms more for each other at the layers' ends)\n",
+               "total", rs->device_ms, "", "", rs->wait_ms);
+    else
+        printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n", "total", rs->device_ms);
     if (rs->peak_gflops > 0)
         printf("convolutions: %.3f ms for %.2f GFLOP = %.1f GFLOP/s, %.0f%% of the FMA peak measured now (%.1f GFLOP/s);\n"
                "              at that peak they would take %.3f ms (direct-convolution FLOPs)\n",
@@ -404,6 +429,7 @@ static void run_state_free(run_state *rs) {
     free(rs->wall);
     free(rs->lt);
     free(rs->layer_runs);
+    free(rs->wait_runs);
     mt_executor_free(rs->ex);
     mt_weights_free(rs->weights);
     mt_device_close(rs->dev);

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "executor-impl.h"
 #include "memory.h"
@@ -45,7 +48,7 @@ typedef struct ex_launch {
 typedef struct ex_step {
     int first, n;
     mt_program *prog;
-    mt_dbuf *args[2 + EX_FUSE_MAX_BUFS]; /* the counters, the scratch memory, then the launches' buffers */
+    mt_dbuf *args[3 + EX_FUSE_MAX_BUFS]; /* the counters, the scratch memory, the clock, then the launches' buffers */
     int nargs;
     int64_t grid[3];
 } ex_step;
@@ -78,6 +81,12 @@ struct mt_executor {
     mt_dbuf *counters;      /* the fused launches' counters, zeroed before each pass */
     mt_dbuf *scratch;       /* the fused launches' scratch memory (the largest they need) */
     size_t scratch_bytes;
+    mt_dbuf *clock;         /* the fused launches' clock stamps (pass_fuse.h), one set per launch and work-group */
+    int clock_groups;       /* work-groups of every fused launch (the device's compute units) */
+    uint64_t *stamps;       /* host copy of clock */
+    int clock_profile;      /* profiled passes run fused and read the clock */
+    uint64_t tsc0;          /* time-stamp counter and wall time at the end of the build: the counter's rate */
+    double tsc0_s;
     int *zeros;             /* MT__FUSE_COUNTERS per launch */
     float *input;
     int64_t input_count;
@@ -94,6 +103,16 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The time-stamp counter the fused launches stamp (pass_fuse.h): the same
+ * counter on the host where the device is its CPU; 0 where there is none. */
+static uint64_t host_clock(void) {
+#if defined(__x86_64__)
+    return __rdtsc();
+#else
+    return 0;
+#endif
+}
+
 void mt_executor_free(mt_executor *ex) {
     if (!ex) return;
     for (int i = 0; i < ex->nprogs; i++) {
@@ -105,6 +124,7 @@ void mt_executor_free(mt_executor *ex) {
     free(ex->launches);
     free(ex->steps);
     free(ex->zeros);
+    free(ex->stamps);
     for (int i = 0; i < ex->nowned; i++) mt_dbuf_free(ex->owned[i]);
     free(ex->owned);
     free(ex->slots);
@@ -622,7 +642,7 @@ static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen
     snprintf(name, sizeof name, "mt_fused_%d_%d", s->first, s->n);
     int64_t scratch = 0;
     mt_status st = mt__fuse_source(fl, s->n, nbufs, name, &src, &scratch, err, errlen);
-    const int units = mt_device_get_info(ex->dev)->compute_units, cu = units > 0 ? units : 1;
+    const int cu = ex->clock_groups;
     const size_t need = sizeof(float) * (size_t)scratch * (size_t)cu;
     if (st == MT_OK && need > ex->scratch_bytes) {
         /* Grown when a later step needs more (the smaller one stays with the steps before). */
@@ -637,8 +657,9 @@ static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen
     s->prog = p;
     s->args[0] = ex->counters;
     s->args[1] = ex->scratch;
-    memcpy(s->args + 2, bufs, sizeof(mt_dbuf *) * (size_t)nbufs);
-    s->nargs = 2 + nbufs;
+    s->args[2] = ex->clock;
+    memcpy(s->args + 3, bufs, sizeof(mt_dbuf *) * (size_t)nbufs);
+    s->nargs = 3 + nbufs;
     s->grid[0] = cu;
     s->grid[1] = s->grid[2] = 1;
     return MT_OK;
@@ -655,6 +676,12 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
     if (!ex->steps || !ex->zeros) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
     mt_status st = ex_alloc(ex, sizeof(int) * MT__FUSE_COUNTERS * (size_t)ex->nlaunches, ex->zeros, &ex->counters, &ex->stats.workspace_bytes, err, errlen);
     if (st != MT_OK) return st;
+    const int units = mt_device_get_info(ex->dev)->compute_units;
+    ex->clock_groups = units > 0 ? units : 1;
+    const size_t stamps = (size_t)MT__FUSE_STAMPS * (size_t)ex->clock_groups * (size_t)ex->nlaunches;
+    ex->stamps = calloc(stamps, sizeof *ex->stamps);
+    if (!ex->stamps) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    if ((st = ex_alloc(ex, sizeof *ex->stamps * stamps, ex->stamps, &ex->clock, &ex->stats.workspace_bytes, err, errlen)) != MT_OK) return st;
     int fused = 0;
     for (int i = 0; i < ex->nlaunches;) {
         int n = 0;
@@ -685,6 +712,8 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
         ex->nsteps = 0;
     }
     ex->stats.launches_fused = fused ? ex->nsteps : ex->nlaunches;
+    ex->clock_profile = fused && host_clock() != 0;
+    ex->stats.profile_in_pass = ex->clock_profile;
     return MT_OK;
 }
 
@@ -750,6 +779,8 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
     ex->stats.two_largest_bytes = ex->plan.two_largest;
     ex->stats.device_bytes = ex->stats.weight_bytes + ex->stats.activation_bytes + ex->stats.workspace_bytes;
     ex->stats.build_s = now_s() - t0;
+    ex->tsc0 = host_clock();
+    ex->tsc0_s = now_s();
     *out = ex;
     return MT_OK;
 fail:
@@ -767,29 +798,86 @@ mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t coun
     return MT_OK;
 }
 
+/* Queues the steps of a fused pass (the counters zeroed first) and waits
+ * for them. With ms, the launches that run alone are timed on the device
+ * into ms[launch]. */
+static mt_status ex_run_steps(mt_executor *ex, double *ms, char *err, size_t errlen) {
+    char lerr[1024];
+    mt_status st = mt_dbuf_write(ex->dev, ex->counters, 0, ex->zeros, sizeof(int) * MT__FUSE_COUNTERS * (size_t)ex->nlaunches);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: zeroing the fused launches' counters failed: %s", mt_status_str(st));
+    static const int64_t one[3] = {1, 1, 1};
+    for (int i = 0; i < ex->nsteps; i++) {
+        const ex_step *s = &ex->steps[i];
+        ex_launch *l = &ex->launches[s->first];
+        if (s->prog)
+            st = mt_program_launch(ex->dev, s->prog, (mt_dbuf **)s->args, s->nargs, s->grid, one, lerr, sizeof lerr);
+        else if (ms)
+            st = mt_program_launch_timed(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, &ms[s->first], lerr, sizeof lerr);
+        else
+            st = mt_program_launch(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, lerr, sizeof lerr);
+        if (st != MT_OK) {
+            mt_device_finish(ex->dev, NULL, 0);
+            return mt__fail(err, errlen, st, "layer '%s'%s: %s", mt_network_layer(ex->net, l->layer)->name, s->prog ? " (fused)" : "", lerr);
+        }
+    }
+    st = mt_device_finish(ex->dev, lerr, sizeof lerr);
+    return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
+}
+
+/* The profile of a fused pass from its clock stamps: a fused launch's time
+ * is the longest a work-group took from starting it to finishing its
+ * share (the layer's critical path), its wait the mean time the
+ * work-groups then spent waiting for the others. The counter's rate comes
+ * from the host's wall clock since the build. */
+static mt_status ex_clock_times(mt_executor *ex, const double *ms, mt_layer_time *times, char *err, size_t errlen) {
+    const int g = ex->clock_groups;
+    const size_t n = (size_t)MT__FUSE_STAMPS * (size_t)g * (size_t)ex->nlaunches;
+    mt_status st = mt_dbuf_read(ex->dev, ex->clock, 0, ex->stamps, sizeof *ex->stamps * n);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: reading the fused launches' clock failed: %s", mt_status_str(st));
+    const double secs = now_s() - ex->tsc0_s, ticks = (double)(host_clock() - ex->tsc0);
+    if (!(secs > 0) || !(ticks > 0)) return mt__fail(err, errlen, MT_DEVICE, "executor: the time-stamp counter did not advance");
+    const double ms_per_tick = 1e3 * secs / ticks;
+    for (int k = 0; k < ex->nsteps; k++) {
+        const ex_step *s = &ex->steps[k];
+        for (int i = s->first; i < s->first + s->n; i++) {
+            mt_layer_time *t = &times[ex->launches[i].layer];
+            if (!s->prog) {
+                t->kernel_ms += ms[i];
+                continue;
+            }
+            uint64_t work = 0;
+            double wait = 0;
+            for (int w = 0; w < g; w++) {
+                const uint64_t *c = ex->stamps + ((size_t)i * (size_t)g + (size_t)w) * MT__FUSE_STAMPS;
+                if (c[0] == 0 || c[1] < c[0] || c[2] < c[1])
+                    return mt__fail(err, errlen, MT_DEVICE, "layer '%s': the fused launch's clock stamps are out of order (%llu, %llu, %llu)",
+                                    mt_network_layer(ex->net, ex->launches[i].layer)->name, (unsigned long long)c[0],
+                                    (unsigned long long)c[1], (unsigned long long)c[2]);
+                if (c[1] - c[0] > work) work = c[1] - c[0];
+                wait += (double)(c[2] - c[1]);
+            }
+            t->kernel_ms += (double)work * ms_per_tick;
+            t->wait_ms += wait / g * ms_per_tick;
+        }
+    }
+    return MT_OK;
+}
+
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen) {
     if (!ex) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
     if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
     mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];
-    if (!times && ex->steps) {
-        /* Fused: the counters zeroed, then each step queued; wait once. */
-        st = mt_dbuf_write(ex->dev, ex->counters, 0, ex->zeros, sizeof(int) * MT__FUSE_COUNTERS * (size_t)ex->nlaunches);
-        if (st != MT_OK) return mt__fail(err, errlen, st, "executor: zeroing the fused launches' counters failed: %s", mt_status_str(st));
-        static const int64_t one[3] = {1, 1, 1};
-        for (int i = 0; i < ex->nsteps; i++) {
-            const ex_step *s = &ex->steps[i];
-            const ex_launch *l = &ex->launches[s->first];
-            st = s->prog ? mt_program_launch(ex->dev, s->prog, (mt_dbuf **)s->args, s->nargs, s->grid, one, lerr, sizeof lerr)
-                         : mt_program_launch(ex->dev, l->prog, (mt_dbuf **)l->args, l->nargs, l->grid, l->block, lerr, sizeof lerr);
-            if (st != MT_OK) {
-                mt_device_finish(ex->dev, NULL, 0);
-                return mt__fail(err, errlen, st, "layer '%s'%s: %s", mt_network_layer(ex->net, l->layer)->name, s->prog ? " (fused)" : "", lerr);
-            }
-        }
-        st = mt_device_finish(ex->dev, lerr, sizeof lerr);
-        return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
+    if (!times && ex->steps) return ex_run_steps(ex, NULL, err, errlen);
+    if (times && ex->clock_profile) {
+        /* Profiled as it runs: the fused pass reads the clock anyway. */
+        double *ms = calloc((size_t)ex->nlaunches, sizeof *ms);
+        if (!ms) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");
+        st = ex_run_steps(ex, ms, err, errlen);
+        if (st == MT_OK) st = ex_clock_times(ex, ms, times, err, errlen);
+        free(ms);
+        return st;
     }
     if (!times) {
         /* Queue the whole pass and wait once: no round trip to the host per kernel. */

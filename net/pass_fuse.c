@@ -297,7 +297,9 @@ static void append_function(mt_strbuf *sb, mt_strbuf *seen, const mt__fuse_launc
  * starts late finds its range taken and goes on. The chunks are a quarter
  * of what is left of a range, at most 64 work-groups. Each work-group adds
  * what it ran to the launch's done counter, and waits until that holds
- * every work-group of the launch before it starts the next. */
+ * every work-group of the launch before it starts the next. It stamps the
+ * clock when it starts the launch, when its share is done and when the
+ * wait ends (pass_fuse.h: a profile of the fused pass itself). */
 static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i) {
     const int64_t *g = l->grid, total = g[0] * g[1] * g[2];
     const int base = l->counters * MT__FUSE_COUNTERS, done = base + MT__FUSE_RANGES;
@@ -316,10 +318,14 @@ static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i)
     mt__sb_printf(sb, "t %% %lldL, (t / %lldL) %% %lldL, t / %lldL, mt__scratch);\n", (long long)g[0], (long long)g[0], (long long)g[1],
                   (long long)(g[0] * g[1]));
     mt__sb_append(sb, "                ran += t1 - t0;\n            }\n        }\n");
+    mt__sb_append(sb, "        mt__done = MT__CLOCK();\n");
     mt__sb_printf(sb, "        mem_fence(CLK_GLOBAL_MEM_FENCE);\n        if (ran > 0) atomic_add(&mt__sync[%d], (int)ran);\n    }\n", done);
     mt__sb_printf(sb, "    while (*(volatile __global int *)&mt__sync[%d] < %lld) {\n", done, (long long)total);
     mt__sb_append(sb, "#if defined(__clang__) && defined(__x86_64__)\n        __builtin_ia32_pause();\n#endif\n    }\n");
     mt__sb_append(sb, "    mem_fence(CLK_GLOBAL_MEM_FENCE);\n");
+    mt__sb_printf(sb, "    mt__go = MT__CLOCK();\n    mt__stamp(mt__clock + (%dL * get_num_groups(0) + get_group_id(0)) * %d, mt__begin, mt__done, mt__go);\n"
+                      "    mt__begin = mt__go;\n",
+                  l->counters, MT__FUSE_STAMPS);
 }
 
 static int same_kernel(const mt__fuse_launch *a, const mt__fuse_launch *b) {
@@ -357,12 +363,19 @@ mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char
         if (fn[i] == i) append_function(&sb, &seen, &l[i], i);
     }
     if (lmem < 1) lmem = 1;
-    mt__sb_printf(&sb, "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid %s(__global int *mt__sync, __global float *mt__scratch_all",
+    /* The clock: the time-stamp counter where the compiler can read it (x86-64), else 0. */
+    mt__sb_append(&sb, "#if defined(__clang__) && defined(__x86_64__)\n#define MT__CLOCK() ((ulong)__builtin_readcyclecounter())\n#else\n"
+                       "#define MT__CLOCK() ((ulong)0)\n#endif\n"
+                       "static inline void mt__stamp(__global ulong *c, ulong begin, ulong done, ulong go) { c[0] = begin; c[1] = done; c[2] = go; }\n");
+    mt__sb_printf(&sb,
+                  "__kernel __attribute__((reqd_work_group_size(1, 1, 1)))\nvoid %s(__global int *mt__sync, __global float *mt__scratch_all, "
+                  "__global ulong *mt__clock",
                   name);
     for (int b = 0; b < nbufs; b++) mt__sb_printf(&sb, ", __global float *mt__b%d", b);
     mt__sb_printf(&sb, ") {\n    __global float *mt__scratch = mt__scratch_all + get_group_id(0) * %lldL;\n", (long long)lmem);
     mt__sb_printf(&sb, "    const long mt__ranges = min((long)get_num_groups(0), %dL), mt__own = (long)get_group_id(0) %% mt__ranges;\n",
                   MT__FUSE_RANGES);
+    mt__sb_append(&sb, "    ulong mt__begin = MT__CLOCK(), mt__done = 0, mt__go = 0;\n");
     for (int i = 0; i < n; i++) append_launch(&sb, &l[i], fn[i], i);
     mt__sb_append(&sb, "}\n");
     free(fn);

@@ -51,9 +51,18 @@ int mt__fuse_can(const char *src, const char *kernel, const int64_t block[3]);
 
 /* Writes *out (malloc'd) the OpenCL C of __kernel `name`, whose parameters
  * are `__global int *sync`, `__global float *scratch` (*scratch_floats
- * floats for each work-group of the launch) and nbufs float buffers, and
- * which runs the n launches in order. Identical kernel sources become one
- * function. MT_INVALID_ARG for a source mt__fuse_can rejects; MT_NOMEM. */
+ * floats for each work-group of the launch), `__global ulong *clock` and
+ * nbufs float buffers, and which runs the n launches in order. Identical
+ * kernel sources become one function. MT_INVALID_ARG for a source
+ * mt__fuse_can rejects; MT_NOMEM.
+ *
+ * The clock: work-group g of G writes, for launch l, MT__FUSE_STAMPS
+ * time-stamp counter readings at clock[(l.counters * G + g) * 3]: when it
+ * started the launch, when it had run its share, and when its wait for
+ * the others ended. Where OpenCL C cannot read the counter (not x86-64
+ * under clang) the readings are 0. Three stores a launch cost nothing
+ * worth measuring, so every pass writes them and a profile reads them. */
+#define MT__FUSE_STAMPS 3
 mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char *name, char **out, int64_t *scratch_floats, char *err,
                           size_t errlen);
 

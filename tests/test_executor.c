@@ -261,14 +261,16 @@ static void test_fused_launch(void **state) {
     if (st != MT_OK) print_message("%s\n%s\n", err, src);
     assert_int_equal(st, MT_OK);
     free(src);
-    /* sync, scratch (4 floats per work-group), out1, out2, out3, out4, n */
+    /* sync, scratch (4 floats per work-group), clock, out1, out2, out3, out4, n */
     mt_dbuf *b[8] = {NULL};
     int zeros[4 * MT__FUSE_COUNTERS] = {0}, n = 38;
+    uint64_t stamps[4 * 8 * MT__FUSE_STAMPS];
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof zeros, &b[0]), MT_OK);
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 4 * 8, &b[1]), MT_OK);
-    for (int i = 2; i < 6; i++) assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 40, &b[i]), MT_OK);
-    assert_int_equal(mt_dbuf_alloc(g_dev, sizeof n, &b[6]), MT_OK);
-    assert_int_equal(mt_dbuf_write(g_dev, b[6], 0, &n, sizeof n), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(g_dev, sizeof stamps, &b[2]), MT_OK);
+    for (int i = 3; i < 7; i++) assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 40, &b[i]), MT_OK);
+    assert_int_equal(mt_dbuf_alloc(g_dev, sizeof n, &b[7]), MT_OK);
+    assert_int_equal(mt_dbuf_write(g_dev, b[7], 0, &n, sizeof n), MT_OK);
     float want[40], got[40];
     for (int i = 0; i < 40; i++) {
         /* scale(reverse(shift(fill))): reversed[4g + j] = shifted[4g + 3 - j] + 1, shifted[i] = 2 * ((i + 1) % 40);
@@ -283,18 +285,33 @@ static void test_fused_launch(void **state) {
             /* Stale values from the pass before would hide a read that came too early. */
             float junk[40];
             for (int i = 0; i < 40; i++) junk[i] = -1.0f;
-            for (int i = 2; i < 6; i++) assert_int_equal(mt_dbuf_write(g_dev, b[i], 0, junk, sizeof junk), MT_OK);
+            for (int i = 3; i < 7; i++) assert_int_equal(mt_dbuf_write(g_dev, b[i], 0, junk, sizeof junk), MT_OK);
             assert_int_equal(mt_dbuf_write(g_dev, b[0], 0, zeros, sizeof zeros), MT_OK);
-            mt_dbuf *args[8] = {b[0], b[1], b[2], b[3], b[4], b[5], b[6]};
-            assert_int_equal(mt_program_launch(g_dev, p, args, 8 - 1, grid, one, err, sizeof err), MT_OK);
+            memset(stamps, 0, sizeof stamps);
+            assert_int_equal(mt_dbuf_write(g_dev, b[2], 0, stamps, sizeof stamps), MT_OK);
+            assert_int_equal(mt_program_launch(g_dev, p, b, 8, grid, one, err, sizeof err), MT_OK);
             assert_int_equal(mt_device_finish(g_dev, err, sizeof err), MT_OK);
-            assert_int_equal(mt_dbuf_read(g_dev, b[5], 0, got, sizeof got), MT_OK);
+            assert_int_equal(mt_dbuf_read(g_dev, b[6], 0, got, sizeof got), MT_OK);
             for (int i = 0; i < 40; i++)
                 if (got[i] != want[i])
                     fail_msg("%lld work-groups, pass %d: element %d is %g, want %g", (long long)groups[k], pass, i, got[i], want[i]);
+            /* Each work-group stamps every launch: started <= share done <= wait over,
+             * and a launch starts where the one before ended. */
+            assert_int_equal(mt_dbuf_read(g_dev, b[2], 0, stamps, sizeof stamps), MT_OK);
+            for (int w = 0; w < (int)groups[k]; w++)
+                for (int i = 0; i < 4; i++) {
+                    const uint64_t *c = stamps + ((size_t)i * (size_t)groups[k] + (size_t)w) * MT__FUSE_STAMPS;
+#if defined(__x86_64__)
+                    if (c[0] == 0 || c[1] < c[0] || c[2] < c[1] || (i > 0 && c[0] != c[-(ptrdiff_t)groups[k] * MT__FUSE_STAMPS + 2]))
+                        fail_msg("%lld work-groups, work-group %d, launch %d: stamps %llu %llu %llu out of order", (long long)groups[k], w, i,
+                                 (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2]);
+#else
+                    assert_true(c[0] == 0 && c[1] == 0 && c[2] == 0); /* no counter to read: zeros */
+#endif
+                }
         }
     }
-    for (int i = 0; i < 7; i++) mt_dbuf_free(b[i]);
+    for (int i = 0; i < 8; i++) mt_dbuf_free(b[i]);
     mt_program_free(p);
 }
 
@@ -325,16 +342,43 @@ static void test_fused_network(void **state) {
         for (int k = fuse; k <= 2 * fuse; k++) {
             out[k] = malloc(sizeof(float) * (size_t)nout);
             assert_non_null(out[k]);
-            mt_layer_time *lt = k == 2 ? calloc((size_t)mt_network_num_layers(net), sizeof *lt) : NULL;
-            for (int pass = 0; pass < 2; pass++) assert_int_equal(mt_executor_run(ex, lt, err, sizeof err), MT_OK);
+            const int nl = mt_network_num_layers(net);
+            mt_layer_time *lt = k == 2 ? calloc((size_t)nl, sizeof *lt) : NULL;
+            double wall_ms = 0;
+            for (int pass = 0; pass < 2; pass++) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                assert_int_equal(mt_executor_run(ex, lt, err, sizeof err), MT_OK);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                wall_ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
+            }
             assert_int_equal(mt_executor_output(ex, out[k], nout, err, sizeof err), MT_OK);
+            if (lt) {
+                /* A fused pass profiled as it runs: every convolution took time, no
+                 * wait is negative, and the layers fit inside the pass's wall time
+                 * (the counter's rate comes from the host's clock: a few percent). */
+                double sum = 0;
+                for (int i = 0; i < nl; i++) {
+                    if (mt_network_layer(net, i)->kind == MT_LAYER_CONV2D && !(lt[i].kernel_ms > 0))
+                        fail_msg("layer %s: no time in the profile", mt_network_layer(net, i)->name);
+                    assert_true(lt[i].wait_ms >= 0);
+                    if (!stats[1].profile_in_pass) assert_true(lt[i].wait_ms == 0);
+                    sum += lt[i].kernel_ms + lt[i].wait_ms;
+                }
+                print_message("profiled fused pass: layers %.3f ms inside %.3f ms wall\n", sum, wall_ms);
+                assert_true(sum <= 1.05 * wall_ms);
+            }
             free(lt);
         }
         mt_executor_free(ex);
     }
     print_message("mobilenet_v2 at 64x64: %d launches, %d fused\n", stats[1].launches, stats[1].launches_fused);
     assert_int_equal(stats[0].launches_fused, stats[0].launches);
+    assert_int_equal(stats[0].profile_in_pass, 0);
     if (mt_device_get_info(g_dev)->is_cpu) assert_true(stats[1].launches_fused < stats[1].launches / 4);
+#if defined(__x86_64__)
+    if (mt_device_get_info(g_dev)->is_cpu) assert_int_equal(stats[1].profile_in_pass, 1);
+#endif
     for (int k = 1; k < 3; k++) {
         double e = 0;
         int64_t bad = -1;

@@ -137,3 +137,11 @@ def conv_class(layer):
     oh = (h + 2 * pad - r) // stride + 1
     dw = " dw" if int(kv.get("groups", "1")) > 1 else ""
     return f"{layer['template']} {r}x{kv['s']}{dw} s{stride} -> {oh}x{oh}"
+
+
+def profile_words(run):
+    """How `mtgpu run --profile --json` (the parsed object) timed its layers."""
+    if run and run.get("profile") == "in_pass":
+        return ("each layer timed inside the fused pass from its threads' time-stamp counter: the longest any "
+                "thread took for its share")
+    return "each kernel timed on the device inside a pass queued as without profiling"

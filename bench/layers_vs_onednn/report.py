@@ -12,7 +12,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from benchlib import conv_class, fmt_spread, spread  # noqa: E402
+from benchlib import conv_class, fmt_spread, profile_words, spread  # noqa: E402
 
 
 def load(path):
@@ -100,8 +100,7 @@ def main():
           f"Generated {res['date']} by `bench/layers_vs_onednn/run.sh` at commit {a.commit} on {a.cpu}, {a.cores} cores; "
           f"oneDNN {res['onednn_version']} (blocked layouts, OMP_WAIT_POLICY={res['omp_wait_policy'] or 'unset'}); mtgpu through PoCL's CPU device; "
           f"database: {a.db}.\n",
-          f"Each round: `mtgpu run {a.network} --profile` (median of {a.repeat} passes, each kernel timed on the device inside a "
-          f"pass queued as without profiling) and `bench_onednn_net {a.network} --profile` (median of {a.repeat} passes, each "
+          f"Each round: `mtgpu run {a.network} --profile` (median of {a.repeat} passes, {profile_words(ours[0] if ours else None)}) and `bench_onednn_net {a.network} --profile` (median of {a.repeat} passes, each "
           f"primitive executed and waited for alone, reorders counted for the layer that needs them), {a.rounds} rounds, the order "
           "alternating. A ratio (mtgpu / oneDNN, above 1: mtgpu slower) is taken within a round; the tables give its median "
           "and range over the rounds. Fractions of peak: direct-convolution FLOPs over the FMA peak `mtgpu run --profile` "

@@ -16,7 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from benchlib import round_ratio, side_rounds  # noqa: E402
+from benchlib import profile_words, round_ratio, side_rounds  # noqa: E402
 
 SIDES = ["onednn_any", "onednn_nchw", "default", "tuned"]
 # Ratio goals to oneDNN's blocked layouts at `mtgpu tune`'s defaults.
@@ -109,13 +109,16 @@ def main():
             continue
         peak = pt.get("peak_gflops")
         md += [f"## {n['network']}: convolutions against the FMA peak", "",
-               f"`mtgpu run {n['network']} --profile` (median of {a.repeat} passes, each kernel timed on the device inside a pass queued as without profiling): the tuned network's "
+               f"`mtgpu run {n['network']} --profile` (median of {a.repeat} passes, {profile_words(pt)}): the tuned network's "
                f"convolutions took {pt['conv_ms']:.2f} ms for {pt['conv_gflop']:.2f} GFLOP "
                f"({pt['conv_gflop'] / pt['conv_ms'] * 1e3:.1f} GFLOP/s); at the FMA peak measured in the same run "
                f"({fmt(peak, '{:.1f}')} GFLOP/s, 16-lane FMA chains on every core) direct convolution would need "
                f"{fmt(pt.get('conv_peak_bound_ms'))} ms." +
                (f" With the default configs: {pd['conv_ms']:.2f} ms (peak {fmt(pd.get('peak_gflops'), '{:.1f}')})." if pd else "") +
-               (f" {n['profile_note']}" if n["profile_note"] else ""),
+               (f" {n['profile_note']}" if n["profile_note"] else "") +
+               (f" Inside the tuned network's profiled passes all its layers took {pt['device_ms']:.2f} ms and the threads waited "
+                f"{pt['wait_ms']:.3f} ms more for each other at the layers' ends, in passes of {pt['median_ms']:.2f} ms wall: the rest "
+                "is the input's upload, the launches and the host's wait." if pt.get("profile") == "in_pass" else ""),
                "", "GFLOP/s count a convolution's direct FLOPs (2 x outputs x c x r x s) whatever the algorithm, so a "
                "Winograd kernel can pass 100% of the peak.", "",
                "| layer | workload | kernel (tuned) | tuned ms | GFLOP/s | of peak | default ms | default kernel |",

@@ -46,7 +46,7 @@ typedef struct mt_executor_params {
     int rank;                  /* 0 (default): each convolution's best config (preference, fastest record, default);
                                   r >= 1: its r-th fastest usable record, preferences ignored, for comparing
                                   candidates in the network */
-    int fuse;                  /* 1 (default): on a CPU device, unprofiled passes run runs of consecutive
+    int fuse;                  /* 1 (default): on a CPU device, passes run runs of consecutive
                                   kernels as one launch each (net/pass_fuse.h); 0: every kernel its own launch */
 } mt_executor_params;
 
@@ -59,7 +59,9 @@ typedef struct mt_executor_stats {
     int conv_programs;         /* distinct convolution kernels built */
     int programs_from_cache;   /* of all programs, those the binary cache served */
     int launches;              /* kernel launches per forward pass */
-    int launches_fused;        /* launches per unprofiled pass after fusion (launches when nothing is fused) */
+    int launches_fused;        /* launches per pass after fusion (launches when nothing is fused) */
+    int profile_in_pass;       /* profiled passes run fused, timed by their threads' clock readings
+                                  (0: each kernel timed as its own launch) */
     double build_s;            /* wall time of mt_executor_build */
     int64_t weight_bytes;      /* device bytes of weights and biases (batch norm folded) */
     int64_t activation_bytes;  /* device bytes of the shared activation buffers */
@@ -93,14 +95,19 @@ mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t coun
 /* Device time of one layer's kernels in one pass. */
 typedef struct mt_layer_time {
     double kernel_ms; /* the layer's kernel(s): the convolution with its fused bias / batch norm /
-                         residual / activation, the pool, ... (0 for flatten) */
+                         residual / activation, the pool, ... (0 for flatten); inside a fused
+                         pass the longest any of the device's threads took for its share */
+    double wait_ms;   /* inside a fused pass: the mean time the device's threads then waited for
+                         the others before the next layer (0 otherwise) */
 } mt_layer_time;
 
 /* One forward pass: uploads the input and runs every layer, queued and
- * waited for once. With times (mt_network_num_layers entries) each kernel is
- * also timed on the device and its time goes to its layer (a profile: the
- * kernels run back to back as without it, but each as its own launch:
- * a profiled pass is never fused, see mt_executor_params.fuse).
+ * waited for once. With times (mt_network_num_layers entries) each layer's
+ * time goes to its entry (a profile). A fused pass (mt_executor_params.fuse,
+ * stats.profile_in_pass) is profiled as it runs, from time-stamp counter
+ * readings its threads take at the start and end of every layer; otherwise
+ * each kernel runs as its own launch, back to back as without a profile,
+ * and is timed on the device.
  * MT_LAUNCH/MT_DEVICE with the layer named in err (when it can be told). */
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen);
 
