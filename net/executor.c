@@ -78,7 +78,8 @@ struct mt_executor {
     int fuse;               /* mt_executor_params.fuse, where the device can */
     ex_step *steps;         /* NULL: every launch alone */
     int nsteps;
-    mt_dbuf *counters;      /* the fused launches' counters, zeroed before each pass */
+    mt_dbuf *counters;      /* the fused launches' counters: allocated zeroed, each pass leaves them zeroed */
+    int counters_dirty;     /* a pass failed: zero the counters before the next */
     mt_dbuf *scratch;       /* the fused launches' scratch memory (the largest they need) */
     size_t scratch_bytes;
     mt_dbuf *clock;         /* the fused launches' clock stamps (pass_fuse.h), one set per launch and work-group */
@@ -798,13 +799,19 @@ mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t coun
     return MT_OK;
 }
 
-/* Queues the steps of a fused pass (the counters zeroed first) and waits
- * for them. With ms, the launches that run alone are timed on the device
- * into ms[launch]. */
+/* Queues the steps of a fused pass and waits for them. The fused launches
+ * leave their counters zeroed for the next pass; after a failure the host
+ * zeroes them. With ms, the launches that run alone are timed on the
+ * device into ms[launch]. */
 static mt_status ex_run_steps(mt_executor *ex, double *ms, char *err, size_t errlen) {
     char lerr[1024];
-    mt_status st = mt_dbuf_write(ex->dev, ex->counters, 0, ex->zeros, sizeof(int) * MT__FUSE_COUNTERS * (size_t)ex->nlaunches);
-    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: zeroing the fused launches' counters failed: %s", mt_status_str(st));
+    mt_status st = MT_OK;
+    if (ex->counters_dirty) {
+        st = mt_dbuf_write(ex->dev, ex->counters, 0, ex->zeros, sizeof(int) * MT__FUSE_COUNTERS * (size_t)ex->nlaunches);
+        if (st != MT_OK) return mt__fail(err, errlen, st, "executor: zeroing the fused launches' counters failed: %s", mt_status_str(st));
+        ex->counters_dirty = 0;
+    }
+    ex->counters_dirty = 1; /* until the pass completes */
     static const int64_t one[3] = {1, 1, 1};
     for (int i = 0; i < ex->nsteps; i++) {
         const ex_step *s = &ex->steps[i];
@@ -821,7 +828,9 @@ static mt_status ex_run_steps(mt_executor *ex, double *ms, char *err, size_t err
         }
     }
     st = mt_device_finish(ex->dev, lerr, sizeof lerr);
-    return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
+    ex->counters_dirty = 0;
+    return MT_OK;
 }
 
 /* The profile of a fused pass from its clock stamps: a fused launch's time

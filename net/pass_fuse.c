@@ -377,7 +377,13 @@ mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char
                   MT__FUSE_RANGES);
     mt__sb_append(&sb, "    ulong mt__begin = MT__CLOCK(), mt__done = 0, mt__go = 0;\n");
     for (int i = 0; i < n; i++) append_launch(&sb, &l[i], fn[i], i);
-    mt__sb_append(&sb, "}\n");
+    /* Every work-group has passed the last wait, so none reads a counter
+     * again: the last one out zeroes them for the next pass. */
+    mt__sb_printf(&sb, "    if (atomic_add(&mt__sync[%dL], 1) == (int)get_num_groups(0) - 1) {\n",
+                  l[0].counters * MT__FUSE_COUNTERS + MT__FUSE_RANGES + 1);
+    for (int i = 0; i < n; i++)
+        mt__sb_printf(&sb, "        for (int z = 0; z < %d; z++) mt__sync[%dL + z] = 0;\n", MT__FUSE_COUNTERS, l[i].counters * MT__FUSE_COUNTERS);
+    mt__sb_append(&sb, "        mem_fence(CLK_GLOBAL_MEM_FENCE);\n    }\n}\n");
     free(fn);
     const int failed = sb.failed || seen.failed;
     mt__sb_free(&seen);

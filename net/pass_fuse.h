@@ -39,9 +39,12 @@ typedef struct mt__fuse_launch {
 
 /* Ranges a launch's work-groups are cut into (one per work-group of the
  * fused launch, at most this many), and the counters each launch takes:
- * one per range, then its done counter. */
+ * one per range, its done counter, and (the first launch's) the count of
+ * work-groups that have finished the fused launch. The last of them zeroes
+ * every counter of the fused launch for the next pass, so counters start
+ * at zero when allocated zeroed and after every pass that completes. */
 #define MT__FUSE_RANGES 64
-#define MT__FUSE_COUNTERS (MT__FUSE_RANGES + 1)
+#define MT__FUSE_COUNTERS (MT__FUSE_RANGES + 2)
 
 /* Whether kernel `kernel` of src (NULL: its only one) can run inside a fused
  * launch with work-groups of block work-items: no barrier, atomic, fence or

@@ -105,6 +105,7 @@ typedef struct cl_prog {
     cl_uint nargs;
     size_t wg_size;     /* CL_KERNEL_WORK_GROUP_SIZE: this kernel's own limit */
     cl_ulong local_mem; /* CL_KERNEL_LOCAL_MEM_SIZE */
+    cl_mem *set;        /* nargs: the buffer each argument was last set to (NULL: not set) */
 } cl_prog;
 
 typedef struct cl_buf {
@@ -466,6 +467,7 @@ static void cl_prog_free(void *progp) {
     if (!p) return;
     if (p->kernel) clReleaseKernel(p->kernel);
     if (p->program) clReleaseProgram(p->program);
+    free(p->set);
     free(p);
 }
 
@@ -497,6 +499,8 @@ static mt_status finish_kernel(cl_dev *d, cl_prog *p, const char *kernel_name, c
     }
     if ((e = clGetKernelInfo(p->kernel, CL_KERNEL_NUM_ARGS, sizeof p->nargs, &p->nargs, NULL)) != CL_SUCCESS)
         return cl_fail(log, loglen, MT_BUILD, "clGetKernelInfo(CL_KERNEL_NUM_ARGS)", e);
+    free(p->set);
+    if (!(p->set = calloc(p->nargs ? p->nargs : 1, sizeof *p->set))) return mt__fail(log, loglen, MT_NOMEM, "out of memory");
     if ((e = clGetKernelWorkGroupInfo(p->kernel, d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof p->wg_size, &p->wg_size, NULL)) != CL_SUCCESS)
         return cl_fail(log, loglen, MT_BUILD, "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)", e);
     if ((e = clGetKernelWorkGroupInfo(p->kernel, d->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof p->local_mem, &p->local_mem, NULL)) != CL_SUCCESS)
@@ -508,6 +512,7 @@ static mt_status finish_kernel(cl_dev *d, cl_prog *p, const char *kernel_name, c
 static void prog_reset(cl_prog *p) {
     if (p->kernel) clReleaseKernel(p->kernel);
     if (p->program) clReleaseProgram(p->program);
+    free(p->set);
     memset(p, 0, sizeof *p);
 }
 
@@ -769,15 +774,20 @@ static mt_status cl_prepare(cl_dev *d, cl_prog *p, void **args, int nargs, const
         return mt__fail(err, errlen, MT_INVALID_CONFIG, "kernel uses %llu bytes of local memory, the device has %llu",
                         (unsigned long long)p->local_mem, (unsigned long long)d->info.local_mem_bytes);
 
+    /* An argument already set to the same buffer is left as it is: a fused
+     * pass's launch passes over a hundred buffers, the same every pass. */
     cl_int e;
     for (int i = 0; i < nargs; i++) {
         cl_buf *b = args[i];
         if (!b) return mt__fail(err, errlen, MT_INVALID_ARG, "argument %d is NULL", i);
+        if (p->set && p->set[i] == b->mem) continue;
         if ((e = clSetKernelArg(p->kernel, (cl_uint)i, sizeof(cl_mem), &b->mem)) != CL_SUCCESS) {
+            if (p->set) p->set[i] = NULL;
             char what[48];
             snprintf(what, sizeof what, "clSetKernelArg(%d)", i);
             return cl_fail(err, errlen, MT_LAUNCH, what, e);
         }
+        if (p->set) p->set[i] = b->mem;
     }
     return MT_OK;
 }

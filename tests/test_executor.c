@@ -279,6 +279,8 @@ static void test_fused_launch(void **state) {
         want[i] = i < n ? 3.0f * (2.0f * (float)((s + 1) % 40) + 1.0f) : -1.0f;
     }
     const int64_t groups[] = {1, 2, 3, 8}, one[3] = {1, 1, 1};
+    /* Zeroed once: every pass leaves its counters zeroed for the next. */
+    assert_int_equal(mt_dbuf_write(g_dev, b[0], 0, zeros, sizeof zeros), MT_OK);
     for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
         const int64_t grid[3] = {groups[k], 1, 1};
         for (int pass = 0; pass < 3; pass++) {
@@ -286,7 +288,6 @@ static void test_fused_launch(void **state) {
             float junk[40];
             for (int i = 0; i < 40; i++) junk[i] = -1.0f;
             for (int i = 3; i < 7; i++) assert_int_equal(mt_dbuf_write(g_dev, b[i], 0, junk, sizeof junk), MT_OK);
-            assert_int_equal(mt_dbuf_write(g_dev, b[0], 0, zeros, sizeof zeros), MT_OK);
             memset(stamps, 0, sizeof stamps);
             assert_int_equal(mt_dbuf_write(g_dev, b[2], 0, stamps, sizeof stamps), MT_OK);
             assert_int_equal(mt_program_launch(g_dev, p, b, 8, grid, one, err, sizeof err), MT_OK);
@@ -295,6 +296,10 @@ static void test_fused_launch(void **state) {
             for (int i = 0; i < 40; i++)
                 if (got[i] != want[i])
                     fail_msg("%lld work-groups, pass %d: element %d is %g, want %g", (long long)groups[k], pass, i, got[i], want[i]);
+            int left[4 * MT__FUSE_COUNTERS];
+            assert_int_equal(mt_dbuf_read(g_dev, b[0], 0, left, sizeof left), MT_OK);
+            for (int i = 0; i < 4 * MT__FUSE_COUNTERS; i++)
+                if (left[i] != 0) fail_msg("%lld work-groups, pass %d: counter %d left at %d", (long long)groups[k], pass, i, left[i]);
             /* Each work-group stamps every launch: started <= share done <= wait over,
              * and a launch starts where the one before ended. */
             assert_int_equal(mt_dbuf_read(g_dev, b[2], 0, stamps, sizeof stamps), MT_OK);
