@@ -17,7 +17,8 @@
  * next one. A work-group that starts late finds the work claimed and goes
  * on; no work-group waits for one that has not claimed anything, so a
  * device that runs the work-groups one after the other still finishes.
- * The counters live in a buffer the pass zeroes first. */
+ * The counters live in a buffer allocated zeroed; each fused launch leaves
+ * its counters zeroed again for the next pass. */
 #ifndef MTGPU_PASS_FUSE_H
 #define MTGPU_PASS_FUSE_H
 
