@@ -177,9 +177,10 @@ mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, co
         ep.rank = r.set_rank[s];
         ep.weights = w;
         ep.seed = p.seed;
-        /* Per-layer times come from profiled passes, which run unfused: a
-         * fused kernel per set would only cost its compilation. */
-        ep.fuse = 0;
+        /* Fused where the device fuses passes, as `mtgpu run` runs them: the
+         * profiled passes then time each layer inside the fused pass
+         * (mt_layer_time), without the launch each kernel costs alone. */
+        ep.fuse = 1;
         char berr[2048];
         if ((st = mt_executor_build(dev, net, &ep, &ex[s], berr, sizeof berr)) != MT_OK) {
             if (r.set_rank[s] > 0) mt__fail(err, errlen, st, "refine: building %s with each convolution's record %d: %s", mt_network_name(net), r.set_rank[s], berr);

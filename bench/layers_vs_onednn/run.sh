@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where mtgpu's time goes against oneDNN's, layer by layer, inside the
-# network: `mtgpu run NET --profile` (each kernel timed on the device inside
-# a pass queued as without profiling) and `bench_onednn_net NET --profile`
+# network: `mtgpu run NET --profile` (a fused pass timed from inside by its
+# threads' clock readings; unfused builds: each kernel timed on the device
+# inside a pass queued as without profiling) and `bench_onednn_net NET --profile`
 # (oneDNN's blocked layouts, each primitive timed alone inside passes, its
 # reorders counted for the layer that needs them), in turns, ROUNDS rounds,
 # the order alternating. Per layer, per class of convolution (mtgpu's
