@@ -875,9 +875,7 @@ static mt_status ex_clock_times(mt_executor *ex, const double *ms, mt_layer_time
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen) {
     if (!ex) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
     if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
-    /* Queued: the host goes on to queue the launches while the device copies
-     * (every path below waits for the queue before returning). */
-    mt_status st = mt_dbuf_write_queued(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
+    mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];
     if (!times && ex->steps) return ex_run_steps(ex, NULL, err, errlen);

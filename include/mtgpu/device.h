@@ -73,10 +73,6 @@ typedef struct mt_dbuf mt_dbuf;
 
 mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out);
 mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
-/* The write queued behind the launches and writes already queued on dev,
- * returning before it is done: src must stay unchanged until
- * mt_device_finish. Where the backend has no queue it is done at once. */
-mt_status mt_dbuf_write_queued(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
 mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, size_t bytes);
 void mt_dbuf_free(mt_dbuf *b);
 /* Offsets of mt_dbuf_view are multiples of this (every backend's base-address
