@@ -90,6 +90,8 @@ typedef struct {
     mt_layer_time *lt;    /* per layer: the median pass's kernel time (with --profile) */
     double *layer_runs;   /* nl x repeat kernel times */
     double *wait_runs;    /* nl x repeat waits at the layer's end (fused passes) */
+    double *pass_runs;    /* 5 x repeat: mt_pass_time's parts (profiled fused passes) */
+    mt_pass_time pass;    /* their medians; valid when every pass had them */
     double wait_ms;       /* sum of the layers' median waits */
     double med_ms, min_ms;
     double kind_ms[MT_LAYER_KIND_COUNT];
@@ -182,7 +184,8 @@ static int build_network(const run_request *rq, run_state *rs) {
     rs->lt = calloc((size_t)rs->nl, sizeof *rs->lt);
     rs->layer_runs = calloc((size_t)rs->nl * (size_t)rq->repeat, sizeof(double));
     rs->wait_runs = calloc((size_t)rs->nl * (size_t)rq->repeat, sizeof(double));
-    if (!rs->input || !rs->out || !rs->wall || !rs->lt || !rs->layer_runs || !rs->wait_runs) {
+    rs->pass_runs = calloc(5 * (size_t)rq->repeat, sizeof(double));
+    if (!rs->input || !rs->out || !rs->wall || !rs->lt || !rs->layer_runs || !rs->wait_runs || !rs->pass_runs) {
         fprintf(stderr, "mtgpu run: out of memory\n");
         return MT_EXIT_FAIL;
     }
@@ -221,11 +224,17 @@ static int time_passes(const run_request *rq, run_state *rs) {
             fprintf(stderr, "mtgpu run: %s\n", err);
             return MT_EXIT_FAIL;
         }
-        if (rq->profile)
+        if (rq->profile) {
             for (int i = 0; i < rs->nl; i++) {
                 rs->layer_runs[(size_t)i * (size_t)rq->repeat + (size_t)r] = rs->lt[i].kernel_ms;
                 rs->wait_runs[(size_t)i * (size_t)rq->repeat + (size_t)r] = rs->lt[i].wait_ms;
             }
+            mt_pass_time pt;
+            mt_executor_pass_time(rs->ex, &pt);
+            const double parts[5] = {pt.upload_ms, pt.queue_ms, pt.start_ms, pt.late_ms, pt.return_ms};
+            for (int j = 0; j < 5; j++) rs->pass_runs[(size_t)j * (size_t)rq->repeat + (size_t)r] = parts[j];
+            rs->pass.valid = r == 0 ? pt.valid : rs->pass.valid && pt.valid;
+        }
     }
     if (mt_executor_output(rs->ex, rs->out, rs->out_count, err, sizeof err) != MT_OK) {
         fprintf(stderr, "mtgpu run: %s\n", err);
@@ -240,6 +249,10 @@ static int time_passes(const run_request *rq, run_state *rs) {
     for (long long r = 1; r < rq->repeat; r++) rs->min_ms = rs->wall[r] < rs->min_ms ? rs->wall[r] : rs->min_ms;
     rs->med_ms = median(rs->wall, (int)rq->repeat);
     /* Per layer and per kind: medians over the passes. */
+    if (rq->profile && rs->pass.valid) {
+        double *m[5] = {&rs->pass.upload_ms, &rs->pass.queue_ms, &rs->pass.start_ms, &rs->pass.late_ms, &rs->pass.return_ms};
+        for (int j = 0; j < 5; j++) *m[j] = median(rs->pass_runs + (size_t)j * (size_t)rq->repeat, (int)rq->repeat);
+    }
     if (rq->profile)
         for (int i = 0; i < rs->nl; i++) {
             const mt_layer *l = mt_network_layer(rs->net, i);
@@ -291,6 +304,9 @@ static int compare_reference(run_state *rs) {
 static void json_profile(mt_strbuf *sb, const run_state *rs) {
     mt__sb_printf(sb, ", \"profile\": \"%s\"", rs->stats.profile_in_pass ? "in_pass" : "per_launch");
     if (rs->stats.profile_in_pass) mt__sb_printf(sb, ", \"wait_ms\": %.6g", rs->wait_ms);
+    if (rs->pass.valid)
+        mt__sb_printf(sb, ", \"pass\": {\"upload_ms\": %.6g, \"queue_ms\": %.6g, \"start_ms\": %.6g, \"late_ms\": %.6g, \"return_ms\": %.6g}",
+                      rs->pass.upload_ms, rs->pass.queue_ms, rs->pass.start_ms, rs->pass.late_ms, rs->pass.return_ms);
     mt__sb_printf(sb, ", \"device_ms\": %.6g, \"conv_ms\": %.6g, \"conv_gflop\": %.6g", rs->device_ms, rs->conv_ms, rs->conv_flops * 1e-9);
     if (rs->peak_gflops > 0)
         mt__sb_printf(sb, ", \"peak_gflops\": %.6g, \"conv_peak_bound_ms\": %.6g", rs->peak_gflops, rs->conv_flops / (rs->peak_gflops * 1e6));
@@ -396,6 +412,10 @@ static void print_profile(const run_state *rs) {
         printf("%-20s %10.3f (the threads' longest shares, timed inside the fused pass; they waited\n"
                "%-20s %10s  %.3f ms more for each other at the layers' ends)\n",
                "total", rs->device_ms, "", "", rs->wait_ms);
+    if (rs->pass.valid)
+        printf("outside the layers (ms): input upload %.3f, queueing %.3f, queued to the first thread's start %.3f,\n"
+               "                         the other threads' late starts %.3f, last thread's end to the host's return %.3f\n",
+               rs->pass.upload_ms, rs->pass.queue_ms, rs->pass.start_ms, rs->pass.late_ms, rs->pass.return_ms);
     else
         printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n", "total", rs->device_ms);
     if (rs->peak_gflops > 0)
@@ -430,6 +450,7 @@ static void run_state_free(run_state *rs) {
     free(rs->lt);
     free(rs->layer_runs);
     free(rs->wait_runs);
+    free(rs->pass_runs);
     mt_executor_free(rs->ex);
     mt_weights_free(rs->weights);
     mt_device_close(rs->dev);

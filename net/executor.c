@@ -88,6 +88,9 @@ struct mt_executor {
     int clock_profile;      /* profiled passes run fused and read the clock */
     uint64_t tsc0;          /* time-stamp counter and wall time at the end of the build: the counter's rate */
     double tsc0_s;
+    uint64_t *queued;       /* per step: the counter when its launch was queued (profiled fused passes) */
+    uint64_t host[3];       /* the latest profiled fused pass: before the upload, after it, after the wait */
+    mt_pass_time pass;      /* the latest pass's, from those and the stamps */
     int *zeros;             /* MT__FUSE_COUNTERS per launch */
     float *input;
     int64_t input_count;
@@ -126,6 +129,7 @@ void mt_executor_free(mt_executor *ex) {
     free(ex->steps);
     free(ex->zeros);
     free(ex->stamps);
+    free(ex->queued);
     for (int i = 0; i < ex->nowned; i++) mt_dbuf_free(ex->owned[i]);
     free(ex->owned);
     free(ex->slots);
@@ -681,7 +685,8 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
     ex->clock_groups = units > 0 ? units : 1;
     const size_t stamps = (size_t)MT__FUSE_STAMPS * (size_t)ex->clock_groups * (size_t)ex->nlaunches;
     ex->stamps = calloc(stamps, sizeof *ex->stamps);
-    if (!ex->stamps) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    ex->queued = calloc((size_t)ex->nlaunches, sizeof *ex->queued);
+    if (!ex->stamps || !ex->queued) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
     if ((st = ex_alloc(ex, sizeof *ex->stamps * stamps, ex->stamps, &ex->clock, &ex->stats.workspace_bytes, err, errlen)) != MT_OK) return st;
     int fused = 0;
     for (int i = 0; i < ex->nlaunches;) {
@@ -816,9 +821,10 @@ static mt_status ex_run_steps(mt_executor *ex, double *ms, char *err, size_t err
     for (int i = 0; i < ex->nsteps; i++) {
         const ex_step *s = &ex->steps[i];
         ex_launch *l = &ex->launches[s->first];
-        if (s->prog)
+        if (s->prog) {
             st = mt_program_launch(ex->dev, s->prog, (mt_dbuf **)s->args, s->nargs, s->grid, one, lerr, sizeof lerr);
-        else if (ms)
+            ex->queued[i] = host_clock();
+        } else if (ms)
             st = mt_program_launch_timed(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, &ms[s->first], lerr, sizeof lerr);
         else
             st = mt_program_launch(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, lerr, sizeof lerr);
@@ -831,6 +837,46 @@ static mt_status ex_run_steps(mt_executor *ex, double *ms, char *err, size_t err
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: a kernel of the pass failed: %s", lerr);
     ex->counters_dirty = 0;
     return MT_OK;
+}
+
+/* ex->pass from the host's readings and the fused launches' stamps (checked
+ * by ex_clock_times). A launch that ran alone counts as queueing. */
+static void ex_pass_time(mt_executor *ex, double ms_per_tick) {
+    const int g = ex->clock_groups;
+    mt_pass_time *p = &ex->pass;
+    memset(p, 0, sizeof *p);
+    uint64_t end = ex->host[1], last = 0;
+    for (int k = 0; k < ex->nsteps; k++) {
+        const ex_step *s = &ex->steps[k];
+        if (!s->prog) continue;
+        uint64_t first = UINT64_MAX, stop = 0;
+        for (int w = 0; w < g; w++) {
+            const uint64_t *c = ex->stamps + ((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMPS;
+            const uint64_t *d = ex->stamps + ((size_t)(s->first + s->n - 1) * (size_t)g + (size_t)w) * MT__FUSE_STAMPS;
+            if (c[0] < first) first = c[0];
+            if (d[2] > stop) stop = d[2];
+        }
+        double late = 0;
+        for (int w = 0; w < g; w++) late += (double)(ex->stamps[((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMPS] - first);
+        const uint64_t from = ex->queued[k] > end ? ex->queued[k] : end;
+        if (first > from) p->start_ms += (double)(first - from) * ms_per_tick;
+        p->late_ms += late / (g > 1 ? g - 1 : 1) * ms_per_tick;
+        if (ex->queued[k] > last) last = ex->queued[k];
+        end = stop;
+    }
+    p->upload_ms = (double)(ex->host[1] - ex->host[0]) * ms_per_tick;
+    p->queue_ms = last > ex->host[1] ? (double)(last - ex->host[1]) * ms_per_tick : 0;
+    p->return_ms = ex->host[2] > end ? (double)(ex->host[2] - end) * ms_per_tick : 0;
+    p->valid = 1;
+}
+
+void mt_executor_pass_time(const mt_executor *ex, mt_pass_time *out) {
+    if (!out) return;
+    if (!ex) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = ex->pass;
 }
 
 /* The profile of a fused pass from its clock stamps: a fused launch's time
@@ -869,13 +915,17 @@ static mt_status ex_clock_times(mt_executor *ex, const double *ms, mt_layer_time
             t->wait_ms += wait / g * ms_per_tick;
         }
     }
+    ex_pass_time(ex, ms_per_tick);
     return MT_OK;
 }
 
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen) {
     if (!ex) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
     if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
+    ex->pass.valid = 0;
+    ex->host[0] = host_clock();
     mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
+    ex->host[1] = host_clock();
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];
     if (!times && ex->steps) return ex_run_steps(ex, NULL, err, errlen);
@@ -884,6 +934,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
         double *ms = calloc((size_t)ex->nlaunches, sizeof *ms);
         if (!ms) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");
         st = ex_run_steps(ex, ms, err, errlen);
+        ex->host[2] = host_clock();
         if (st == MT_OK) st = ex_clock_times(ex, ms, times, err, errlen);
         free(ms);
         return st;

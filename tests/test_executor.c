@@ -358,6 +358,11 @@ static void test_fused_network(void **state) {
                 wall_ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
             }
             assert_int_equal(mt_executor_output(ex, out[k], nout, err, sizeof err), MT_OK);
+            if (!lt) {
+                mt_pass_time pt;
+                mt_executor_pass_time(ex, &pt);
+                assert_int_equal(pt.valid, 0); /* only a profiled fused pass has one */
+            }
             if (lt) {
                 /* A fused pass profiled as it runs: every convolution took time, no
                  * wait is negative, and the layers fit inside the pass's wall time
@@ -370,8 +375,14 @@ static void test_fused_network(void **state) {
                     if (!stats[1].profile_in_pass) assert_true(lt[i].wait_ms == 0);
                     sum += lt[i].kernel_ms + lt[i].wait_ms;
                 }
-                print_message("profiled fused pass: layers %.3f ms inside %.3f ms wall\n", sum, wall_ms);
+                mt_pass_time pt;
+                mt_executor_pass_time(ex, &pt);
+                assert_int_equal(pt.valid, stats[1].profile_in_pass);
+                const double outside = pt.upload_ms + pt.queue_ms + pt.start_ms + pt.late_ms + pt.return_ms;
+                print_message("profiled fused pass: layers %.3f ms, outside them %.3f, inside %.3f ms wall\n", sum, outside, wall_ms);
+                assert_true(pt.upload_ms >= 0 && pt.queue_ms >= 0 && pt.start_ms >= 0 && pt.late_ms >= 0 && pt.return_ms >= 0);
                 assert_true(sum <= 1.05 * wall_ms);
+                assert_true(sum + outside - pt.late_ms <= 1.05 * wall_ms);
             }
             free(lt);
         }

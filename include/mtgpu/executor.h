@@ -111,6 +111,22 @@ typedef struct mt_layer_time {
  * MT_LAUNCH/MT_DEVICE with the layer named in err (when it can be told). */
 mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size_t errlen);
 
+/* Where a profiled fused pass's wall time went outside its layers, from the
+ * host's reading of the same time-stamp counter its threads read. */
+typedef struct mt_pass_time {
+    int valid;        /* 1: the latest mt_executor_run was a profiled fused pass */
+    double upload_ms; /* the input's upload, until the write returned */
+    double queue_ms;  /* queueing the launches, after the upload */
+    double start_ms;  /* from each fused launch's queueing (or the end of the one before,
+                         whichever came later) to its first thread's start, summed */
+    double late_ms;   /* the other threads' starts after the first, mean over the threads,
+                         summed over the fused launches */
+    double return_ms; /* from the last thread's end to the host's return from the wait */
+} mt_pass_time;
+
+/* The latest pass's mt_pass_time (valid 0 when it was not a profiled fused pass). */
+void mt_executor_pass_time(const mt_executor *ex, mt_pass_time *out);
+
 /* Copies the last layer's output of the latest pass (count = its elements). */
 mt_status mt_executor_output(mt_executor *ex, float *out, int64_t count, char *err, size_t errlen);
 mt_shape mt_executor_output_shape(const mt_executor *ex);
