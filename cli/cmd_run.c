@@ -413,7 +413,7 @@ static void print_profile(const run_state *rs) {
                "%-20s %10s  %.3f ms more for each other at the layers' ends)\n",
                "total", rs->device_ms, "", "", rs->wait_ms);
     if (rs->pass.valid)
-        printf("outside the layers (ms): input upload %.3f, queueing %.3f, queued to the first thread's start %.3f,\n"
+        printf("outside the layers (ms): input upload %.3f, queueing the first launch %.3f, queued to the first thread's start %.3f,\n"
                "                         the other threads' late starts %.3f, last thread's end to the host's return %.3f\n",
                rs->pass.upload_ms, rs->pass.queue_ms, rs->pass.start_ms, rs->pass.late_ms, rs->pass.return_ms);
     else

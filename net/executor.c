@@ -840,12 +840,14 @@ static mt_status ex_run_steps(mt_executor *ex, double *ms, char *err, size_t err
 }
 
 /* ex->pass from the host's readings and the fused launches' stamps (checked
- * by ex_clock_times). A launch that ran alone counts as queueing. */
+ * by ex_clock_times). Queueing counts until the first fused launch is
+ * queued or starts, whichever is first (launches alone before it with it);
+ * the launches queued after it overlap the device's work. */
 static void ex_pass_time(mt_executor *ex, double ms_per_tick) {
     const int g = ex->clock_groups;
     mt_pass_time *p = &ex->pass;
     memset(p, 0, sizeof *p);
-    uint64_t end = ex->host[1], last = 0;
+    uint64_t end = ex->host[1], queued = 0;
     for (int k = 0; k < ex->nsteps; k++) {
         const ex_step *s = &ex->steps[k];
         if (!s->prog) continue;
@@ -861,11 +863,12 @@ static void ex_pass_time(mt_executor *ex, double ms_per_tick) {
         const uint64_t from = ex->queued[k] > end ? ex->queued[k] : end;
         if (first > from) p->start_ms += (double)(first - from) * ms_per_tick;
         p->late_ms += late / (g > 1 ? g - 1 : 1) * ms_per_tick;
-        if (ex->queued[k] > last) last = ex->queued[k];
+        /* The host may return from queueing after the launch started. */
+        if (!queued) queued = ex->queued[k] < first ? ex->queued[k] : first;
         end = stop;
     }
     p->upload_ms = (double)(ex->host[1] - ex->host[0]) * ms_per_tick;
-    p->queue_ms = last > ex->host[1] ? (double)(last - ex->host[1]) * ms_per_tick : 0;
+    p->queue_ms = queued > ex->host[1] ? (double)(queued - ex->host[1]) * ms_per_tick : 0;
     p->return_ms = ex->host[2] > end ? (double)(ex->host[2] - end) * ms_per_tick : 0;
     p->valid = 1;
 }

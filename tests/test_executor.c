@@ -378,11 +378,12 @@ static void test_fused_network(void **state) {
                 mt_pass_time pt;
                 mt_executor_pass_time(ex, &pt);
                 assert_int_equal(pt.valid, stats[1].profile_in_pass);
-                const double outside = pt.upload_ms + pt.queue_ms + pt.start_ms + pt.late_ms + pt.return_ms;
-                print_message("profiled fused pass: layers %.3f ms, outside them %.3f, inside %.3f ms wall\n", sum, outside, wall_ms);
+                /* The late starts overlap the layers; the rest lie between them. */
+                const double outside = pt.upload_ms + pt.queue_ms + pt.start_ms + pt.return_ms;
+                print_message("profiled fused pass: layers %.3f ms, outside them %.3f (upload %.3f, queue %.3f, start %.3f, return %.3f), inside %.3f ms wall\n", sum, outside, pt.upload_ms, pt.queue_ms, pt.start_ms, pt.return_ms, wall_ms);
                 assert_true(pt.upload_ms >= 0 && pt.queue_ms >= 0 && pt.start_ms >= 0 && pt.late_ms >= 0 && pt.return_ms >= 0);
                 assert_true(sum <= 1.05 * wall_ms);
-                assert_true(sum + outside - pt.late_ms <= 1.05 * wall_ms);
+                assert_true(sum + outside <= 1.05 * wall_ms);
             }
             free(lt);
         }

@@ -116,7 +116,8 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
 typedef struct mt_pass_time {
     int valid;        /* 1: the latest mt_executor_run was a profiled fused pass */
     double upload_ms; /* the input's upload, until the write returned */
-    double queue_ms;  /* queueing the launches, after the upload */
+    double queue_ms;  /* queueing the launches up to the first fused one, after the upload
+                         (the later ones are queued while the device works) */
     double start_ms;  /* from each fused launch's queueing (or the end of the one before,
                          whichever came later) to its first thread's start, summed */
     double late_ms;   /* the other threads' starts after the first, mean over the threads,
