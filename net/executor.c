@@ -842,15 +842,21 @@ static mt_status ex_run_steps(mt_executor *ex, double *ms, char *err, size_t err
 /* ex->pass from the host's readings and the fused launches' stamps (checked
  * by ex_clock_times). Queueing counts until the first fused launch is
  * queued or starts, whichever is first (launches alone before it with it);
- * the launches queued after it overlap the device's work. */
-static void ex_pass_time(mt_executor *ex, double ms_per_tick) {
+ * the launches queued after it overlap the device's work. The launches
+ * that run alone between fused ones (ms: their device times) are layers,
+ * not time outside them. */
+static void ex_pass_time(mt_executor *ex, const double *ms, double ms_per_tick) {
     const int g = ex->clock_groups;
     mt_pass_time *p = &ex->pass;
     memset(p, 0, sizeof *p);
     uint64_t end = ex->host[1], queued = 0;
+    double alone = 0; /* device time of the launches run alone since the last fused one */
     for (int k = 0; k < ex->nsteps; k++) {
         const ex_step *s = &ex->steps[k];
-        if (!s->prog) continue;
+        if (!s->prog) {
+            alone += ms[s->first];
+            continue;
+        }
         uint64_t first = UINT64_MAX, stop = 0;
         for (int w = 0; w < g; w++) {
             const uint64_t *c = ex->stamps + ((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMPS;
@@ -861,7 +867,8 @@ static void ex_pass_time(mt_executor *ex, double ms_per_tick) {
         double late = 0;
         for (int w = 0; w < g; w++) late += (double)(ex->stamps[((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMPS] - first);
         const uint64_t from = ex->queued[k] > end ? ex->queued[k] : end;
-        if (first > from) p->start_ms += (double)(first - from) * ms_per_tick;
+        if (first > from && (double)(first - from) * ms_per_tick > alone) p->start_ms += (double)(first - from) * ms_per_tick - alone;
+        alone = 0;
         p->late_ms += late / (g > 1 ? g - 1 : 1) * ms_per_tick;
         /* The host may return from queueing after the launch started. */
         if (!queued) queued = ex->queued[k] < first ? ex->queued[k] : first;
@@ -869,7 +876,7 @@ static void ex_pass_time(mt_executor *ex, double ms_per_tick) {
     }
     p->upload_ms = (double)(ex->host[1] - ex->host[0]) * ms_per_tick;
     p->queue_ms = queued > ex->host[1] ? (double)(queued - ex->host[1]) * ms_per_tick : 0;
-    p->return_ms = ex->host[2] > end ? (double)(ex->host[2] - end) * ms_per_tick : 0;
+    p->return_ms = ex->host[2] > end && (double)(ex->host[2] - end) * ms_per_tick > alone ? (double)(ex->host[2] - end) * ms_per_tick - alone : 0;
     p->valid = 1;
 }
 
@@ -918,7 +925,7 @@ static mt_status ex_clock_times(mt_executor *ex, const double *ms, mt_layer_time
             t->wait_ms += wait / g * ms_per_tick;
         }
     }
-    ex_pass_time(ex, ms_per_tick);
+    ex_pass_time(ex, ms, ms_per_tick);
     return MT_OK;
 }
 

@@ -118,7 +118,10 @@ def main():
                (f" {n['profile_note']}" if n["profile_note"] else "") +
                (f" Inside the tuned network's profiled passes all its layers took {pt['device_ms']:.2f} ms and the threads waited "
                 f"{pt['wait_ms']:.3f} ms more for each other at the layers' ends, in passes of {pt['median_ms']:.2f} ms wall: the rest "
-                "is the input's upload, the launches and the host's wait." if pt.get("profile") == "in_pass" else ""),
+                "is the input's upload, the launches and the host's wait" +
+                (f" (upload {pt['pass']['upload_ms']:.3f} ms, queueing the first launch {pt['pass']['queue_ms']:.3f}, from there to its "
+                 f"first thread's start {pt['pass']['start_ms']:.3f}, the host's return {pt['pass']['return_ms']:.3f}; the other threads "
+                 f"started {pt['pass']['late_ms']:.3f} ms late in all)." if pt.get("pass") else ".") if pt.get("profile") == "in_pass" else ""),
                "", "GFLOP/s count a convolution's direct FLOPs (2 x outputs x c x r x s) whatever the algorithm, so a "
                "Winograd kernel can pass 100% of the peak.", "",
                "| layer | workload | kernel (tuned) | tuned ms | GFLOP/s | of peak | default ms | default kernel |",

@@ -119,7 +119,8 @@ typedef struct mt_pass_time {
     double queue_ms;  /* queueing the launches up to the first fused one, after the upload
                          (the later ones are queued while the device works) */
     double start_ms;  /* from each fused launch's queueing (or the end of the one before,
-                         whichever came later) to its first thread's start, summed */
+                         whichever came later) to its first thread's start, summed, less
+                         the device time of the launches run alone in between */
     double late_ms;   /* the other threads' starts after the first, mean over the threads,
                          summed over the fused launches */
     double return_ms; /* from the last thread's end to the host's return from the wait */
