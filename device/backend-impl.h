@@ -40,10 +40,6 @@ typedef struct mt_backend_i {
      * launch reads it from memory; MT_UNSUPPORTED where the device cannot.
      * NULL: MT_UNSUPPORTED. */
     /* .evict      = */ mt_status (*evict)(void *dev, void *buf, char *err, size_t errlen);
-    /* Optional: a buffer whose bytes are host memory at *host, which launches
-     * use in place; MT_UNSUPPORTED where the device's memory is not the
-     * host's. NULL: MT_UNSUPPORTED. */
-    /* .alloc_host = */ mt_status (*alloc_host)(void *dev, size_t bytes, void **buf, void **host);
 } mt_backend_i;
 
 /* Returns the OpenCL backend table, or NULL when built without OpenCL. */

@@ -336,27 +336,6 @@ static int dbuf_ok(const mt_device *dev, const mt_dbuf *b, size_t offset, size_t
     return dev && b && b->dev == dev && offset <= b->size && bytes <= b->size - offset;
 }
 
-mt_status mt_dbuf_alloc_host(mt_device *dev, size_t bytes, mt_dbuf **out, void **host) {
-    if (!out || !host) return MT_INVALID_ARG;
-    *out = NULL;
-    *host = NULL;
-    if (!dev || bytes == 0) return MT_INVALID_ARG;
-    if (!dev->be->alloc_host) return MT_UNSUPPORTED;
-    mt_dbuf *b = calloc(1, sizeof *b);
-    if (!b) return MT_NOMEM;
-    b->be = dev->be;
-    b->dev = dev;
-    b->size = bytes;
-    mt_status st = dev->be->alloc_host(dev->h, bytes, &b->h, host);
-    if (st != MT_OK) {
-        free(b);
-        *host = NULL;
-        return st;
-    }
-    *out = b;
-    return MT_OK;
-}
-
 mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes) {
     if (!dbuf_ok(dev, b, offset, bytes) || (bytes > 0 && !src)) return MT_INVALID_ARG;
     if (bytes == 0) return MT_OK;

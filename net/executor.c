@@ -94,7 +94,6 @@ struct mt_executor {
     int *zeros;             /* MT__FUSE_COUNTERS per launch */
     float *input;
     int64_t input_count;
-    float *input_host;      /* the input's slot in host memory (the arena's, mt_dbuf_alloc_host), else NULL */
     mt_executor_stats stats;
 };
 
@@ -131,8 +130,7 @@ void mt_executor_free(mt_executor *ex) {
     free(ex->zeros);
     free(ex->stamps);
     free(ex->queued);
-    /* Views before the buffers they are views of (an arena in host memory is freed with its buffer). */
-    for (int i = ex->nowned - 1; i >= 0; i--) mt_dbuf_free(ex->owned[i]);
+    for (int i = 0; i < ex->nowned; i++) mt_dbuf_free(ex->owned[i]);
     free(ex->owned);
     free(ex->slots);
     mt__act_plan_free(&ex->plan);
@@ -183,19 +181,8 @@ static mt_status ex_activations(mt_executor *ex, const mt_network *net, char *er
             ex->stats.activation_buffers = ex->plan.nslots;
             return MT_OK;
         }
-        /* In host memory where the device uses it in place: each pass then
-         * copies its input there on the host, without a write command for
-         * the device's threads to wake up for. */
         mt_dbuf *arena = NULL;
-        void *arena_host = NULL;
-        if (grow((void **)&ex->owned, ex->nowned, &ex->capowned, sizeof *ex->owned)) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
-        if (mt_dbuf_alloc_host(ex->dev, (size_t)ex->plan.arena_bytes, &arena, &arena_host) == MT_OK) {
-            ex->owned[ex->nowned++] = arena;
-            ex->stats.activation_bytes += ex->plan.arena_bytes;
-            ex->input_host = (float *)((char *)arena_host + ex->plan.slot_offset[ex->plan.slot[0]]);
-        } else if ((st = ex_alloc(ex, (size_t)ex->plan.arena_bytes, NULL, &arena, &ex->stats.activation_bytes, err, errlen)) != MT_OK) {
-            return st;
-        }
+        if ((st = ex_alloc(ex, (size_t)ex->plan.arena_bytes, NULL, &arena, &ex->stats.activation_bytes, err, errlen)) != MT_OK) return st;
         int s = 0;
         for (; s < ex->plan.nslots; s++) {
             if (grow((void **)&ex->owned, ex->nowned, &ex->capowned, sizeof *ex->owned)) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
@@ -208,7 +195,6 @@ static mt_status ex_activations(mt_executor *ex, const mt_network *net, char *er
         }
         if (st != MT_UNSUPPORTED) return mt__fail(err, errlen, st, "executor: cannot place an activation in the arena: %s", mt_status_str(st));
         /* No views on this backend: give the arena back and use whole buffers. */
-        ex->input_host = NULL;
         while (ex->nowned > 0 && ex->owned[ex->nowned - 1] != arena) mt_dbuf_free(ex->owned[--ex->nowned]);
         mt_dbuf_free(ex->owned[--ex->nowned]);
         ex->stats.activation_bytes = 0;
@@ -948,11 +934,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
     ex->pass.valid = 0;
     ex->host[0] = host_clock();
-    mt_status st = MT_OK;
-    if (ex->input_host) /* nothing is queued: every pass waits for its launches */
-        memcpy(ex->input_host, ex->input, sizeof(float) * (size_t)ex->input_count);
-    else
-        st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
+    mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
     ex->host[1] = host_clock();
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];

@@ -111,7 +111,6 @@ typedef struct cl_prog {
 typedef struct cl_buf {
     cl_mem mem;
     size_t size;
-    void *host; /* cl_alloc_host's memory, freed after mem */
 } cl_buf;
 
 /* ------------------------------------------------------------- discovery */
@@ -663,51 +662,6 @@ static mt_status cl_alloc(void *devp, size_t bytes, void **bufp) {
     return MT_OK;
 }
 
-static void cl_buf_free(void *bufp);
-
-/* Whether the device reads and writes b's host memory in place: bytes the
- * host wrote there are what a read command returns (twice, in case the
- * memory was copied once at creation), and what a write command writes
- * shows there. */
-static int host_memory_in_place(cl_dev *d, cl_buf *b) {
-    unsigned char *h = b->host, got[64];
-    const size_t n = b->size < sizeof got ? b->size : sizeof got;
-    for (int round = 0; round < 2; round++) {
-        for (size_t i = 0; i < n; i++) h[i] = (unsigned char)(0x5a + 31 * round + i);
-        if (clEnqueueReadBuffer(d->queue, b->mem, CL_TRUE, 0, n, got, 0, NULL, NULL) != CL_SUCCESS || memcmp(got, h, n) != 0) return 0;
-    }
-    for (size_t i = 0; i < n; i++) got[i] = (unsigned char)(0xa5 ^ i);
-    if (clEnqueueWriteBuffer(d->queue, b->mem, CL_TRUE, 0, n, got, 0, NULL, NULL) != CL_SUCCESS) return 0;
-    return memcmp(got, h, n) == 0;
-}
-
-/* A CPU device's buffer over page-aligned host memory (CL_MEM_USE_HOST_PTR),
- * kept only where the device is found to use that memory in place. */
-static mt_status cl_alloc_host(void *devp, size_t bytes, void **bufp, void **hostp) {
-    cl_dev *d = devp;
-    if (!d || !bufp || !hostp || bytes == 0) return MT_INVALID_ARG;
-    *bufp = *hostp = NULL;
-    if (!d->info.is_cpu) return MT_UNSUPPORTED;
-    if ((uint64_t)bytes > d->info.max_alloc_bytes) return MT_INVALID_ARG;
-    cl_buf *b = calloc(1, sizeof *b);
-    if (!b) return MT_NOMEM;
-    if (posix_memalign(&b->host, 4096, bytes) != 0) {
-        free(b);
-        return MT_NOMEM;
-    }
-    cl_int e;
-    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, b->host, &e);
-    b->size = bytes;
-    if (!b->mem || e != CL_SUCCESS || !host_memory_in_place(d, b)) {
-        const mt_status st = !b->mem || e != CL_SUCCESS ? cl_mem_status(e, MT_DEVICE) : MT_UNSUPPORTED;
-        cl_buf_free(b);
-        return st;
-    }
-    *bufp = b;
-    *hostp = b->host;
-    return MT_OK;
-}
-
 static int out_of_bounds(const cl_buf *b, size_t offset, size_t bytes) { return offset > b->size || bytes > b->size - offset; }
 
 static mt_status cl_write(void *devp, void *bufp, size_t offset, const void *src, size_t bytes) {
@@ -784,7 +738,6 @@ static void cl_buf_free(void *bufp) {
     cl_buf *b = bufp;
     if (!b) return;
     if (b->mem) clReleaseMemObject(b->mem);
-    free(b->host);
     free(b);
 }
 
@@ -955,7 +908,6 @@ static const mt_backend_i cl_backend = {
     /* .finish    = */ cl_finish,
     /* .view      = */ cl_view,
     /* .evict     = */ cl_evict,
-    /* .alloc_host = */ cl_alloc_host,
 };
 
 const mt_backend_i *mt__backend_opencl(void) { return &cl_backend; }

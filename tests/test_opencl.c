@@ -463,57 +463,6 @@ static void test_queued_launches(void **state) {
     mt_device_close(dev);
 }
 
-/* A buffer in host memory: the host's bytes are what launches read, what
- * launches write is in the host's bytes after the wait, and a view of it
- * works as any view. */
-static void test_host_buffer(void **state) {
-    (void)state;
-    REQUIRE_OPENCL();
-    mt_device *dev = open_dev(NULL, 1);
-    mt_program *p = build(dev, saxpy_src, -1);
-    mt_dbuf *b = NULL;
-    void *host = NULL;
-    char err[256];
-    const size_t half = 2 * MT_DBUF_VIEW_ALIGN; /* x in the first half, y in the second */
-    assert_int_equal(mt_dbuf_alloc_host(dev, 0, &b, &host), MT_INVALID_ARG);
-    assert_int_equal(mt_dbuf_alloc_host(dev, 2 * half, NULL, &host), MT_INVALID_ARG);
-    mt_status st = mt_dbuf_alloc_host(dev, 2 * half, &b, &host);
-    if (!mt_device_get_info(dev)->is_cpu) {
-        assert_int_equal(st, MT_UNSUPPORTED);
-        assert_null(b);
-        mt_program_free(p);
-        mt_device_close(dev);
-        return;
-    }
-    assert_int_equal(st, MT_OK);
-    assert_non_null(host);
-    assert_int_equal((uintptr_t)host % 4096, 0);
-    mt_dbuf *bx = NULL, *by = NULL;
-    assert_int_equal(mt_dbuf_view(b, 0, half, &bx), MT_OK);
-    assert_int_equal(mt_dbuf_view(b, half, half, &by), MT_OK);
-    float *x = host, *y = (float *)((char *)host + half);
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < N_ELEMS; i++) {
-            x[i] = (float)(i % 13 + pass);
-            y[i] = 1.0f;
-        }
-        mt_dbuf *args[3] = {bx, by, by};
-        const int64_t grid[3] = {16, 1, 1}, block[3] = {64, 1, 1};
-        assert_int_equal(mt_program_launch(dev, p, args, 3, grid, block, err, sizeof err), MT_OK);
-        assert_int_equal(mt_device_finish(dev, err, sizeof err), MT_OK);
-        for (int i = 0; i < N_ELEMS; i++)
-            if (y[i] != 2.0f * x[i] + 1.0f) fail_msg("pass %d, element %d: %g, want %g", pass, i, y[i], 2.0f * x[i] + 1.0f);
-        float back[N_ELEMS];
-        assert_int_equal(mt_dbuf_read(dev, by, 0, back, sizeof back), MT_OK);
-        assert_memory_equal(back, y, sizeof back);
-    }
-    mt_dbuf_free(bx);
-    mt_dbuf_free(by);
-    mt_dbuf_free(b);
-    mt_program_free(p);
-    mt_device_close(dev);
-}
-
 static void test_build_error(void **state) {
     (void)state;
     REQUIRE_OPENCL();
@@ -1023,7 +972,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_and_defaults), cmocka_unit_test(test_hash),   cmocka_unit_test(test_list),   cmocka_unit_test(test_pocl_workers_pinned), cmocka_unit_test(test_open_specs),
-        cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_host_buffer), cmocka_unit_test(test_build_error),
+        cmocka_unit_test(test_build_and_run),      cmocka_unit_test(test_queued_launches), cmocka_unit_test(test_build_error),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch), cmocka_unit_test(test_gemm_prefetch), cmocka_unit_test(test_gemm_residual_prefetch),
         cmocka_unit_test(test_weight_prefetch),

@@ -73,13 +73,6 @@ typedef struct mt_dbuf mt_dbuf;
 
 mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out);
 mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
-/* A buffer whose bytes are host memory at *host (valid until the buffer and
- * its views are freed), which launches read and write in place: between
- * waits for the device (nothing queued using it) the host reads and writes
- * it directly, without mt_dbuf_write's command through the device's queue.
- * MT_UNSUPPORTED where the device's memory is not the host's (a GPU), or
- * where the device was found not to use the host's bytes in place. */
-mt_status mt_dbuf_alloc_host(mt_device *dev, size_t bytes, mt_dbuf **out, void **host);
 mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, size_t bytes);
 void mt_dbuf_free(mt_dbuf *b);
 /* Offsets of mt_dbuf_view are multiples of this (every backend's base-address
