@@ -72,7 +72,6 @@ struct mt_executor {
     mt_dbuf **owned; /* every device buffer, freed at the end */
     int nowned, capowned;
     mt_dbuf **slots; /* activation buffers */
-    mt_dbuf *arena;  /* the packed plan's allocation that slots are views of, else NULL */
     mt_dbuf *dense_input; /* strided 1x1 layers' subsampled input (owned), NULL until needed */
     mt__act_plan plan;
     ex_conv_choice *choice; /* per layer */
@@ -192,7 +191,6 @@ static mt_status ex_activations(mt_executor *ex, const mt_network *net, char *er
         }
         if (s == ex->plan.nslots) {
             ex->stats.activation_buffers = 1;
-            ex->arena = arena;
             return MT_OK;
         }
         if (st != MT_UNSUPPORTED) return mt__fail(err, errlen, st, "executor: cannot place an activation in the arena: %s", mt_status_str(st));
@@ -615,35 +613,18 @@ static int fuse_buffer_index(mt_dbuf *const *bufs, int n, const mt_dbuf *b) {
     return -1;
 }
 
-/* The buffer a fused launch passes for b, and the byte offset into it: an
- * activation, a view of the arena, goes as the arena and its offset, so
- * that a fused launch takes the activations as one argument. */
-static mt_dbuf *fuse_buffer(const mt_executor *ex, mt_dbuf *b, int64_t *offset) {
-    *offset = 0;
-    if (ex->arena)
-        for (int s = 0; s < ex->plan.nslots; s++)
-            if (ex->slots[s] == b) {
-                *offset = ex->plan.slot_offset[s];
-                return ex->arena;
-            }
-    return b;
-}
-
-/* Adds launch l's buffers (as fuse_buffer passes them) to bufs[0..*n) when
- * they all fit in EX_FUSE_MAX_BUFS: 1, else 0 (bufs unchanged). */
-static int fuse_take_buffers(const mt_executor *ex, mt_dbuf **bufs, int *n, const ex_launch *l) {
-    mt_dbuf *mine[EX_MAX_ARGS];
-    int64_t off;
+/* Adds launch l's buffers to bufs[0..*n) when they all fit in
+ * EX_FUSE_MAX_BUFS: 1, else 0 (bufs unchanged). */
+static int fuse_take_buffers(mt_dbuf **bufs, int *n, const ex_launch *l) {
     int add = 0;
     for (int a = 0; a < l->nargs; a++) {
-        mine[a] = fuse_buffer(ex, l->args[a], &off);
-        int seen = fuse_buffer_index(bufs, *n, mine[a]) >= 0;
-        for (int b = 0; b < a && !seen; b++) seen = mine[b] == mine[a];
+        int seen = fuse_buffer_index(bufs, *n, l->args[a]) >= 0;
+        for (int b = 0; b < a && !seen; b++) seen = l->args[b] == l->args[a];
         add += !seen;
     }
     if (*n + add > EX_FUSE_MAX_BUFS) return 0;
     for (int a = 0; a < l->nargs; a++)
-        if (fuse_buffer_index(bufs, *n, mine[a]) < 0) bufs[(*n)++] = mine[a];
+        if (fuse_buffer_index(bufs, *n, l->args[a]) < 0) bufs[(*n)++] = l->args[a];
     return 1;
 }
 
@@ -651,15 +632,14 @@ static int fuse_take_buffers(const mt_executor *ex, mt_dbuf **bufs, int *n, cons
 static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen) {
     mt__fuse_launch fl[EX_FUSE_MAX_LAUNCHES];
     int argidx[EX_FUSE_MAX_LAUNCHES][EX_MAX_ARGS];
-    int64_t argoff[EX_FUSE_MAX_LAUNCHES][EX_MAX_ARGS];
     mt_dbuf *bufs[EX_FUSE_MAX_BUFS];
     int nbufs = 0;
     for (int j = 0; j < s->n; j++) {
         const ex_launch *l = &ex->launches[s->first + j];
-        fuse_take_buffers(ex, bufs, &nbufs, l); /* fits: ex_fuse checked */
-        for (int a = 0; a < l->nargs; a++) argidx[j][a] = fuse_buffer_index(bufs, nbufs, fuse_buffer(ex, l->args[a], &argoff[j][a]));
+        fuse_take_buffers(bufs, &nbufs, l); /* fits: ex_fuse checked */
+        for (int a = 0; a < l->nargs; a++) argidx[j][a] = fuse_buffer_index(bufs, nbufs, l->args[a]);
         fl[j] = (mt__fuse_launch){.src = l->src ? l->src : mt__op_kernels_source(), .kernel = l->kernel, .nargs = l->nargs,
-                                  .arg = argidx[j], .arg_offset = argoff[j], .counters = s->first + j};
+                                  .arg = argidx[j], .counters = s->first + j};
         memcpy(fl[j].grid, l->grid, sizeof l->grid);
         memcpy(fl[j].block, l->block, sizeof l->block);
     }
@@ -714,7 +694,7 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
         mt_dbuf *bufs[EX_FUSE_MAX_BUFS];
         int nbufs = 0;
         while (i + n < ex->nlaunches && n < EX_FUSE_MAX_LAUNCHES && ex->launches[i + n].fusable &&
-               fuse_take_buffers(ex, bufs, &nbufs, &ex->launches[i + n]))
+               fuse_take_buffers(bufs, &nbufs, &ex->launches[i + n]))
             n++;
         ex_step *s = &ex->steps[ex->nsteps++];
         *s = (ex_step){.first = i, .n = n > 1 ? n : 1};
