@@ -412,12 +412,12 @@ static void print_profile(const run_state *rs) {
         printf("%-20s %10.3f (the threads' longest shares, timed inside the fused pass; they waited\n"
                "%-20s %10s  %.3f ms more for each other at the layers' ends)\n",
                "total", rs->device_ms, "", "", rs->wait_ms);
+    else
+        printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n", "total", rs->device_ms);
     if (rs->pass.valid)
         printf("outside the layers (ms): input upload %.3f, queueing the first launch %.3f, queued to the first thread's start %.3f,\n"
                "                         the other threads' late starts %.3f, last thread's end to the host's return %.3f\n",
                rs->pass.upload_ms, rs->pass.queue_ms, rs->pass.start_ms, rs->pass.late_ms, rs->pass.return_ms);
-    else
-        printf("%-20s %10.3f (device time; wall time adds launch and synchronisation)\n", "total", rs->device_ms);
     if (rs->peak_gflops > 0)
         printf("convolutions: %.3f ms for %.2f GFLOP = %.1f GFLOP/s, %.0f%% of the FMA peak measured now (%.1f GFLOP/s);\n"
                "              at that peak they would take %.3f ms (direct-convolution FLOPs)\n",
