@@ -85,7 +85,6 @@ struct mt_executor {
     mt_dbuf *clock;         /* the fused launches' clock stamps (pass_fuse.h), one set per launch and work-group */
     int clock_groups;       /* work-groups of every fused launch (the device's compute units) */
     uint64_t *stamps;       /* host copy of clock */
-    int clock_profile;      /* profiled passes run fused and read the clock */
     uint64_t tsc0;          /* time-stamp counter and wall time at the end of the build: the counter's rate */
     double tsc0_s;
     uint64_t *queued;       /* per step: the counter when its launch was queued (profiled fused passes) */
@@ -718,8 +717,7 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
         ex->nsteps = 0;
     }
     ex->stats.launches_fused = fused ? ex->nsteps : ex->nlaunches;
-    ex->clock_profile = fused && host_clock() != 0;
-    ex->stats.profile_in_pass = ex->clock_profile;
+    ex->stats.profile_in_pass = fused && host_clock() != 0;
     return MT_OK;
 }
 
@@ -939,7 +937,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];
     if (!times && ex->steps) return ex_run_steps(ex, NULL, err, errlen);
-    if (times && ex->clock_profile) {
+    if (times && ex->stats.profile_in_pass) {
         /* Profiled as it runs: the fused pass reads the clock anyway. */
         double *ms = calloc((size_t)ex->nlaunches, sizeof *ms);
         if (!ms) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");

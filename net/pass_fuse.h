@@ -64,8 +64,8 @@ int mt__fuse_can(const char *src, const char *kernel, const int64_t block[3]);
  * time-stamp counter readings at clock[(l.counters * G + g) * 3]: when it
  * started the launch, when it had run its share, and when its wait for
  * the others ended. Where OpenCL C cannot read the counter (not x86-64
- * under clang) the readings are 0. Three stores a launch cost nothing
- * worth measuring, so every pass writes them and a profile reads them. */
+ * under clang) the readings are 0. Every pass writes them (three counter
+ * reads and stores per launch and work-group) and a profile reads them. */
 #define MT__FUSE_STAMPS 3
 mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char *name, char **out, int64_t *scratch_floats, char *err,
                           size_t errlen);
