@@ -378,6 +378,12 @@ mt_stmt *mt_ir_prefetch(mt_kernel *k, mt_buffer *buf, mt_expr *index) {
     return s;
 }
 
+mt_stmt *mt_ir_prefetch_outer(mt_kernel *k, mt_buffer *buf, mt_expr *index) {
+    mt_stmt *s = mt_ir_prefetch(k, buf, index);
+    if (s) s->outer = 1;
+    return s;
+}
+
 void mt_stmt_list_push(mt_kernel *k, mt_stmt_list *l, mt_stmt *s) {
     if (l->failed) return;
     if (!s) {

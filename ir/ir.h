@@ -125,6 +125,7 @@ struct mt_stmt {
     int axis;        /* BLOCK/THREAD: 0..2 */
     mt_buffer *buf;  /* ALLOC, STORE, PREFETCH */
     mt_expr *index;  /* STORE, PREFETCH */
+    int outer;       /* PREFETCH: into the outer caches only (L2), not L1 */
     mt_expr *value;  /* STORE, LET */
     mt_expr *cond;   /* IF */
     mt_stmt *body;   /* FOR, ALLOC, IF (then), LET */
@@ -203,6 +204,9 @@ mt_stmt *mt_ir_let(mt_kernel *k, mt_var *var, mt_expr *value, mt_stmt *body);
  * printer emits __builtin_prefetch for clang on x86-64 (PoCL's CPU device,
  * whose `prefetch` builtin does nothing) and nothing elsewhere. */
 mt_stmt *mt_ir_prefetch(mt_kernel *k, mt_buffer *buf, mt_expr *index);
+/* The same for a line needed later than the loads in flight: it is brought
+ * into the outer caches (L2; prefetcht1 on x86-64) and leaves L1 alone. */
+mt_stmt *mt_ir_prefetch_outer(mt_kernel *k, mt_buffer *buf, mt_expr *index);
 
 /* A growable list of statements, for building sequences in loops. */
 typedef struct mt_stmt_list {

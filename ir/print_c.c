@@ -415,7 +415,8 @@ static void print_stmt(printer *p, const mt_stmt *s) {
         return;
     case MT_STMT_PREFETCH:
         /* OpenCL's prefetch() is a no-op on PoCL's CPU device; clang's
-         * builtin becomes prefetcht0. Other compilers and GPUs get nothing. */
+         * builtin becomes prefetcht0 (locality 3), or prefetcht1 with
+         * locality 2 (outer). Other compilers and GPUs get nothing. */
         if (p->lang != MT_LANG_OPENCL) return;
         mt__sb_append(sb, "#if defined(__clang__) && defined(__x86_64__)\n");
         emit_indent(p);
@@ -423,7 +424,7 @@ static void print_stmt(printer *p, const mt_stmt *s) {
         buf_name(p, s->buf);
         mt__sb_append(sb, " + (");
         print_expr(p, s->index);
-        mt__sb_append(sb, "));\n#endif\n");
+        mt__sb_append(sb, s->outer ? "), 0, 2);\n#endif\n" : "));\n#endif\n");
         return;
     case MT_STMT_IF:
         emit_indent(p);

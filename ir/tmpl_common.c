@@ -637,11 +637,20 @@ void mt__rt_plan_cover(mt__rt_plan *p) {
 
 int mt__prefetch_planes(int h, int w) { return (int64_t)h * w * 4 > 2048; }
 
-mt_stmt *mt__prefetch_run(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned) {
+static mt_stmt *prefetch_run(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned, int outer) {
+    mt_stmt *(*one)(mt_kernel *, mt_buffer *, mt_expr *) = outer ? mt_ir_prefetch_outer : mt_ir_prefetch;
     mt_stmt_list list = {0};
-    for (int64_t off = 0; off < last; off += MT__LINE_FLOATS) mt_stmt_list_push(k, &list, mt_ir_prefetch(k, buf, mt_ir_add(k, start, mt_ir_int(k, off))));
-    if (!aligned || last % MT__LINE_FLOATS == 0) mt_stmt_list_push(k, &list, mt_ir_prefetch(k, buf, mt_ir_add(k, start, mt_ir_int(k, last))));
+    for (int64_t off = 0; off < last; off += MT__LINE_FLOATS) mt_stmt_list_push(k, &list, one(k, buf, mt_ir_add(k, start, mt_ir_int(k, off))));
+    if (!aligned || last % MT__LINE_FLOATS == 0) mt_stmt_list_push(k, &list, one(k, buf, mt_ir_add(k, start, mt_ir_int(k, last))));
     return mt_stmt_list_seq(k, &list);
+}
+
+mt_stmt *mt__prefetch_run(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned) {
+    return prefetch_run(k, buf, start, last, aligned, 0);
+}
+
+mt_stmt *mt__prefetch_run_outer(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned) {
+    return prefetch_run(k, buf, start, last, aligned, 1);
 }
 
 mt_expr *mt__range_cond(mt_kernel *k, mt_expr *lo, int64_t span, int limit, int need_lo, int need_hi) {

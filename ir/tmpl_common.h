@@ -175,6 +175,8 @@ int mt__prefetch_planes(int h, int w);
  * out when `aligned` (the run starts a line, so the last float's line is
  * already in). A sequence; NULL when out of memory. */
 mt_stmt *mt__prefetch_run(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned);
+/* The same into the outer caches (mt_ir_prefetch_outer). */
+mt_stmt *mt__prefetch_run_outer(mt_kernel *k, mt_buffer *buf, mt_expr *start, int64_t last, int aligned);
 
 /* In the 16-channel-blocked weight layouts (OIHW16o, Winograd's), a tap's
  * 16 channels are one cache line: the step over a work-item's channel

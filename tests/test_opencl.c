@@ -774,16 +774,27 @@ static char *kernel_text(const mt_template *t, const mt_workload *wl, const mt_s
 }
 
 /* Prefetch instructions into buffer `buf` ("input", "weight", "residual",
- * "output") in the printed kernel of cfg with epilogue epi (NULL: none). */
-static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
-                             const char *buf) {
+ * "output") in the printed kernel of cfg with epilogue epi (NULL: none):
+ * into L1 (prefetcht0), or with outer set into the outer caches only
+ * (locality 2: prefetcht1). */
+static int count_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
+                            const char *buf, int outer) {
     char *text = kernel_text(t, wl, sp, cfg, epi);
     char needle[64];
     snprintf(needle, sizeof needle, "__builtin_prefetch(%s + ", buf);
     int n = 0;
-    for (const char *q = text; (q = strstr(q, needle)) != NULL; q++) n++;
+    for (const char *q = text; (q = strstr(q, needle)) != NULL; q++) {
+        const char *end = strchr(q, '\n');
+        const int is_outer = end && end - q > 8 && memcmp(end - 8, ", 0, 2);", 8) == 0;
+        n += is_outer == outer;
+    }
     free(text);
     return n;
+}
+
+static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const mt_space *sp, const mt_config *cfg, const mt_conv_epilogue *epi,
+                             const char *buf) {
+    return count_prefetches(t, wl, sp, cfg, epi, buf, 0);
 }
 
 /* kvec prefetches the input rows of later channels on planes past 512
@@ -947,6 +958,50 @@ static void test_weight_prefetch(void **state) {
     }
 }
 
+/* kvec brings the next channel group's weights into L2 (prefetcht1), one
+ * kernel row (s lines) per (c, r), where pixel blocks run first and a
+ * group's work-groups are at least its 16-channel blocks, there is a next
+ * group, and a group's weights are at most 512 KiB (ir/tmpl_kvec.c,
+ * kvec_prefetches_next_weights); those work-groups past the blocks skip it. */
+static void test_next_weight_prefetch(void **state) {
+    (void)state;
+    static const struct {
+        const char *wl, *config;
+        int want, guarded;
+    } cases[] = {
+        /* ResNet-50's 7x7 1x1 layer: 4 blocks, 7 work-groups per group */
+        {"n=1,c=512,h=7,w=7,k=2048,r=1,s=1", "thread_k=1,vec=16,reg_k=4,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=0,unroll_explicit=0", 1, 1},
+        /* its 7x7 3x3 layer: one work-group per group of one block (295 KiB), s = 3 lines */
+        {"n=1,c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "thread_k=1,vec=16,reg_k=1,thread_y=2,reg_y=4,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1", 3, 0},
+        /* the same on 1024 channels: 590 KiB a group, past the limit */
+        {"n=1,c=1024,h=7,w=7,k=512,r=3,s=3,pad=1", "thread_k=1,vec=16,reg_k=1,thread_y=2,reg_y=4,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1", 0, 0},
+        /* channel blocks first (weights 64 KiB, input 784 KiB) */
+        {"n=1,c=256,h=28,w=28,k=64,r=1,s=1", "thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 0, 0},
+        /* one group: no next */
+        {"n=1,c=1024,h=7,w=7,k=32,r=1,s=1", "thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1", 0, 0},
+        /* vectors of 8 channels, 3 of them: 24 channels a group, blocks not whole */
+        {"n=1,c=512,h=7,w=7,k=2048,r=1,s=1", "thread_k=1,vec=8,reg_k=3,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=0,unroll_explicit=0", 0, 0},
+    };
+    const mt_template *t = mt_template_find("kvec");
+    assert_non_null(t);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_workload wl;
+        assert_int_equal(mt_workload_parse(cases[i].wl, &wl, NULL, 0), MT_OK);
+        mt_space sp;
+        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+        mt_config cfg;
+        char err[256];
+        if (mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].config, err);
+        int n = count_prefetches(t, &wl, &sp, &cfg, NULL, "weight", 1);
+        if (n != cases[i].want) fail_msg("%s %s: %d next-group weight prefetches, want %d", cases[i].wl, cases[i].config, n, cases[i].want);
+        char *text = kernel_text(t, &wl, &sp, &cfg, NULL);
+        const int guarded = strstr(text, "if ((wg_place") != NULL || strstr(text, "if ((bz_") != NULL;
+        free(text);
+        if (guarded != cases[i].guarded) fail_msg("%s %s: guard %s", cases[i].wl, cases[i].config, guarded ? "unexpected" : "missing");
+        mt_space_free(&sp);
+    }
+}
+
 static int setup(void **state) {
     (void)state;
     snprintf(g_tmp, sizeof g_tmp, "%s/mtgpu-test-opencl-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -976,6 +1031,7 @@ int main(void) {
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_buffers),            cmocka_unit_test(test_build_ir), cmocka_unit_test(test_strided_vector_loads),     cmocka_unit_test(test_template_prefetch), cmocka_unit_test(test_gemm_prefetch), cmocka_unit_test(test_gemm_residual_prefetch),
         cmocka_unit_test(test_weight_prefetch),
+        cmocka_unit_test(test_next_weight_prefetch),
         cmocka_unit_test(test_template_prefetch_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
