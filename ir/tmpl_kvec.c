@@ -23,7 +23,9 @@
  * tests are made only by the tiles at the image's edges (reduction), and on
  * planes above 512 bytes each (c, r, tile row) prefetches the row it will read
  * 8 channels later (prefetch_row), and each (c, r) the weights it will read
- * 8 channels later (prefetch_weights). At the
+ * 8 channels later (prefetch_weights) and, where the work-groups of a
+ * channel group run one after another, a row of the next group's weights
+ * into L2 (prefetch_next_weights). At the
  * end it stores its tile channel by channel: a vector's lanes are different channels, so
  * different planes of the NCHW output, but one channel's reg_x columns are
  * neighbours, so each row is transposed in registers (pixel vectors of
@@ -265,9 +267,12 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
 
 /* Bytes of one channel group's weights (a work-group's kt * kr * vec
  * channels, all c, r, s) past which the next group's are not brought into
- * L2 ahead: the two groups' weights must fit a core's L2 (2 MiB on the
- * Xeon this was measured on) beside the input rows. */
-#define MT__KVEC_NEXT_WEIGHTS_MAX_BYTES (512 * 1024)
+ * L2 ahead: the two groups' weights share a core's L2 (2 MiB on the Xeon
+ * this was measured on) with the input rows and the output. Inside
+ * ResNet-50 with its tuned configs, the layers with 128-256 KiB groups ran
+ * 1.02-1.08x as fast, those with 295 and 512 KiB groups 0.97-1.01x
+ * (bench/net_ab/results/net_ab_next_weights_resnet50.md). */
+#define MT__KVEC_NEXT_WEIGHTS_MAX_BYTES (256 * 1024)
 
 /* Whether the work-groups bring the next channel group's weights into L2.
  * When pixel blocks run first (kvec_pixels_first), the work-groups of one
@@ -279,8 +284,8 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
  * one block of the next group's weights into L2 (prefetcht1), a kernel row
  * per (c, r), while they compute; the next group then starts with its
  * weights in L2. Needs as many work-groups per group as blocks, blocks
- * whole (kt * kr * vec a multiple of 16), more than one group, and the two
- * groups' weights within MT__KVEC_NEXT_WEIGHTS_MAX_BYTES each. */
+ * whole (kt * kr * vec a multiple of 16), more than one group, and a
+ * group's weights within MT__KVEC_NEXT_WEIGHTS_MAX_BYTES. */
 static int kvec_prefetches_next_weights(const mt__rt_plan *p) {
     const int64_t span = (int64_t)p->kt * p->kr * p->vec, per_group = (int64_t)p->n * p->yo * p->xo;
     if (!kvec_pixels_first(p) || span % 16 || p->ko < 2 || p->c <= MT__PREFETCH_CHANNELS) return 0;
