@@ -682,7 +682,7 @@ static mt_status ex_fuse(mt_executor *ex, char *err, size_t errlen) {
     if (st != MT_OK) return st;
     const int units = mt_device_get_info(ex->dev)->compute_units;
     ex->clock_groups = units > 0 ? units : 1;
-    const size_t stamps = (size_t)MT__FUSE_STAMP_STRIDE * (size_t)ex->clock_groups * (size_t)ex->nlaunches;
+    const size_t stamps = (size_t)MT__FUSE_STAMPS * (size_t)ex->clock_groups * (size_t)ex->nlaunches;
     ex->stamps = calloc(stamps, sizeof *ex->stamps);
     ex->queued = calloc((size_t)ex->nlaunches, sizeof *ex->queued);
     if (!ex->stamps || !ex->queued) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
@@ -857,13 +857,13 @@ static void ex_pass_time(mt_executor *ex, const double *ms, double ms_per_tick) 
         }
         uint64_t first = UINT64_MAX, stop = 0;
         for (int w = 0; w < g; w++) {
-            const uint64_t *c = ex->stamps + ((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMP_STRIDE;
-            const uint64_t *d = ex->stamps + ((size_t)(s->first + s->n - 1) * (size_t)g + (size_t)w) * MT__FUSE_STAMP_STRIDE;
+            const uint64_t *c = ex->stamps + ((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMPS;
+            const uint64_t *d = ex->stamps + ((size_t)(s->first + s->n - 1) * (size_t)g + (size_t)w) * MT__FUSE_STAMPS;
             if (c[0] < first) first = c[0];
             if (d[2] > stop) stop = d[2];
         }
         double late = 0;
-        for (int w = 0; w < g; w++) late += (double)(ex->stamps[((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMP_STRIDE] - first);
+        for (int w = 0; w < g; w++) late += (double)(ex->stamps[((size_t)s->first * (size_t)g + (size_t)w) * MT__FUSE_STAMPS] - first);
         const uint64_t from = ex->queued[k] > end ? ex->queued[k] : end;
         if (first > from && (double)(first - from) * ms_per_tick > alone) p->start_ms += (double)(first - from) * ms_per_tick - alone;
         alone = 0;
@@ -894,7 +894,7 @@ void mt_executor_pass_time(const mt_executor *ex, mt_pass_time *out) {
  * from the host's wall clock since the build. */
 static mt_status ex_clock_times(mt_executor *ex, const double *ms, mt_layer_time *times, char *err, size_t errlen) {
     const int g = ex->clock_groups;
-    const size_t n = (size_t)MT__FUSE_STAMP_STRIDE * (size_t)g * (size_t)ex->nlaunches;
+    const size_t n = (size_t)MT__FUSE_STAMPS * (size_t)g * (size_t)ex->nlaunches;
     mt_status st = mt_dbuf_read(ex->dev, ex->clock, 0, ex->stamps, sizeof *ex->stamps * n);
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: reading the fused launches' clock failed: %s", mt_status_str(st));
     const double secs = now_s() - ex->tsc0_s, ticks = (double)(host_clock() - ex->tsc0);
@@ -911,7 +911,7 @@ static mt_status ex_clock_times(mt_executor *ex, const double *ms, mt_layer_time
             uint64_t work = 0;
             double wait = 0;
             for (int w = 0; w < g; w++) {
-                const uint64_t *c = ex->stamps + ((size_t)i * (size_t)g + (size_t)w) * MT__FUSE_STAMP_STRIDE;
+                const uint64_t *c = ex->stamps + ((size_t)i * (size_t)g + (size_t)w) * MT__FUSE_STAMPS;
                 if (c[0] == 0 || c[1] < c[0] || c[2] < c[1])
                     return mt__fail(err, errlen, MT_DEVICE, "layer '%s': the fused launch's clock stamps are out of order (%llu, %llu, %llu)",
                                     mt_network_layer(ex->net, ex->launches[i].layer)->name, (unsigned long long)c[0],

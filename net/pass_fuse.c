@@ -302,16 +302,16 @@ static void append_function(mt_strbuf *sb, mt_strbuf *seen, const mt__fuse_launc
  * wait ends (pass_fuse.h: a profile of the fused pass itself). */
 static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i) {
     const int64_t *g = l->grid, total = g[0] * g[1] * g[2];
-    const int base = l->counters * MT__FUSE_COUNTERS, done = base + MT__FUSE_RANGES * MT__FUSE_COUNTER_STRIDE;
+    const int base = l->counters * MT__FUSE_COUNTERS, done = base + MT__FUSE_RANGES;
     mt__sb_printf(sb, "    { /* launch %d */\n", i);
     mt__sb_printf(sb, "        const long per = (%lldL + mt__ranges - 1) / mt__ranges;\n        long ran = 0;\n", (long long)total);
     mt__sb_append(sb, "        for (long v = 0; v < mt__ranges; v++) {\n"
                       "            const long r = (mt__own + v) % mt__ranges, lo = r * per;\n");
     mt__sb_printf(sb, "            const long hi = min(lo + per, %lldL);\n", (long long)total);
     mt__sb_append(sb, "            for (;;) {\n");
-    mt__sb_printf(sb, "                const long left = (hi - lo) - *(volatile __global int *)&mt__sync[%d + r * %d];\n", base, MT__FUSE_COUNTER_STRIDE);
+    mt__sb_printf(sb, "                const long left = (hi - lo) - *(volatile __global int *)&mt__sync[%d + r];\n", base);
     mt__sb_append(sb, "                if (left <= 0) break;\n                const int chunk = (int)clamp(left / 4, 1L, 64L);\n");
-    mt__sb_printf(sb, "                const long t0 = lo + atomic_add(&mt__sync[%d + r * %d], chunk);\n", base, MT__FUSE_COUNTER_STRIDE);
+    mt__sb_printf(sb, "                const long t0 = lo + atomic_add(&mt__sync[%d + r], chunk);\n", base);
     mt__sb_append(sb, "                if (t0 >= hi) break;\n                const long t1 = min(t0 + chunk, hi);\n");
     mt__sb_printf(sb, "                for (long t = t0; t < t1; t++)\n                    mt__fn%d(", f);
     for (int a = 0; a < l->nargs; a++) mt__sb_printf(sb, "(__global void *)mt__b%d, ", l->arg[a]);
@@ -325,7 +325,7 @@ static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i)
     mt__sb_append(sb, "    mem_fence(CLK_GLOBAL_MEM_FENCE);\n");
     mt__sb_printf(sb, "    mt__go = MT__CLOCK();\n    mt__stamp(mt__clock + (%dL * get_num_groups(0) + get_group_id(0)) * %d, mt__begin, mt__done, mt__go);\n"
                       "    mt__begin = mt__go;\n",
-                  l->counters, MT__FUSE_STAMP_STRIDE);
+                  l->counters, MT__FUSE_STAMPS);
 }
 
 static int same_kernel(const mt__fuse_launch *a, const mt__fuse_launch *b) {
@@ -379,15 +379,10 @@ mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char
     for (int i = 0; i < n; i++) append_launch(&sb, &l[i], fn[i], i);
     /* Every work-group has passed the last wait, so none reads a counter
      * again: the last one out zeroes them for the next pass. */
-    const int exit_counter = l[0].counters * MT__FUSE_COUNTERS + (MT__FUSE_RANGES + 1) * MT__FUSE_COUNTER_STRIDE;
-    mt__sb_printf(&sb, "    if (atomic_add(&mt__sync[%dL], 1) == (int)get_num_groups(0) - 1) {\n", exit_counter);
-    /* Only the counters a pass touches: its ranges', the done counters and the exit count. */
-    for (int i = 0; i < n; i++) {
-        const int base = l[i].counters * MT__FUSE_COUNTERS;
-        mt__sb_printf(&sb, "        for (int z = 0; z < (int)mt__ranges; z++) mt__sync[%dL + z * %d] = 0;\n", base, MT__FUSE_COUNTER_STRIDE);
-        mt__sb_printf(&sb, "        mt__sync[%dL] = 0;\n", base + MT__FUSE_RANGES * MT__FUSE_COUNTER_STRIDE);
-    }
-    mt__sb_printf(&sb, "        mt__sync[%dL] = 0;\n", exit_counter);
+    mt__sb_printf(&sb, "    if (atomic_add(&mt__sync[%dL], 1) == (int)get_num_groups(0) - 1) {\n",
+                  l[0].counters * MT__FUSE_COUNTERS + MT__FUSE_RANGES + 1);
+    for (int i = 0; i < n; i++)
+        mt__sb_printf(&sb, "        for (int z = 0; z < %d; z++) mt__sync[%dL + z] = 0;\n", MT__FUSE_COUNTERS, l[i].counters * MT__FUSE_COUNTERS);
     mt__sb_append(&sb, "        mem_fence(CLK_GLOBAL_MEM_FENCE);\n    }\n}\n");
     free(fn);
     const int failed = sb.failed || seen.failed;

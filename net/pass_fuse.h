@@ -35,7 +35,7 @@ typedef struct mt__fuse_launch {
     const int *arg;     /* each one's index among the fused kernel's buffers */
     int64_t grid[3];    /* work-groups per axis */
     int64_t block[3];   /* work-items per work-group */
-    int counters;       /* its counters: sync[counters * MT__FUSE_COUNTERS] on, MT__FUSE_COUNTERS ints */
+    int counters;       /* its counters: sync[counters * MT__FUSE_COUNTERS] on, MT__FUSE_COUNTERS of them */
 } mt__fuse_launch;
 
 /* Ranges a launch's work-groups are cut into (one per work-group of the
@@ -43,14 +43,9 @@ typedef struct mt__fuse_launch {
  * one per range, its done counter, and (the first launch's) the count of
  * work-groups that have finished the fused launch. The last of them zeroes
  * every counter of the fused launch for the next pass, so counters start
- * at zero when allocated zeroed and after every pass that completes.
- * Each counter has a 64-byte cache line to itself (MT__FUSE_COUNTER_STRIDE
- * ints apart): the work-groups claim from their own ranges at the same
- * time, and counters sharing a line made every claim fetch it from the
- * other core. */
+ * at zero when allocated zeroed and after every pass that completes. */
 #define MT__FUSE_RANGES 64
-#define MT__FUSE_COUNTER_STRIDE 16
-#define MT__FUSE_COUNTERS ((MT__FUSE_RANGES + 2) * MT__FUSE_COUNTER_STRIDE)
+#define MT__FUSE_COUNTERS (MT__FUSE_RANGES + 2)
 
 /* Whether kernel `kernel` of src (NULL: its only one) can run inside a fused
  * launch with work-groups of block work-items: no barrier, atomic, fence or
@@ -66,16 +61,12 @@ int mt__fuse_can(const char *src, const char *kernel, const int64_t block[3]);
  * mt__fuse_can rejects; MT_NOMEM.
  *
  * The clock: work-group g of G writes, for launch l, MT__FUSE_STAMPS
- * time-stamp counter readings at clock[(l.counters * G + g) *
- * MT__FUSE_STAMP_STRIDE]: when it
+ * time-stamp counter readings at clock[(l.counters * G + g) * 3]: when it
  * started the launch, when it had run its share, and when its wait for
  * the others ended. Where OpenCL C cannot read the counter (not x86-64
  * under clang) the readings are 0. Every pass writes them (three counter
  * reads and stores per launch and work-group) and a profile reads them. */
 #define MT__FUSE_STAMPS 3
-/* ulongs between two work-groups' readings: a cache line each, so that
- * the work-groups do not store into one line at once. */
-#define MT__FUSE_STAMP_STRIDE 8
 mt_status mt__fuse_source(const mt__fuse_launch *l, int n, int nbufs, const char *name, char **out, int64_t *scratch_floats, char *err,
                           size_t errlen);
 

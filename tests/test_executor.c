@@ -264,7 +264,7 @@ static void test_fused_launch(void **state) {
     /* sync, scratch (4 floats per work-group), clock, out1, out2, out3, out4, n */
     mt_dbuf *b[8] = {NULL};
     int zeros[4 * MT__FUSE_COUNTERS] = {0}, n = 38;
-    uint64_t stamps[4 * 8 * MT__FUSE_STAMP_STRIDE];
+    uint64_t stamps[4 * 8 * MT__FUSE_STAMPS];
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof zeros, &b[0]), MT_OK);
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof(float) * 4 * 8, &b[1]), MT_OK);
     assert_int_equal(mt_dbuf_alloc(g_dev, sizeof stamps, &b[2]), MT_OK);
@@ -305,9 +305,9 @@ static void test_fused_launch(void **state) {
             assert_int_equal(mt_dbuf_read(g_dev, b[2], 0, stamps, sizeof stamps), MT_OK);
             for (int w = 0; w < (int)groups[k]; w++)
                 for (int i = 0; i < 4; i++) {
-                    const uint64_t *c = stamps + ((size_t)i * (size_t)groups[k] + (size_t)w) * MT__FUSE_STAMP_STRIDE;
+                    const uint64_t *c = stamps + ((size_t)i * (size_t)groups[k] + (size_t)w) * MT__FUSE_STAMPS;
 #if defined(__x86_64__)
-                    if (c[0] == 0 || c[1] < c[0] || c[2] < c[1] || (i > 0 && c[0] != c[-(ptrdiff_t)groups[k] * MT__FUSE_STAMP_STRIDE + 2]))
+                    if (c[0] == 0 || c[1] < c[0] || c[2] < c[1] || (i > 0 && c[0] != c[-(ptrdiff_t)groups[k] * MT__FUSE_STAMPS + 2]))
                         fail_msg("%lld work-groups, work-group %d, launch %d: stamps %llu %llu %llu out of order", (long long)groups[k], w, i,
                                  (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2]);
 #else
