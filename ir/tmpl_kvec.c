@@ -466,38 +466,6 @@ static mt_stmt *transpose_row(kvec_builder *b, mt_buffer *tb, int y) {
     return mt_stmt_list_seq(k, &list);
 }
 
-/* Whether the tile's channel-wise epilogue (the bias, and the activation
- * where no residual comes between them) is applied to the accumulators
- * before the transposition: a vector there holds vec channels of one pixel,
- * so the bias is one vector load and each operation one full-width
- * instruction per vector, where after it every channel's row of reg_x
- * columns takes one per 16-, 8-, 4- and 2-column piece (14 columns and 32
- * channels: 96 additions, maxima and minima against 28). Not where a
- * vector overhangs k: its bias would be read past the buffer. */
-static int kvec_epilogue_first(const kvec_builder *b) {
-    const mt__epilogue_bufs *e = &b->io.epi;
-    return e->epi && !b->k_over && (e->bias || (e->epi->act != MT_EPILOGUE_NONE && !e->residual));
-}
-
-/* Applies that part to row y's accumulators in place (see kvec_epilogue_first). */
-static mt_stmt *epilogue_on_accumulators(kvec_builder *b, int y) {
-    const mt__rt_plan *p = b->p;
-    mt_kernel *k = b->k;
-    const mt__epilogue_bufs *e = &b->io.epi;
-    const int act = e->residual ? MT_EPILOGUE_NONE : e->epi->act;
-    mt_stmt_list list = {0};
-    for (int x = 0; x < p->xr; x++)
-        for (int j = 0; j < p->kr; j++) {
-            mt_expr *at = KI(b, acc_at(p, y, x, j, 0));
-            mt_expr *v = mt_ir_load_vec(k, b->acc, at, p->vec);
-            if (e->bias) v = mt_ir_add(k, v, mt_ir_load_vec(k, e->bias, mt_ir_add(k, b->k0, KI(b, (int64_t)j * p->vec)), p->vec));
-            if (act != MT_EPILOGUE_NONE) v = mt_ir_bin(k, MT_OP_MAX, v, mt_ir_float(k, 0.0f));
-            if (act == MT_EPILOGUE_RELU6) v = mt_ir_bin(k, MT_OP_MIN, v, mt_ir_float(k, 6.0f));
-            mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->acc, at, v));
-        }
-    return mt_stmt_list_seq(k, &list);
-}
-
 /* Row y of the tile, channel by channel: one channel's reg_x outputs are
  * neighbours in NCHW, so they go out as vector stores (chunks of 16, 8, 4, 2
  * and 1 columns) given the epilogue as a vector (one bias, one residual
@@ -526,14 +494,6 @@ static mt_stmt *store_row_vectors(kvec_builder *b, int y, mt_expr *oy) {
     mt_buffer *tb = mt_ir_buffer(k, "tr", MT_SCOPE_PRIVATE, (int64_t)p->kr * p->vec * xrp);
     mt_expr *row = mt_ir_add(k, b->out_img, mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), b->x0));
     mt_stmt_list list = {0};
-    /* What is left of the epilogue after the transposition: all of it, or
-     * the residual and the activation after it. */
-    mt__epilogue_bufs after = b->io.epi;
-    if (kvec_epilogue_first(b)) {
-        mt_stmt_list_push(k, &list, epilogue_on_accumulators(b, y));
-        after.bias = NULL;
-        if (!after.residual) after.epi = NULL;
-    }
     mt_stmt_list_push(k, &list, transpose_row(b, tb, y));
     for (int j = 0; j < p->kr; j++) {
         for (int l = 0; l < p->vec; l++) {
@@ -547,7 +507,7 @@ static mt_stmt *store_row_vectors(kvec_builder *b, int y, mt_expr *oy) {
                 mt_expr *a = KI(b, chi * xrp + x);
                 mt_expr *v = n == 1 ? mt_ir_load(k, tb, a) : mt_ir_load_vec(k, tb, a, n);
                 mt_expr *idx = mt_ir_add(k, first, KI(b, x));
-                mt_expr *val = mt__epilogue_apply(k, &after, v, ch, idx, n);
+                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, v, ch, idx, n);
                 mt_stmt_list_push(k, &cols, n == 1 ? mt_ir_store(k, b->io.out, idx, val) : mt_ir_store_vec(k, b->io.out, idx, val));
             }
             mt_stmt *st = mt_stmt_list_seq(k, &cols);

@@ -61,24 +61,6 @@ static const char *const kvec_store_configs[] = {
 };
 #define NKVEC_STORE (int)(sizeof kvec_store_configs / sizeof kvec_store_configs[0])
 
-/* kvec's epilogue on the accumulators (bias, and the activation where no
- * residual comes between, applied before the transposition): channels a
- * multiple of every tile's, so no vector overhangs k. */
-#define KVEC_ACC_WL "n=1,c=8,h=9,w=14,k=32,r=3,s=3,pad=1"
-static const struct {
-    const char *config;
-    int first_variant;
-} kvec_acc_cases[] = {
-    /* 14 columns (chunks 8+4+2), 2 vectors of 16: all four epilogues */
-    {"thread_k=1,vec=16,reg_k=2,thread_y=2,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 0},
-    {"thread_k=1,vec=16,reg_k=2,thread_y=2,reg_y=1,thread_x=1,reg_x=14,unroll_rs=1,unroll_explicit=1", 2},
-    /* vectors of 8, 2 work-items along channels, 7 columns in 2 work-items */
-    {"thread_k=2,vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=2,reg_x=7,unroll_rs=0,unroll_explicit=0", 1},
-    /* one column: the transposition is the accumulators as they lie */
-    {"thread_k=1,vec=4,reg_k=4,thread_y=2,reg_y=1,thread_x=1,reg_x=1,unroll_rs=0,unroll_explicit=1", 3},
-};
-#define NKVEC_ACC (int)(sizeof kvec_acc_cases / sizeof kvec_acc_cases[0])
-
 /* kvec's edge tiles: each gets a copy of the reduction with its first
  * column constant (up to 4 per row), more share one copy that tests columns
  * at run time. */
@@ -239,8 +221,8 @@ static void test_gemm_chunk_grid(void **state) {
 int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_ACC + NKVEC_EDGE + NGEMM_CHUNK];
-    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_ACC + NKVEC_EDGE + NGEMM_CHUNK + 2];
+    static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK];
+    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK + 2];
     int n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_epilogue_arguments);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_gemm_chunk_grid);
@@ -260,13 +242,6 @@ int main(void) {
     for (int i = 0; i < NKVEC_STORE; i++) {
         cases[nc] = (fused_case){.workload = KVEC_STORE_WL, .t = mt_template_find("kvec"), .first_variant = i, .config = kvec_store_configs[i]};
         snprintf(cases[nc].name, sizeof cases[nc].name, "kvec stores %s %s", KVEC_STORE_WL, kvec_store_configs[i]);
-        tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
-        nc++;
-    }
-    for (int i = 0; i < NKVEC_ACC; i++) {
-        cases[nc] = (fused_case){.workload = KVEC_ACC_WL, .t = mt_template_find("kvec"), .first_variant = kvec_acc_cases[i].first_variant,
-                                 .config = kvec_acc_cases[i].config};
-        snprintf(cases[nc].name, sizeof cases[nc].name, "kvec epilogue first %s %s", KVEC_ACC_WL, kvec_acc_cases[i].config);
         tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
         nc++;
     }
