@@ -797,6 +797,15 @@ static int kernel_prefetches(const mt_template *t, const mt_workload *wl, const 
     return count_prefetches(t, wl, sp, cfg, epi, buf, 0);
 }
 
+/* Parses a case's workload and its config in t's space (free *sp). */
+static void parse_case(const mt_template *t, const char *wl_text, const char *config, mt_workload *wl, mt_space *sp, mt_config *cfg) {
+    assert_non_null(t);
+    assert_int_equal(mt_workload_parse(wl_text, wl, NULL, 0), MT_OK);
+    assert_int_equal(mt_template_space(t, wl, sp), MT_OK);
+    char err[256];
+    if (mt_config_parse(sp, config, cfg, err, sizeof err) != MT_OK) fail_msg("%s %s: %s", wl_text, config, err);
+}
+
 /* kvec prefetches the input rows of later channels on planes past 512
  * bytes (14x14 and larger; ir/tmpl_kvec.c, kvec_prefetches_input) and not
  * on smaller ones. */
@@ -944,14 +953,10 @@ static void test_weight_prefetch(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const mt_template *t = mt_template_find(cases[i].tmpl);
-        assert_non_null(t);
         mt_workload wl;
-        assert_int_equal(mt_workload_parse(cases[i].wl, &wl, NULL, 0), MT_OK);
         mt_space sp;
-        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
         mt_config cfg;
-        char err[256];
-        if (mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].config, err);
+        parse_case(t, cases[i].wl, cases[i].config, &wl, &sp, &cfg);
         int n = kernel_prefetches(t, &wl, &sp, &cfg, NULL, "weight");
         if (n != cases[i].want) fail_msg("%s %s %s: %d weight prefetches, want %d", cases[i].tmpl, cases[i].wl, cases[i].config, n, cases[i].want);
         mt_space_free(&sp);
@@ -983,15 +988,11 @@ static void test_next_weight_prefetch(void **state) {
         {"n=1,c=512,h=7,w=7,k=2048,r=1,s=1", "thread_k=1,vec=8,reg_k=3,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=0,unroll_explicit=0", 0, 0},
     };
     const mt_template *t = mt_template_find("kvec");
-    assert_non_null(t);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mt_workload wl;
-        assert_int_equal(mt_workload_parse(cases[i].wl, &wl, NULL, 0), MT_OK);
         mt_space sp;
-        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
         mt_config cfg;
-        char err[256];
-        if (mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err) != MT_OK) fail_msg("%s: %s", cases[i].config, err);
+        parse_case(t, cases[i].wl, cases[i].config, &wl, &sp, &cfg);
         int n = count_prefetches(t, &wl, &sp, &cfg, NULL, "weight", 1);
         if (n != cases[i].want) fail_msg("%s %s: %d next-group weight prefetches, want %d", cases[i].wl, cases[i].config, n, cases[i].want);
         char *text = kernel_text(t, &wl, &sp, &cfg, NULL);
