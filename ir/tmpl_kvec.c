@@ -313,7 +313,7 @@ static mt_stmt *prefetch_next_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
  * the networks 1.07x, 1.06x and 0.99x. In a first run (not kept) a bound
  * that took 7x7 planes too (196 bytes) made ResNet-50's 3x3 7x7 layers 3%
  * slower. */
-static int kvec_prefetches_input(const mt__rt_plan *p) { return (int64_t)p->h * p->w * 4 > 512 && p->c > 1; }
+static int kvec_prefetches_input(const mt__rt_plan *p) { return ((int64_t)p->h * p->w * 4 > 512 || (p->r == 1 && p->s == 1)) && p->c > 1; }
 
 static mt_stmt *reduction_loops(kvec_builder *b) {
     const mt__rt_plan *p = b->p;
