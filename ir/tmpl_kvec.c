@@ -21,12 +21,12 @@
  * vectors and then doing, pixel by pixel, one broadcast and reg_k FMAs; an
  * input row in the padding is skipped by one branch (row_taps), column
  * tests are made only by the tiles at the image's edges (reduction), and on
- * planes above 512 bytes each (c, r, tile row) prefetches the row it will read
- * 8 channels later (prefetch_row), and each (c, r) the weights it will read
- * 8 channels later (prefetch_weights) and, where the work-groups of a
- * channel group run one after another, a row of the next group's weights
- * into L2 (prefetch_next_weights). At the
- * end it stores its tile channel by channel: a vector's lanes are different channels, so
+ * planes above 512 bytes each and on 1x1 layers each (c, r, tile row)
+ * prefetches the row it will read 8 channels later (prefetch_row), and each
+ * (c, r) the weights it will read 8 channels later (prefetch_weights) and,
+ * where the work-groups of a channel group run one after another, a row of
+ * the next group's weights into L2 (prefetch_next_weights). At the end it
+ * stores its tile channel by channel: a vector's lanes are different channels, so
  * different planes of the NCHW output, but one channel's reg_x columns are
  * neighbours, so each row is transposed in registers (pixel vectors of
  * channels into channel vectors of pixels, by two-source shuffles) and goes
@@ -302,7 +302,8 @@ static mt_stmt *prefetch_next_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
 }
 
 /* Whether kvec prefetches its input rows: on planes above 512 bytes (14x14
- * and larger), a lower bound than gemm's mt__prefetch_planes. Inside a
+ * and larger), a lower bound than gemm's mt__prefetch_planes, and on 1x1
+ * layers whatever their planes. Inside a
  * network a layer's input was written by the layer before and sits in L2
  * or L3, one row segment per channel h*w floats apart. With the bound at
  * 512 instead of 2048 bytes, tuned configs in turns inside the networks (4
@@ -312,7 +313,11 @@ static mt_stmt *prefetch_next_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
  * 1x1 layers at 14x14 1.08-1.32x, ResNet-18's 14x14 3x3 layers 1.00-1.01x;
  * the networks 1.07x, 1.06x and 0.99x. In a first run (not kept) a bound
  * that took 7x7 planes too (196 bytes) made ResNet-50's 3x3 7x7 layers 3%
- * slower. */
+ * slower. On 7x7 1x1 layers alone, with the refined databases in turns
+ * (bench/net_ab/results/net_ab_input_prefetch_1x1_7x7_*.md), MobileNetV2's
+ * ran 1.03-1.07x as fast (its other layers 0.97-1.02x) and ResNet-50's
+ * 2048 -> 512 ones 1.03-1.05x against a drift of 0.95-0.98x on the
+ * others. */
 static int kvec_prefetches_input(const mt__rt_plan *p) { return ((int64_t)p->h * p->w * 4 > 512 || (p->r == 1 && p->s == 1)) && p->c > 1; }
 
 static mt_stmt *reduction_loops(kvec_builder *b) {

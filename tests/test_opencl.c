@@ -807,8 +807,9 @@ static void parse_case(const mt_template *t, const char *wl_text, const char *co
 }
 
 /* kvec prefetches the input rows of later channels on planes past 512
- * bytes (14x14 and larger; ir/tmpl_kvec.c, kvec_prefetches_input) and not
- * on smaller ones. */
+ * bytes (14x14 and larger) and on 1x1 layers whatever their planes
+ * (ir/tmpl_kvec.c, kvec_prefetches_input), and not on smaller planes of
+ * larger kernels. */
 static void test_template_prefetch(void **state) {
     (void)state;
     static const struct {
@@ -818,8 +819,10 @@ static void test_template_prefetch(void **state) {
         {"n=1,c=256,h=56,w=56,k=64,r=1,s=1", 1},
         {"n=1,c=64,h=28,w=28,k=64,r=3,s=3,stride=2,pad=1", 1},
         {"n=1,c=256,h=14,w=14,k=64,r=1,s=1", 1},
-        {"n=1,c=256,h=11,w=11,k=64,r=1,s=1", 0}, /* 484 bytes a plane */
+        {"n=1,c=256,h=11,w=11,k=64,r=3,s=3,pad=1", 0}, /* 484 bytes a plane */
+        {"n=1,c=256,h=11,w=11,k=64,r=1,s=1", 1},
         {"n=1,c=512,h=7,w=7,k=64,r=3,s=3,pad=1", 0},
+        {"n=1,c=960,h=7,w=7,k=160,r=1,s=1", 1},
         {"n=1,c=1,h=56,w=56,k=64,r=1,s=1", 0}, /* one channel: nothing ahead */
     };
     const mt_template *t = mt_template_find("kvec");
