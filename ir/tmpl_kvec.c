@@ -269,17 +269,17 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
  * channels, all c, r, s) past which the next group's are not brought into
  * L2 ahead: the two groups' weights share a core's L2 (2 MiB on the Xeon
  * this was measured on) with the input rows and the output. Inside
- * ResNet-50 with its tuned configs, the layers with 128-256 KiB groups ran
- * 1.02-1.08x as fast, those with 295 and 512 KiB groups 0.97-1.01x
+ * ResNet-50 with its tuned configs, the layers with groups of 32-256 KiB
+ * ran 1.01-1.08x as fast, those with 295 and 512 KiB groups 0.97-1.04x
  * (bench/net_ab/results/net_ab_next_weights_resnet50.md). */
 #define MT__KVEC_NEXT_WEIGHTS_MAX_BYTES (256 * 1024)
 
 /* Whether the work-groups bring the next channel group's weights into L2.
  * When pixel blocks run first (kvec_pixels_first), the work-groups of one
  * channel group run one after another on a core and share its weights: the
- * first of them streams them from L3 or memory, 4 vectors of 16 channels
- * every 28 FMAs on ResNet-50's 7x7 layers, more than the hardware
- * prefetcher keeps up with, and the others find them in L2. Instead, the
+ * first of them streams them from L3 or memory and the others find them in
+ * L2 (alone, ResNet-50's 7x7 1x1 layers ran at 77-79% of the FMA peak and
+ * at 87-89% with their weights in cache: bench/kernel_anatomy). Instead, the
  * first nb work-groups of a group (nb: its 16-channel blocks) each fetch
  * one block of the next group's weights into L2 (prefetcht1), a kernel row
  * per (c, r), while they compute; the next group then starts with its
