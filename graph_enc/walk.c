@@ -239,8 +239,26 @@ static int tag_slot(mt__gwalk *w) {
     return w->ntags++;
 }
 
+/* Whether s holds prefetches and nothing else (under guards or in
+ * sequences): hints without results, which the graph leaves out like a bare
+ * prefetch, so that a guard around them (kvec's prefetch of the next
+ * channel group's weights) adds no node. */
+static int hint_only(const mt_stmt *s) {
+    if (!s) return 1;
+    switch (s->kind) {
+    case MT_STMT_PREFETCH: return 1;
+    case MT_STMT_IF: return hint_only(s->body) && hint_only(s->else_body);
+    case MT_STMT_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            if (!hint_only(s->items[i])) return 0;
+        return 1;
+    default: return 0;
+    }
+}
+
 static void pre(mt__gwalk *w, const mt_stmt *s, tagacc *acc) {
     if (!s || w->failed) return;
+    if (s->kind == MT_STMT_IF && hint_only(s)) return;
     switch (s->kind) {
     case MT_STMT_SEQ:
         /* Each item has a slot too: the main walk gives it a context. */
@@ -701,6 +719,7 @@ static void walk_store(mt__gwalk *w, const mt_stmt *s, uint64_t ctx) {
 static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
     if (!s || w->failed) return;
     if (w->kin) w->kin->stmts += 1;
+    if (s->kind == MT_STMT_IF && hint_only(s)) return; /* as in pre: no tag record, no node */
     switch (s->kind) {
     case MT_STMT_SEQ:
         /* An item whose tag differs from the enclosing group's opens a
