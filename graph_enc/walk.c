@@ -239,14 +239,16 @@ static int tag_slot(mt__gwalk *w) {
     return w->ntags++;
 }
 
-/* Whether s holds prefetches and nothing else (under guards or in
- * sequences): hints without results, which the graph leaves out like a bare
- * prefetch, so that a guard around them (kvec's prefetch of the next
- * channel group's weights) adds no node. */
+/* Whether s holds prefetches into the outer caches and nothing else (under
+ * guards or in sequences): hints for later work, without results, which
+ * the graph leaves out like a bare prefetch, so that a guard around them
+ * (kvec's prefetch of the next channel group's weights) adds no node.
+ * Only those into the outer caches: the graphs of kernels without them stay
+ * what the shipped models were trained on. */
 static int hint_only(const mt_stmt *s) {
     if (!s) return 1;
     switch (s->kind) {
-    case MT_STMT_PREFETCH: return 1;
+    case MT_STMT_PREFETCH: return s->outer;
     case MT_STMT_IF: return hint_only(s->body) && hint_only(s->else_body);
     case MT_STMT_SEQ:
         for (int i = 0; i < s->nitems; i++)
