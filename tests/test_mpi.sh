@@ -28,7 +28,10 @@ for v in ASAN_OPTIONS LSAN_OPTIONS MTGPU_CACHE_DIR POCL_DEVICES; do [ -n "${!v:-
 mpi() { timeout 600 mpirun --oversubscribe "${fwd[@]}" "$@"; }
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-q() { sqlite3 "$1" "$2" 2>/dev/null; }
+# A query waits up to 5 s for a lock: rank 0 may still be closing the
+# database (a WAL checkpoint) when mpirun has returned, and a query that
+# failed busy read as an empty answer ("damaged").
+q() { sqlite3 -cmd ".timeout 5000" "$1" "$2" 2>/dev/null; }
 
 wl="n=1,c=16,h=14,w=14,k=16,r=3,s=3,pad=1"
 args=(tune "$wl" --templates gemm --cost-model random --early-stop 0 --seed 5)
