@@ -239,28 +239,39 @@ static int tag_slot(mt__gwalk *w) {
     return w->ntags++;
 }
 
-/* Whether s holds prefetches into the outer caches and nothing else (under
- * guards or in sequences): hints for later work, without results, which
- * the graph leaves out like a bare prefetch, so that a guard around them
- * (kvec's prefetch of the next channel group's weights) adds no node.
- * Only those into the outer caches: the graphs of kernels without them stay
- * what the shipped models were trained on. */
-static int hint_only(const mt_stmt *s) {
-    if (!s) return 1;
+/* The prefetches into the outer caches that s holds, or -1 when it holds
+ * anything else (under guards or in sequences). */
+static int outer_hints(const mt_stmt *s) {
+    if (!s) return 0;
     switch (s->kind) {
-    case MT_STMT_PREFETCH: return s->outer;
-    case MT_STMT_IF: return hint_only(s->body) && hint_only(s->else_body);
-    case MT_STMT_SEQ:
-        for (int i = 0; i < s->nitems; i++)
-            if (!hint_only(s->items[i])) return 0;
-        return 1;
-    default: return 0;
+    case MT_STMT_PREFETCH: return s->outer ? 1 : -1;
+    case MT_STMT_IF: {
+        const int a = outer_hints(s->body), b = outer_hints(s->else_body);
+        return a < 0 || b < 0 ? -1 : a + b;
+    }
+    case MT_STMT_SEQ: {
+        int n = 0;
+        for (int i = 0; i < s->nitems; i++) {
+            const int m = outer_hints(s->items[i]);
+            if (m < 0) return -1;
+            n += m;
+        }
+        return n;
+    }
+    default: return -1;
     }
 }
 
+/* Whether s is a guard holding prefetches into the outer caches and
+ * nothing else: hints for later work, without results, which the graph
+ * leaves out like a bare prefetch, so that the guard (kvec's prefetch of
+ * the next channel group's weights) adds no node. Only those: the graphs of
+ * kernels without them stay what the shipped models were trained on. */
+static int hint_only(const mt_stmt *s) { return s->kind == MT_STMT_IF && outer_hints(s) > 0; }
+
 static void pre(mt__gwalk *w, const mt_stmt *s, tagacc *acc) {
     if (!s || w->failed) return;
-    if (s->kind == MT_STMT_IF && hint_only(s)) return;
+    if (hint_only(s)) return;
     switch (s->kind) {
     case MT_STMT_SEQ:
         /* Each item has a slot too: the main walk gives it a context. */
@@ -721,7 +732,7 @@ static void walk_store(mt__gwalk *w, const mt_stmt *s, uint64_t ctx) {
 static void walk(mt__gwalk *w, const mt_stmt *s, uint64_t ctx, uint64_t last) {
     if (!s || w->failed) return;
     if (w->kin) w->kin->stmts += 1;
-    if (s->kind == MT_STMT_IF && hint_only(s)) return; /* as in pre: no tag record, no node */
+    if (hint_only(s)) return; /* as in pre: no tag record, no node */
     switch (s->kind) {
     case MT_STMT_SEQ:
         /* An item whose tag differs from the enclosing group's opens a
