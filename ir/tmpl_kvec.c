@@ -265,6 +265,9 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
     return mt_stmt_list_seq(k, &list);
 }
 
+/* Work-groups that share one channel group's weights: its pixel blocks. */
+static int64_t kvec_group_work_groups(const mt__rt_plan *p) { return (int64_t)p->n * p->yo * p->xo; }
+
 /* Bytes of one channel group's weights (a work-group's kt * kr * vec
  * channels, all c, r, s) past which the next group's are not brought into
  * L2 ahead: the two groups' weights share a core's L2 (2 MiB on the Xeon
@@ -274,7 +277,8 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
  * (bench/net_ab/results/net_ab_next_weights_resnet50.md). */
 #define MT__KVEC_NEXT_WEIGHTS_MAX_BYTES (256 * 1024)
 
-/* Whether the work-groups bring the next channel group's weights into L2.
+/* The 16-channel blocks of a channel group whose work-groups bring the
+ * next group's weights into L2, or 0 where they do not.
  * When pixel blocks run first (kvec_pixels_first), the work-groups of one
  * channel group run one after another on a core and share its weights: the
  * first of them streams them from L3 or memory and the others find them in
@@ -286,13 +290,14 @@ static mt_stmt *prefetch_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
  * weights in L2. Needs as many work-groups per group as blocks, blocks
  * whole (kt * kr * vec a multiple of 16), more than one group, and a
  * group's weights within MT__KVEC_NEXT_WEIGHTS_MAX_BYTES. */
-static int kvec_prefetches_next_weights(const mt__rt_plan *p) {
-    const int64_t span = (int64_t)p->kt * p->kr * p->vec, per_group = (int64_t)p->n * p->yo * p->xo;
+static int64_t kvec_next_weight_blocks(const mt__rt_plan *p) {
+    const int64_t span = (int64_t)p->kt * p->kr * p->vec;
     if (!kvec_pixels_first(p) || span % 16 || p->ko < 2 || p->c <= MT__PREFETCH_CHANNELS) return 0;
-    return per_group >= span / 16 && (int64_t)p->c * p->r * p->s * span * 4 <= MT__KVEC_NEXT_WEIGHTS_MAX_BYTES;
+    const int fits = kvec_group_work_groups(p) >= span / 16 && (int64_t)p->c * p->r * p->s * span * 4 <= MT__KVEC_NEXT_WEIGHTS_MAX_BYTES;
+    return fits ? span / 16 : 0;
 }
 
-/* The next group's block for this work-group at (c, r) (see kvec_prefetches_next_weights). */
+/* The next group's block for this work-group at (c, r) (see kvec_next_weight_blocks). */
 static mt_stmt *prefetch_next_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
@@ -581,14 +586,14 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
         snprintf(name, sizeof name, "wb%d", j);
         b->wbase[j] = mt__let_bind(k, &l, name, mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, first, KI(b, 16)), KI(b, block_stride)), mt_ir_mod(k, first, KI(b, 16))));
     }
-    if (kvec_prefetches_next_weights(p)) {
+    const int64_t blocks = kvec_next_weight_blocks(p);
+    if (blocks > 0) {
         /* Pixel blocks first: work-group axis 0 is bz (images x row blocks),
          * then bx; the work-group's place among its group's is bz + bx * n * yo. */
-        const int64_t blocks = (int64_t)p->kt * p->kr * vec / 16, per_group = (int64_t)p->n * p->yo * p->xo;
         mt_expr *place = mt__let_bind(k, &l, "wg_place", mt_ir_add(k, ln.bz, mt_ir_mul(k, ln.bx, KI(b, (int64_t)p->n * p->yo))));
         mt_expr *block = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, ln.bk, KI(b, 1)), KI(b, blocks)), place);
         b->next_w = mt__let_bind(k, &l, "wnext", mt_ir_mul(k, block, KI(b, block_stride)));
-        if (per_group > blocks) b->next_if = mt_ir_lt(k, place, KI(b, blocks));
+        if (kvec_group_work_groups(p) > blocks) b->next_if = mt_ir_lt(k, place, KI(b, blocks));
     }
 
     mt_stmt *init = mt__zero_fill(k, b->acc, nacc, vec);

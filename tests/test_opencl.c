@@ -970,7 +970,7 @@ static void test_weight_prefetch(void **state) {
  * kernel row (s lines) per (c, r), where pixel blocks run first and a
  * group's work-groups are at least its 16-channel blocks, there is a next
  * group, and a group's weights are at most 256 KiB (ir/tmpl_kvec.c,
- * kvec_prefetches_next_weights); those work-groups past the blocks skip it. */
+ * kvec_next_weight_blocks); those work-groups past the blocks skip it. */
 static void test_next_weight_prefetch(void **state) {
     (void)state;
     static const struct {
