@@ -38,6 +38,8 @@ struct mt_dbuf {
     const mt_device *dev;
     void *h;
     size_t size;
+    mt_dbuf *root;      /* the allocation a view was cut from (NULL: this is one) */
+    size_t root_offset; /* a view's first byte in root */
 };
 
 /* Most arguments mt_program_run accepts; OpenCL guarantees at least 128. */
@@ -374,6 +376,8 @@ mt_status mt_dbuf_view(mt_dbuf *parent, size_t offset, size_t bytes, mt_dbuf **o
     b->be = parent->be;
     b->dev = parent->dev;
     b->size = bytes;
+    b->root = parent->root ? parent->root : parent;
+    b->root_offset = parent->root_offset + offset;
     mt_status st = parent->be->view(parent->dev->h, parent->h, offset, bytes, &b->h);
     if (st != MT_OK) {
         free(b);
@@ -390,6 +394,11 @@ void mt_dbuf_free(mt_dbuf *b) {
 }
 
 size_t mt_dbuf_size(const mt_dbuf *b) { return b ? b->size : 0; }
+
+mt_dbuf *mt__dbuf_root(mt_dbuf *b, size_t *offset) {
+    if (offset) *offset = b && b->root ? b->root_offset : 0;
+    return b && b->root ? b->root : b;
+}
 
 /* The checks every launch passes before it reaches the backend; fills
  * handles[0..nargs) with the backends' buffers. */

@@ -58,6 +58,12 @@ mt_status mt_program_launch_timed(mt_device *dev, mt_program *p, mt_dbuf **args,
  * MT_UNSUPPORTED, with the reason in err, where the backend or device cannot
  * (a GPU, a CPU without clflush). */
 mt_status mt_dbuf_evict(mt_device *dev, mt_dbuf *b, char *err, size_t errlen);
+
+/* The allocation that b was cut from by mt_dbuf_view (b itself when b is
+ * not a view), with b's first byte in it in *offset: a fused launch passes
+ * that one allocation and offsets into it rather than each view. Valid
+ * while the allocation lives. */
+mt_dbuf *mt__dbuf_root(mt_dbuf *b, size_t *offset);
 /* 1 when devices of this description can evict buffers (an OpenCL CPU
  * device on an x86 host), so that cold measurements are cold there. */
 int mt_device_info_can_evict(const mt_device_info *info);

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "mtgpu/device.h"
 #include "mtgpu/net.h"
 #include "mtgpu/status.h"
 #include "mtgpu/weights.h"
@@ -47,5 +48,37 @@ mt_status mt__weights_need(const mt_weights *w, const char *prefix, const char *
  * batch norm scale is 1 and shift the bias (or 0). scale and shift hold k
  * doubles. */
 mt_status mt__conv_affine(const mt_layer *l, const mt_weights *w, double *scale, double *shift, char *err, size_t errlen);
+
+/* Constant data of a pass's launches (the convolutions' weights and biases,
+ * the op kernels' parameter blocks), gathered while the executor builds its
+ * layers and uploaded at the end as one allocation whose views the launches
+ * take (net/const_pack.c). A fused launch then passes that allocation once
+ * with offsets into it, rather than a buffer per piece: on PoCL 3.1 a launch
+ * with 110 buffer arguments cost 25 us more to queue and complete than one
+ * with 4 (PoCL tracks every argument's memory object), and a fused launch
+ * takes at most 110 buffers, so MobileNetV2's 55 kernels went as two. */
+typedef struct mt__const_piece {
+    int launch, arg;      /* the launch argument the piece becomes */
+    int kind;             /* the caller's: what the piece counts toward */
+    size_t offset, bytes; /* in the pack; offsets are multiples of MT_DBUF_VIEW_ALIGN */
+} mt__const_piece;
+
+typedef struct mt__const_pack {
+    unsigned char *data;
+    size_t bytes, cap;
+    mt__const_piece *piece;
+    int n, cap_pieces;
+} mt__const_pack;
+
+/* Appends bytes of data (copied) as argument `arg` of launch `launch`. MT_NOMEM. */
+mt_status mt__const_pack_add(mt__const_pack *cp, const void *data, size_t bytes, int launch, int arg, int kind);
+/* The pieces on dev: bufs[i] holds piece i. Where the backend has views and
+ * the pack fits one allocation, *arena is that allocation and every bufs[i]
+ * a view of it; else *arena is NULL and each piece has its own allocation.
+ * Each piece's share of the device memory goes to share[i] (its bytes and,
+ * in the arena, the padding after it). On failure nothing stays allocated. */
+mt_status mt__const_pack_upload(const mt__const_pack *cp, mt_device *dev, mt_dbuf **arena, mt_dbuf **bufs, size_t *share, char *err,
+                                size_t errlen);
+void mt__const_pack_free(mt__const_pack *cp);
 
 #endif

@@ -91,6 +91,7 @@ struct mt_executor {
     uint64_t host[3];       /* the latest profiled fused pass: before the upload, after it, after the wait */
     mt_pass_time pass;      /* the latest pass's, from those and the stamps */
     int *zeros;             /* MT__FUSE_COUNTERS per launch */
+    mt__const_pack consts;  /* while building: the launches' constant data (executor-impl.h) */
     float *input;
     int64_t input_count;
     mt_executor_stats stats;
@@ -137,6 +138,7 @@ void mt_executor_free(mt_executor *ex) {
         for (int i = 0; i < ex->nlayers; i++) free(ex->choice[i].config);
     free(ex->choice);
     free(ex->input);
+    mt__const_pack_free(&ex->consts);
     free(ex);
 }
 
@@ -204,9 +206,41 @@ static mt_status ex_activations(mt_executor *ex, const mt_network *net, char *er
     return MT_OK;
 }
 
-/* A parameter block for an op kernel (counted as workspace). */
-static mt_status ex_params(mt_executor *ex, const int32_t *p, int n, mt_dbuf **out, char *err, size_t errlen) {
-    return ex_alloc(ex, sizeof(int32_t) * (size_t)n, p, out, &ex->stats.workspace_bytes, err, errlen);
+/* What a constant piece counts toward. */
+enum { EX_CONST_WEIGHTS, EX_CONST_WORKSPACE };
+
+/* Constant data for argument `arg` of the launch pushed next, placed on the
+ * device with the others once every layer is built (ex_place_consts). */
+static mt_status ex_const(mt_executor *ex, const void *data, size_t bytes, int arg, int kind, char *err, size_t errlen) {
+    mt_status st = mt__const_pack_add(&ex->consts, data, bytes, ex->nlaunches, arg, kind);
+    return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: out of memory for %zu bytes of weights", bytes);
+}
+
+/* The constant data on the device: one allocation where it can be, its
+ * pieces the launches' arguments. */
+static mt_status ex_place_consts(mt_executor *ex, char *err, size_t errlen) {
+    const mt__const_pack *cp = &ex->consts;
+    if (cp->n == 0) return MT_OK;
+    mt_dbuf **bufs = calloc((size_t)cp->n, sizeof *bufs);
+    size_t *share = calloc((size_t)cp->n, sizeof *share);
+    mt_dbuf *arena = NULL;
+    mt_status st = bufs && share ? MT_OK : mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    for (int i = 0; st == MT_OK && i <= cp->n; i++) /* room for the arena and every piece */
+        if (grow((void **)&ex->owned, ex->nowned + i, &ex->capowned, sizeof *ex->owned)) st = mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    if (st == MT_OK) st = mt__const_pack_upload(cp, ex->dev, &arena, bufs, share, err, errlen);
+    if (st == MT_OK) {
+        if (arena) ex->owned[ex->nowned++] = arena;
+        for (int i = 0; i < cp->n; i++) {
+            const mt__const_piece *p = &cp->piece[i];
+            ex->owned[ex->nowned++] = bufs[i];
+            ex->launches[p->launch].args[p->arg] = bufs[i];
+            *(p->kind == EX_CONST_WEIGHTS ? &ex->stats.weight_bytes : &ex->stats.workspace_bytes) += (int64_t)share[i];
+        }
+    }
+    free(bufs);
+    free(share);
+    mt__const_pack_free(&ex->consts);
+    return st;
 }
 
 /* The program of key, or NULL. */
@@ -253,7 +287,7 @@ static mt_status ex_op(mt_executor *ex, int layer, const char *kernel, const int
                        int64_t groups, char *err, size_t errlen) {
     ex_launch l = {.layer = layer, .nargs = 1 + nbufs, .grid = {groups, 1, 1}, .block = {MT_OP_GROUP, 1, 1}, .kernel = kernel};
     mt_status st = ex_op_prog(ex, kernel, &l.prog, err, errlen);
-    if (st == MT_OK) st = ex_params(ex, p, np, &l.args[0], err, errlen);
+    if (st == MT_OK) st = ex_const(ex, p, sizeof(int32_t) * (size_t)np, 0, EX_CONST_WORKSPACE, err, errlen);
     if (st != MT_OK) return st;
     for (int i = 0; i < nbufs; i++) l.args[1 + i] = bufs[i];
     l.fusable = ex->fuse && mt__fuse_can(mt__op_kernels_source(), kernel, l.block);
@@ -447,17 +481,15 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
             goto done;
         }
     }
-    mt_dbuf *dw = NULL;
-    if ((st = ex_alloc(ex, sizeof(float) * (size_t)nwl, wl_packed ? wl_packed : wf, &dw, &ex->stats.weight_bytes, err, errlen)) != MT_OK)
-        goto done;
+    /* The weights (argument 1) and bias (3) are placed with the others' at the end. */
+    if ((st = ex_const(ex, wl_packed ? wl_packed : wf, sizeof(float) * (size_t)nwl, 1, EX_CONST_WEIGHTS, err, errlen)) != MT_OK) goto done;
     int na = 0;
     launch.args[na++] = conv_in;
-    launch.args[na++] = dw;
+    launch.args[na++] = NULL;
     launch.args[na++] = ex->slots[ex->plan.slot[i]];
     if (epi.bias) {
-        mt_dbuf *db_bias = NULL;
-        if ((st = ex_alloc(ex, sizeof(float) * (size_t)wl->k, bf, &db_bias, &ex->stats.weight_bytes, err, errlen)) != MT_OK) goto done;
-        launch.args[na++] = db_bias;
+        if ((st = ex_const(ex, bf, sizeof(float) * (size_t)wl->k, na, EX_CONST_WEIGHTS, err, errlen)) != MT_OK) goto done;
+        launch.args[na++] = NULL;
     }
     if (epi.residual == MT_RESIDUAL_BUFFER) launch.args[na++] = ex->slots[ex->plan.slot[l->conv.residual]];
     st = ex_push(ex, &launch, err, errlen);
@@ -566,17 +598,19 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
 
 /* What building net takes, checked before anything is allocated: the
  * parameters on the device (and on the host when the executor makes random
- * ones), the activation arena, the input and one layer's weights converted
- * at a time. A network too large for the device or the host (a huge batch
+ * ones), the activation arena, the input, one layer's weights converted at
+ * a time and the convolutions' converted weights gathered on the host until
+ * they are uploaded together (ex_place_consts). A network too large for the device or the host (a huge batch
  * or image size) is refused with the figures (MT_RANGE). */
 static mt_status ex_check_memory(mt_device *dev, const mt_network *net, int own_weights, char *err, size_t errlen) {
-    uint64_t params = 0, largest = 0;
+    uint64_t params = 0, largest = 0, staged = 0;
     for (int i = 0; i < mt_network_num_layers(net); i++) {
         const mt_layer *l = mt_network_layer(net, i);
         uint64_t t = 0, extra = 0;
         if (l->kind == MT_LAYER_CONV2D) {
             t = (uint64_t)mt_workload_weight_elems(&l->conv.wl);
             extra = (uint64_t)l->conv.wl.k * ((l->conv.bias ? 1 : 0) + (l->conv.batch_norm ? 4 : 0));
+            staged += t + (uint64_t)l->conv.wl.k;
         } else if (l->kind == MT_LAYER_DENSE) {
             t = (uint64_t)l->dense.in_features * (uint64_t)l->dense.out_features;
             extra = l->dense.bias ? (uint64_t)l->dense.out_features : 0;
@@ -591,7 +625,7 @@ static mt_status ex_check_memory(mt_device *dev, const mt_network *net, int own_
     mt__act_plan_free(&plan);
     const uint64_t f = sizeof(float);
     uint64_t input = (uint64_t)mt__shape_elems(mt_network_layer(net, 0)->out);
-    mt_mem_need need = {.host_bytes = f * ((own_weights ? params : 0) + 2 * largest + input),
+    mt_mem_need need = {.host_bytes = f * ((own_weights ? params : 0) + staged + 2 * largest + input),
                         .device_bytes = f * (params + (uint64_t)max_dense_input(net)) + arena};
     need.largest_buffer = arena > f * largest ? arena : f * largest;
     char what[160];
@@ -605,25 +639,28 @@ static mt_status ex_check_memory(mt_device *dev, const mt_network *net, int own_
 
 #define EX_FUSE_MAX_LAUNCHES 64
 
-/* Index of b among bufs[0..n), or -1. */
-static int fuse_buffer_index(mt_dbuf *const *bufs, int n, const mt_dbuf *b) {
+/* Index of b's allocation (a view's is the one it was cut from) among
+ * bufs[0..n), or -1: a fused launch takes allocations and offsets. */
+static int fuse_buffer_index(mt_dbuf *const *bufs, int n, mt_dbuf *b) {
+    const mt_dbuf *root = mt__dbuf_root(b, NULL);
     for (int i = 0; i < n; i++)
-        if (bufs[i] == b) return i;
+        if (bufs[i] == root) return i;
     return -1;
 }
 
-/* Adds launch l's buffers to bufs[0..*n) when they all fit in
- * EX_FUSE_MAX_BUFS: 1, else 0 (bufs unchanged). */
+/* Adds the allocations of launch l's buffers to bufs[0..*n) when they all
+ * fit in EX_FUSE_MAX_BUFS: 1, else 0 (bufs unchanged). */
 static int fuse_take_buffers(mt_dbuf **bufs, int *n, const ex_launch *l) {
     int add = 0;
     for (int a = 0; a < l->nargs; a++) {
+        const mt_dbuf *root = mt__dbuf_root(l->args[a], NULL);
         int seen = fuse_buffer_index(bufs, *n, l->args[a]) >= 0;
-        for (int b = 0; b < a && !seen; b++) seen = l->args[b] == l->args[a];
+        for (int b = 0; b < a && !seen; b++) seen = mt__dbuf_root(l->args[b], NULL) == root;
         add += !seen;
     }
     if (*n + add > EX_FUSE_MAX_BUFS) return 0;
     for (int a = 0; a < l->nargs; a++)
-        if (fuse_buffer_index(bufs, *n, l->args[a]) < 0) bufs[(*n)++] = l->args[a];
+        if (fuse_buffer_index(bufs, *n, l->args[a]) < 0) bufs[(*n)++] = mt__dbuf_root(l->args[a], NULL);
     return 1;
 }
 
@@ -631,14 +668,20 @@ static int fuse_take_buffers(mt_dbuf **bufs, int *n, const ex_launch *l) {
 static mt_status fuse_step(mt_executor *ex, ex_step *s, char *err, size_t errlen) {
     mt__fuse_launch fl[EX_FUSE_MAX_LAUNCHES];
     int argidx[EX_FUSE_MAX_LAUNCHES][EX_MAX_ARGS];
+    int64_t argoff[EX_FUSE_MAX_LAUNCHES][EX_MAX_ARGS];
     mt_dbuf *bufs[EX_FUSE_MAX_BUFS];
     int nbufs = 0;
     for (int j = 0; j < s->n; j++) {
         const ex_launch *l = &ex->launches[s->first + j];
         fuse_take_buffers(bufs, &nbufs, l); /* fits: ex_fuse checked */
-        for (int a = 0; a < l->nargs; a++) argidx[j][a] = fuse_buffer_index(bufs, nbufs, l->args[a]);
+        for (int a = 0; a < l->nargs; a++) {
+            size_t off = 0;
+            mt__dbuf_root(l->args[a], &off);
+            argidx[j][a] = fuse_buffer_index(bufs, nbufs, l->args[a]);
+            argoff[j][a] = (int64_t)(off / sizeof(float)); /* views start MT_DBUF_VIEW_ALIGN apart */
+        }
         fl[j] = (mt__fuse_launch){.src = l->src ? l->src : mt__op_kernels_source(), .kernel = l->kernel, .nargs = l->nargs,
-                                  .arg = argidx[j], .counters = s->first + j};
+                                  .arg = argidx[j], .arg_offset = argoff[j], .counters = s->first + j};
         memcpy(fl[j].grid, l->grid, sizeof l->grid);
         memcpy(fl[j].block, l->block, sizeof l->block);
     }
@@ -774,6 +817,8 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
         }
     }
     mt_weights_free(own);
+    own = NULL;
+    if ((st = ex_place_consts(ex, err, errlen)) != MT_OK) goto fail;
     ex->stats.launches = ex->stats.launches_fused = ex->nlaunches;
     if (ex->fuse && (st = ex_fuse(ex, err, errlen)) != MT_OK) {
         mt_executor_free(ex);

@@ -314,7 +314,11 @@ static void append_launch(mt_strbuf *sb, const mt__fuse_launch *l, int f, int i)
     mt__sb_printf(sb, "                const long t0 = lo + atomic_add(&mt__sync[%d + r], chunk);\n", base);
     mt__sb_append(sb, "                if (t0 >= hi) break;\n                const long t1 = min(t0 + chunk, hi);\n");
     mt__sb_printf(sb, "                for (long t = t0; t < t1; t++)\n                    mt__fn%d(", f);
-    for (int a = 0; a < l->nargs; a++) mt__sb_printf(sb, "(__global void *)mt__b%d, ", l->arg[a]);
+    for (int a = 0; a < l->nargs; a++) {
+        const long long off = l->arg_offset ? (long long)l->arg_offset[a] : 0;
+        if (off) mt__sb_printf(sb, "(__global void *)(mt__b%d + %lldL), ", l->arg[a], off);
+        else mt__sb_printf(sb, "(__global void *)mt__b%d, ", l->arg[a]);
+    }
     mt__sb_printf(sb, "t %% %lldL, (t / %lldL) %% %lldL, t / %lldL, mt__scratch);\n", (long long)g[0], (long long)g[0], (long long)g[1],
                   (long long)(g[0] * g[1]));
     mt__sb_append(sb, "                ran += t1 - t0;\n            }\n        }\n");

@@ -33,6 +33,8 @@ typedef struct mt__fuse_launch {
     const char *kernel; /* the kernel's name; NULL: the source's only __kernel */
     int nargs;          /* its buffer parameters, in order */
     const int *arg;     /* each one's index among the fused kernel's buffers */
+    const int64_t *arg_offset; /* and its first float in that buffer (NULL: all 0): views of one
+                                  allocation go as that allocation and offsets */
     int64_t grid[3];    /* work-groups per axis */
     int64_t block[3];   /* work-items per work-group */
     int counters;       /* its counters: sync[counters * MT__FUSE_COUNTERS] on, MT__FUSE_COUNTERS of them */
