@@ -278,7 +278,6 @@ static const mt_backend_i cuda_backend = {
     /* .finish    = */ NULL,
     /* .view      = */ NULL, /* the executor is OpenCL-only for now */
     /* .evict     = */ NULL,
-    /* .write_queued = */ NULL,
 };
 
 const mt_backend_i *mt__backend_cuda(char *err, size_t errlen) {

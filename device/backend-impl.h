@@ -40,10 +40,6 @@ typedef struct mt_backend_i {
      * launch reads it from memory; MT_UNSUPPORTED where the device cannot.
      * NULL: MT_UNSUPPORTED. */
     /* .evict      = */ mt_status (*evict)(void *dev, void *buf, char *err, size_t errlen);
-    /* Optional: a write queued behind the launches queued before it and
-     * ahead of those queued after it, without waiting (src stays as it is
-     * until the next finish). NULL: the dispatcher writes at once (write). */
-    /* .write_queued = */ mt_status (*write_queued)(void *dev, void *buf, size_t offset, const void *src, size_t bytes);
 } mt_backend_i;
 
 /* Returns the OpenCL backend table, or NULL when built without OpenCL. */

@@ -344,12 +344,6 @@ mt_status mt_dbuf_write(mt_device *dev, mt_dbuf *b, size_t offset, const void *s
     return dev->be->write(dev->h, b->h, offset, src, bytes);
 }
 
-mt_status mt__dbuf_write_queued(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes) {
-    if (!dbuf_ok(dev, b, offset, bytes) || (bytes > 0 && !src)) return MT_INVALID_ARG;
-    if (bytes == 0) return MT_OK;
-    return dev->be->write_queued ? dev->be->write_queued(dev->h, b->h, offset, src, bytes) : dev->be->write(dev->h, b->h, offset, src, bytes);
-}
-
 mt_status mt_dbuf_read(mt_device *dev, mt_dbuf *b, size_t offset, void *dst, size_t bytes) {
     if (!dbuf_ok(dev, b, offset, bytes) || (bytes > 0 && !dst)) return MT_INVALID_ARG;
     if (bytes == 0) return MT_OK;

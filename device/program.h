@@ -64,11 +64,6 @@ mt_status mt_dbuf_evict(mt_device *dev, mt_dbuf *b, char *err, size_t errlen);
  * that one allocation and offsets into it rather than each view. Valid
  * while the allocation lives. */
 mt_dbuf *mt__dbuf_root(mt_dbuf *b, size_t *offset);
-
-/* As mt_dbuf_write, queued behind the launches queued before it without
- * waiting: src must stay as it is until the next mt_device_finish, which
- * reports a failure. Backends that cannot queue write at once. */
-mt_status mt__dbuf_write_queued(mt_device *dev, mt_dbuf *b, size_t offset, const void *src, size_t bytes);
 /* 1 when devices of this description can evict buffers (an OpenCL CPU
  * device on an x86 host), so that cold measurements are cold there. */
 int mt_device_info_can_evict(const mt_device_info *info);

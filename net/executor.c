@@ -119,7 +119,6 @@ static uint64_t host_clock(void) {
 
 void mt_executor_free(mt_executor *ex) {
     if (!ex) return;
-    if (ex->dev) mt_device_finish(ex->dev, NULL, 0); /* nothing queued may still read ex->input */
     for (int i = 0; i < ex->nprogs; i++) {
         mt_program_free(ex->progs[i].prog);
         free(ex->progs[i].key);
@@ -977,10 +976,8 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     if (!ex) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: NULL argument");
     if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
     ex->pass.valid = 0;
-    /* Queued, not waited for: the pass's launches follow it in the queue,
-     * and every path below waits for the queue before it returns. */
     ex->host[0] = host_clock();
-    mt_status st = mt__dbuf_write_queued(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
+    mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
     ex->host[1] = host_clock();
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];
@@ -988,10 +985,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     if (times && ex->stats.profile_in_pass) {
         /* Profiled as it runs: the fused pass reads the clock anyway. */
         double *ms = calloc((size_t)ex->nlaunches, sizeof *ms);
-        if (!ms) {
-            mt_device_finish(ex->dev, NULL, 0); /* the upload reads ex->input */
-            return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");
-        }
+        if (!ms) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");
         st = ex_run_steps(ex, ms, err, errlen);
         ex->host[2] = host_clock();
         if (st == MT_OK) st = ex_clock_times(ex, ms, times, err, errlen);
@@ -1018,10 +1012,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
      * profiled passes' wall time (0.95-0.96 waiting for each kernel; four
      * runs of each, 2026-12-02). */
     double *ms = calloc((size_t)(ex->nlaunches > 0 ? ex->nlaunches : 1), sizeof *ms);
-    if (!ms) {
-        mt_device_finish(ex->dev, NULL, 0); /* the upload reads ex->input */
-        return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");
-    }
+    if (!ms) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory for the launch times");
     for (int i = 0; i < ex->nlaunches && st == MT_OK; i++) {
         ex_launch *l = &ex->launches[i];
         st = mt_program_launch_timed(ex->dev, l->prog, l->args, l->nargs, l->grid, l->block, &ms[i], lerr, sizeof lerr);

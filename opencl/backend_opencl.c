@@ -673,19 +673,6 @@ static mt_status cl_write(void *devp, void *bufp, size_t offset, const void *src
     return e == CL_SUCCESS ? MT_OK : cl_mem_status(e, MT_DEVICE);
 }
 
-/* On PoCL's CPU device a blocking write is a round trip through a worker
- * thread: the worker asleep since the last pass wakes to copy, and the host
- * waits to be woken in turn before it queues the first launch. Queued, the
- * copy and the launches after it go as one stream of commands. */
-static mt_status cl_write_queued(void *devp, void *bufp, size_t offset, const void *src, size_t bytes) {
-    cl_dev *d = devp;
-    cl_buf *b = bufp;
-    if (!d || !b || (bytes > 0 && !src) || out_of_bounds(b, offset, bytes)) return MT_INVALID_ARG;
-    if (bytes == 0) return MT_OK;
-    cl_int e = clEnqueueWriteBuffer(d->queue, b->mem, CL_FALSE, offset, bytes, src, 0, NULL, NULL);
-    return e == CL_SUCCESS ? MT_OK : cl_mem_status(e, MT_DEVICE);
-}
-
 static mt_status cl_read(void *devp, void *bufp, size_t offset, void *dst, size_t bytes) {
     cl_dev *d = devp;
     cl_buf *b = bufp;
@@ -921,7 +908,6 @@ static const mt_backend_i cl_backend = {
     /* .finish    = */ cl_finish,
     /* .view      = */ cl_view,
     /* .evict     = */ cl_evict,
-    /* .write_queued = */ cl_write_queued,
 };
 
 const mt_backend_i *mt__backend_opencl(void) { return &cl_backend; }
