@@ -600,8 +600,9 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
  * parameters on the device (and on the host when the executor makes random
  * ones), the activation arena, the input, one layer's weights converted at
  * a time and the convolutions' converted weights gathered on the host until
- * they are uploaded together (ex_place_consts). A network too large for the device or the host (a huge batch
- * or image size) is refused with the figures (MT_RANGE). */
+ * they are uploaded together (ex_place_consts). A network too large for the
+ * device or the host (a huge batch or image size) is refused with the
+ * figures (MT_RANGE). */
 static mt_status ex_check_memory(mt_device *dev, const mt_network *net, int own_weights, char *err, size_t errlen) {
     uint64_t params = 0, largest = 0, staged = 0;
     for (int i = 0; i < mt_network_num_layers(net); i++) {
