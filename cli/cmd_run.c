@@ -201,7 +201,7 @@ static int build_network(const run_request *rq, run_state *rs) {
         if (s->launches_fused < s->launches)
             printf(" (fused into %d%s)", s->launches_fused,
                    !rq->profile ? "" : s->profile_in_pass ? "; profiled from its threads' clocks" : "; profiled passes run them unfused");
-        printf("\n");
+        printf("%s\n", s->input_in_place ? "; the input read where it was set (no upload per pass)" : "");
         fflush(stdout);
     }
     return MT_EXIT_OK;
@@ -366,6 +366,7 @@ static int print_run_json(const run_request *rq, const run_state *rs) {
                   rq->repeat, rq->warmup, rs->med_ms, rs->min_ms, mt_network_conv_flops(rs->net) / (rs->med_ms * 1e6), s->build_s, s->nconvs,
                   s->convs_from_db, s->conv_programs, s->launches, rq->profile && !s->profile_in_pass ? s->launches : s->launches_fused, (long long)s->weight_bytes, (long long)s->activation_bytes,
                   (long long)s->workspace_bytes, (long long)s->device_bytes, (long long)s->largest_live_bytes, (long long)s->two_largest_bytes);
+    mt__sb_printf(&sb, ", \"input_in_place\": %s", s->input_in_place ? "true" : "false");
     if (rq->reference) mt__sb_printf(&sb, ", \"reference_ms\": %.6g, \"max_rel_err\": %.3g", rs->ref_ms, rs->max_err);
     if (rq->profile) json_profile(&sb, rs);
     mt__sb_append(&sb, "}");

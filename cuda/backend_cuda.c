@@ -278,6 +278,7 @@ static const mt_backend_i cuda_backend = {
     /* .finish    = */ NULL,
     /* .view      = */ NULL, /* the executor is OpenCL-only for now */
     /* .evict     = */ NULL,
+    /* .alloc_host = */ NULL,
 };
 
 const mt_backend_i *mt__backend_cuda(char *err, size_t errlen) {

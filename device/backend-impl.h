@@ -40,6 +40,10 @@ typedef struct mt_backend_i {
      * launch reads it from memory; MT_UNSUPPORTED where the device cannot.
      * NULL: MT_UNSUPPORTED. */
     /* .evict      = */ mt_status (*evict)(void *dev, void *buf, char *err, size_t errlen);
+    /* Optional: a buffer of `bytes` whose storage is host memory the caller
+     * owns (aligned to MT_DBUF_VIEW_ALIGN, outliving the buffer), used in
+     * place where the device can (a CPU device). NULL: MT_UNSUPPORTED. */
+    /* .alloc_host = */ mt_status (*alloc_host)(void *dev, void *host, size_t bytes, void **buf);
 } mt_backend_i;
 
 /* Returns the OpenCL backend table, or NULL when built without OpenCL. */

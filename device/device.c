@@ -365,6 +365,25 @@ mt_status mt_dbuf_evict(mt_device *dev, mt_dbuf *b, char *err, size_t errlen) {
     return dev->be->evict(dev->h, b->h, err, errlen);
 }
 
+mt_status mt__dbuf_alloc_host(mt_device *dev, void *host, size_t bytes, mt_dbuf **out) {
+    if (!out) return MT_INVALID_ARG;
+    *out = NULL;
+    if (!dev || !host || bytes == 0 || (uintptr_t)host % MT_DBUF_VIEW_ALIGN != 0) return MT_INVALID_ARG;
+    if (!dev->be->alloc_host) return MT_UNSUPPORTED;
+    mt_dbuf *b = calloc(1, sizeof *b);
+    if (!b) return MT_NOMEM;
+    b->be = dev->be;
+    b->dev = dev;
+    b->size = bytes;
+    mt_status st = dev->be->alloc_host(dev->h, host, bytes, &b->h);
+    if (st != MT_OK) {
+        free(b);
+        return st;
+    }
+    *out = b;
+    return MT_OK;
+}
+
 mt_status mt_dbuf_view(mt_dbuf *parent, size_t offset, size_t bytes, mt_dbuf **out) {
     if (!out) return MT_INVALID_ARG;
     *out = NULL;

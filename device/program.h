@@ -64,6 +64,12 @@ mt_status mt_dbuf_evict(mt_device *dev, mt_dbuf *b, char *err, size_t errlen);
  * that one allocation and offsets into it rather than each view. Valid
  * while the allocation lives. */
 mt_dbuf *mt__dbuf_root(mt_dbuf *b, size_t *offset);
+
+/* A buffer of `bytes` whose storage is the caller's host memory (aligned to
+ * MT_DBUF_VIEW_ALIGN; it must outlive the buffer and change only through
+ * mt_dbuf_write), which a CPU device uses in place. MT_UNSUPPORTED where
+ * the backend has none (the caller then allocates and uploads). */
+mt_status mt__dbuf_alloc_host(mt_device *dev, void *host, size_t bytes, mt_dbuf **out);
 /* 1 when devices of this description can evict buffers (an OpenCL CPU
  * device on an x86 host), so that cold measurements are cold there. */
 int mt_device_info_can_evict(const mt_device_info *info);

@@ -92,8 +92,10 @@ struct mt_executor {
     mt_pass_time pass;      /* the latest pass's, from those and the stamps */
     int *zeros;             /* MT__FUSE_COUNTERS per launch */
     mt__const_pack consts;  /* while building: the launches' constant data (executor-impl.h) */
-    float *input;
+    float *input;           /* aligned to MT_DBUF_VIEW_ALIGN: the storage of input_buf where there is one */
     int64_t input_count;
+    mt_dbuf *input_buf;     /* the input's slot, using ex->input in place (ex_input_in_place); NULL: every
+                               pass uploads ex->input into the slot */
     mt_executor_stats stats;
 };
 
@@ -203,6 +205,30 @@ static mt_status ex_activations(mt_executor *ex, const mt_network *net, char *er
         ex->slots = NULL;
         mt__act_plan_free(&ex->plan);
     }
+    return MT_OK;
+}
+
+/* On a CPU device the input's slot becomes ex->input itself, used in place
+ * (mt__dbuf_alloc_host): mt_executor_set_input writes it once and the passes
+ * read it without an upload of their own, as oneDNN's passes read their
+ * input memory. A blocking upload at the start of every pass had cost
+ * MobileNetV2 a round trip through a sleeping PoCL worker (the pass 1.03x
+ * as fast without it, docs/executor.md). Only where no other tensor lives
+ * in the input's slot (packed plans: flattens of the input alias it, and an
+ * in-place residual never writes over it); else every pass uploads. */
+static mt_status ex_input_in_place(mt_executor *ex, char *err, size_t errlen) {
+    if (!mt_device_get_info(ex->dev)->is_cpu || !ex->plan.slot_offset) return MT_OK;
+    const int s0 = ex->plan.slot[0];
+    for (int i = 1; i < ex->nlayers; i++)
+        if (ex->plan.slot[i] == s0 && mt_network_layer(ex->net, i)->kind != MT_LAYER_FLATTEN) return MT_OK;
+    if (grow((void **)&ex->owned, ex->nowned, &ex->capowned, sizeof *ex->owned)) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
+    mt_dbuf *b = NULL;
+    mt_status st = mt__dbuf_alloc_host(ex->dev, ex->input, sizeof(float) * (size_t)ex->input_count, &b);
+    if (st == MT_UNSUPPORTED) return MT_OK;
+    if (st != MT_OK) return mt__fail(err, errlen, st, "executor: cannot place the input on the device: %s", mt_status_str(st));
+    ex->owned[ex->nowned++] = b;
+    ex->input_buf = ex->slots[s0] = b;
+    ex->stats.input_in_place = 1;
     return MT_OK;
 }
 
@@ -798,13 +824,15 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
     }
     ex->choice = calloc((size_t)ex->nlayers, sizeof *ex->choice);
     ex->input_count = mt__shape_elems(mt_network_layer(net, 0)->out);
-    ex->input = malloc(sizeof(float) * (size_t)ex->input_count);
+    const size_t input_bytes = sizeof(float) * (size_t)ex->input_count;
+    ex->input = aligned_alloc(MT_DBUF_VIEW_ALIGN, (input_bytes + MT_DBUF_VIEW_ALIGN - 1) / MT_DBUF_VIEW_ALIGN * MT_DBUF_VIEW_ALIGN);
     if (!ex->choice || !ex->input) {
         st = mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
         goto fail;
     }
     mt_fill_random(ex->input, ex->input_count, p.seed);
     if ((st = ex_activations(ex, net, err, errlen)) != MT_OK) goto fail;
+    if ((st = ex_input_in_place(ex, err, errlen)) != MT_OK) goto fail;
     for (int i = 0; i < ex->nlayers; i++) {
         const mt_layer *l = mt_network_layer(net, i);
         if (l->kind == MT_LAYER_CONV2D) ex->stats.nconvs++;
@@ -844,8 +872,13 @@ mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t coun
     if (count != ex->input_count)
         return mt__fail(err, errlen, MT_RANGE, "executor: input has %lld elements, the network takes %lld", (long long)count,
                         (long long)ex->input_count);
-    memcpy(ex->input, data, sizeof(float) * (size_t)count);
-    return MT_OK;
+    if (!ex->input_buf) {
+        memcpy(ex->input, data, sizeof(float) * (size_t)count);
+        return MT_OK;
+    }
+    /* ex->input is the device's copy: written through the device. */
+    mt_status st = mt_dbuf_write(ex->dev, ex->input_buf, 0, data, sizeof(float) * (size_t)count);
+    return st == MT_OK ? MT_OK : mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
 }
 
 /* Queues the steps of a fused pass and waits for them. The fused launches
@@ -978,7 +1011,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
     if (times) memset(times, 0, sizeof *times * (size_t)ex->nlayers);
     ex->pass.valid = 0;
     ex->host[0] = host_clock();
-    mt_status st = mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
+    mt_status st = ex->input_buf ? MT_OK : mt_dbuf_write(ex->dev, ex->slots[ex->plan.slot[0]], 0, ex->input, sizeof(float) * (size_t)ex->input_count);
     ex->host[1] = host_clock();
     if (st != MT_OK) return mt__fail(err, errlen, st, "executor: input upload failed: %s", mt_status_str(st));
     char lerr[1024];

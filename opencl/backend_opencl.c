@@ -662,6 +662,26 @@ static mt_status cl_alloc(void *devp, size_t bytes, void **bufp) {
     return MT_OK;
 }
 
+/* CL_MEM_USE_HOST_PTR: PoCL's CPU device runs kernels on the host memory
+ * itself when it is aligned (MT_DBUF_VIEW_ALIGN is), without a copy. */
+static mt_status cl_alloc_host(void *devp, void *host, size_t bytes, void **bufp) {
+    cl_dev *d = devp;
+    if (!d || !host || !bufp || bytes == 0) return MT_INVALID_ARG;
+    *bufp = NULL;
+    if ((uint64_t)bytes > d->info.max_alloc_bytes) return MT_INVALID_ARG;
+    cl_buf *b = calloc(1, sizeof *b);
+    if (!b) return MT_NOMEM;
+    cl_int e;
+    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, &e);
+    if (!b->mem || e != CL_SUCCESS) {
+        free(b);
+        return e == CL_INVALID_BUFFER_SIZE ? MT_INVALID_ARG : cl_mem_status(e, MT_DEVICE);
+    }
+    b->size = bytes;
+    *bufp = b;
+    return MT_OK;
+}
+
 static int out_of_bounds(const cl_buf *b, size_t offset, size_t bytes) { return offset > b->size || bytes > b->size - offset; }
 
 static mt_status cl_write(void *devp, void *bufp, size_t offset, const void *src, size_t bytes) {
@@ -908,6 +928,7 @@ static const mt_backend_i cl_backend = {
     /* .finish    = */ cl_finish,
     /* .view      = */ cl_view,
     /* .evict     = */ cl_evict,
+    /* .alloc_host = */ cl_alloc_host,
 };
 
 const mt_backend_i *mt__backend_opencl(void) { return &cl_backend; }

@@ -320,6 +320,53 @@ static void test_fused_launch(void **state) {
     mt_program_free(p);
 }
 
+/* The input is written when it is set and read by every pass after: a new
+ * input changes the output, the old one set again gives the old output bit
+ * for bit, and passes in between change nothing (on a CPU device the input
+ * is used in place, not uploaded by each pass). */
+static void test_input_between_passes(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char err[4096];
+    mt_network *net = NULL;
+    assert_int_equal(mt_network_create("mobilenet_v2", 1, 64, &net, err, sizeof err), MT_OK);
+    mt_executor *ex = NULL;
+    mt_executor_params p = mt_executor_default_params();
+    mt_status st = mt_executor_build(g_dev, net, &p, &ex, err, sizeof err);
+    if (st != MT_OK) print_message("build failed: %s\n", err);
+    assert_int_equal(st, MT_OK);
+    mt_shape is = mt_network_layer(net, 0)->out, os = mt_executor_output_shape(ex);
+    const int64_t nin = (int64_t)is.n * is.c * is.h * is.w, nout = (int64_t)os.n * os.c * os.h * os.w;
+    float *a = malloc(sizeof(float) * (size_t)nin), *b = malloc(sizeof(float) * (size_t)nin);
+    float *ya = malloc(sizeof(float) * (size_t)nout), *yb = malloc(sizeof(float) * (size_t)nout), *y = malloc(sizeof(float) * (size_t)nout);
+    assert_true(a && b && ya && yb && y);
+    mt_fill_random(a, nin, 11);
+    mt_fill_random(b, nin, 12);
+    mt_executor_stats stats;
+    mt_executor_get_stats(ex, &stats);
+    if (mt_device_get_info(g_dev)->is_cpu) assert_int_equal(stats.input_in_place, 1);
+    assert_int_equal(mt_executor_set_input(ex, a, nin, err, sizeof err), MT_OK);
+    assert_int_equal(mt_executor_run(ex, NULL, err, sizeof err), MT_OK);
+    assert_int_equal(mt_executor_output(ex, ya, nout, err, sizeof err), MT_OK);
+    assert_int_equal(mt_executor_set_input(ex, b, nin, err, sizeof err), MT_OK);
+    for (int pass = 0; pass < 2; pass++) assert_int_equal(mt_executor_run(ex, NULL, err, sizeof err), MT_OK);
+    assert_int_equal(mt_executor_output(ex, yb, nout, err, sizeof err), MT_OK);
+    assert_true(memcmp(ya, yb, sizeof(float) * (size_t)nout) != 0);
+    assert_int_equal(mt_executor_set_input(ex, a, nin, err, sizeof err), MT_OK);
+    for (int pass = 0; pass < 3; pass++) {
+        assert_int_equal(mt_executor_run(ex, NULL, err, sizeof err), MT_OK);
+        assert_int_equal(mt_executor_output(ex, y, nout, err, sizeof err), MT_OK);
+        assert_memory_equal(y, ya, sizeof(float) * (size_t)nout);
+    }
+    free(a);
+    free(b);
+    free(ya);
+    free(yb);
+    free(y);
+    mt_executor_free(ex);
+    mt_network_free(net);
+}
+
 /* Launches given views of one allocation take that allocation and offsets
  * into it (mt__fuse_launch.arg_offset): the fused shift reads and writes
  * where its views lie, and nothing before, between or after them. */
@@ -1627,7 +1674,7 @@ int main(void) {
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records),
         cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine_paired_ratios), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_strided_pointwise), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
-        cmocka_unit_test(test_fuse_can), cmocka_unit_test(test_fused_launch), cmocka_unit_test(test_fused_offsets), cmocka_unit_test(test_const_pack),
+        cmocka_unit_test(test_fuse_can), cmocka_unit_test(test_fused_launch), cmocka_unit_test(test_fused_offsets), cmocka_unit_test(test_input_between_passes), cmocka_unit_test(test_const_pack),
         cmocka_unit_test(test_fused_network),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),
     };

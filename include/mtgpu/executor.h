@@ -7,7 +7,9 @@
  * fastest usable record, else the default), builds every distinct kernel once (through the binary cache),
  * folds batch norm into the convolution weights and biases on the host,
  * uploads the weights and allocates every device buffer. A forward pass then
- * only uploads the input and launches kernels; it allocates nothing.
+ * only uploads the input (not even that on a CPU device, which reads it
+ * where mt_executor_set_input wrote it) and launches kernels; it allocates
+ * nothing.
  *
  * Activations share memory: a layer's output lives from the layer to its
  * last consumer. Where the backend has buffer views, every tensor is a view
@@ -62,6 +64,8 @@ typedef struct mt_executor_stats {
     int launches_fused;        /* launches per pass after fusion (launches when nothing is fused) */
     int profile_in_pass;       /* profiled passes run fused, timed by their threads' clock readings
                                   (0: each kernel timed as its own launch) */
+    int input_in_place;        /* the device reads the input where mt_executor_set_input wrote it
+                                  (a CPU device): passes do not upload it (0: each pass does) */
     double build_s;            /* wall time of mt_executor_build */
     int64_t weight_bytes;      /* device bytes of weights and biases (batch norm folded) */
     int64_t activation_bytes;  /* device bytes of the shared activation buffers */
@@ -86,10 +90,11 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
                             size_t errlen);
 void mt_executor_free(mt_executor *ex);
 
-/* Sets the input batch (NCHW, count = n*c*h*w of layer 0); kept on the host
- * and uploaded at the start of every forward pass. Until it is first set the
- * input is mt_fill_random(.., seed) of the executor's seed. MT_RANGE for a
- * wrong count. */
+/* Sets the input batch (NCHW, count = n*c*h*w of layer 0): on a CPU device
+ * written where the kernels read it (stats.input_in_place), elsewhere kept on
+ * the host and uploaded at the start of every forward pass. Until it is
+ * first set the input is mt_fill_random(.., seed) of the executor's seed.
+ * MT_RANGE for a wrong count. */
 mt_status mt_executor_set_input(mt_executor *ex, const float *data, int64_t count, char *err, size_t errlen);
 
 /* Device time of one layer's kernels in one pass. */
@@ -101,7 +106,8 @@ typedef struct mt_layer_time {
                          the others before the next layer (0 otherwise) */
 } mt_layer_time;
 
-/* One forward pass: uploads the input and runs every layer, queued and
+/* One forward pass: uploads the input (unless the device reads it in place)
+ * and runs every layer, queued and
  * waited for once. With times (mt_network_num_layers entries) each layer's
  * time goes to its entry (a profile). A fused pass (mt_executor_params.fuse,
  * stats.profile_in_pass) is profiled as it runs, from time-stamp counter
