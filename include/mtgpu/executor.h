@@ -121,7 +121,7 @@ mt_status mt_executor_run(mt_executor *ex, mt_layer_time *times, char *err, size
  * host's reading of the same time-stamp counter its threads read. */
 typedef struct mt_pass_time {
     int valid;        /* 1: the latest mt_executor_run was a profiled fused pass */
-    double upload_ms; /* the input's upload, until the write returned */
+    double upload_ms; /* the input's upload, until the write returned (0 where the input is read in place) */
     double queue_ms;  /* queueing the launches up to the first fused one, after the upload
                          (the later ones are queued while the device works) */
     double start_ms;  /* from each fused launch's queueing (or the end of the one before,
