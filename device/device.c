@@ -316,22 +316,27 @@ double mt_program_build_seconds(const mt_program *p) { return p ? p->build_secon
 
 int mt_program_from_cache(const mt_program *p) { return p ? p->from_cache : 0; }
 
-mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out) {
-    if (!out) return MT_INVALID_ARG;
-    *out = NULL;
-    if (!dev || bytes == 0) return MT_INVALID_ARG;
+/* Wraps the backend's buffer from alloc (host NULL) or alloc_host. */
+static mt_status dbuf_new(mt_device *dev, void *host, size_t bytes, mt_dbuf **out) {
     mt_dbuf *b = calloc(1, sizeof *b);
     if (!b) return MT_NOMEM;
     b->be = dev->be;
     b->dev = dev;
     b->size = bytes;
-    mt_status st = dev->be->alloc(dev->h, bytes, &b->h);
+    mt_status st = host ? dev->be->alloc_host(dev->h, host, bytes, &b->h) : dev->be->alloc(dev->h, bytes, &b->h);
     if (st != MT_OK) {
         free(b);
         return st;
     }
     *out = b;
     return MT_OK;
+}
+
+mt_status mt_dbuf_alloc(mt_device *dev, size_t bytes, mt_dbuf **out) {
+    if (!out) return MT_INVALID_ARG;
+    *out = NULL;
+    if (!dev || bytes == 0) return MT_INVALID_ARG;
+    return dbuf_new(dev, NULL, bytes, out);
 }
 
 static int dbuf_ok(const mt_device *dev, const mt_dbuf *b, size_t offset, size_t bytes) {
@@ -370,18 +375,7 @@ mt_status mt__dbuf_alloc_host(mt_device *dev, void *host, size_t bytes, mt_dbuf 
     *out = NULL;
     if (!dev || !host || bytes == 0 || (uintptr_t)host % MT_DBUF_VIEW_ALIGN != 0) return MT_INVALID_ARG;
     if (!dev->be->alloc_host) return MT_UNSUPPORTED;
-    mt_dbuf *b = calloc(1, sizeof *b);
-    if (!b) return MT_NOMEM;
-    b->be = dev->be;
-    b->dev = dev;
-    b->size = bytes;
-    mt_status st = dev->be->alloc_host(dev->h, host, bytes, &b->h);
-    if (st != MT_OK) {
-        free(b);
-        return st;
-    }
-    *out = b;
-    return MT_OK;
+    return dbuf_new(dev, host, bytes, out);
 }
 
 mt_status mt_dbuf_view(mt_dbuf *parent, size_t offset, size_t bytes, mt_dbuf **out) {

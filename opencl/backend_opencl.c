@@ -644,15 +644,17 @@ static mt_status cl_build(void *devp, const char *src, const char *kernel_name, 
 
 /* --------------------------------------------------------------- buffers */
 
-static mt_status cl_alloc(void *devp, size_t bytes, void **bufp) {
-    cl_dev *d = devp;
+/* A buffer of bytes: the device's own memory (host NULL), or with
+ * CL_MEM_USE_HOST_PTR the caller's host memory, which PoCL's CPU device
+ * runs kernels on in place when it is aligned (MT_DBUF_VIEW_ALIGN is). */
+static mt_status cl_alloc_on(cl_dev *d, void *host, size_t bytes, void **bufp) {
     if (!d || !bufp || bytes == 0) return MT_INVALID_ARG;
     *bufp = NULL;
     if ((uint64_t)bytes > d->info.max_alloc_bytes) return MT_INVALID_ARG;
     cl_buf *b = calloc(1, sizeof *b);
     if (!b) return MT_NOMEM;
     cl_int e;
-    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
+    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | (host ? CL_MEM_USE_HOST_PTR : 0), bytes, host, &e);
     if (!b->mem || e != CL_SUCCESS) {
         free(b);
         return e == CL_INVALID_BUFFER_SIZE ? MT_INVALID_ARG : cl_mem_status(e, MT_DEVICE);
@@ -662,24 +664,10 @@ static mt_status cl_alloc(void *devp, size_t bytes, void **bufp) {
     return MT_OK;
 }
 
-/* CL_MEM_USE_HOST_PTR: PoCL's CPU device runs kernels on the host memory
- * itself when it is aligned (MT_DBUF_VIEW_ALIGN is), without a copy. */
+static mt_status cl_alloc(void *devp, size_t bytes, void **bufp) { return cl_alloc_on(devp, NULL, bytes, bufp); }
+
 static mt_status cl_alloc_host(void *devp, void *host, size_t bytes, void **bufp) {
-    cl_dev *d = devp;
-    if (!d || !host || !bufp || bytes == 0) return MT_INVALID_ARG;
-    *bufp = NULL;
-    if ((uint64_t)bytes > d->info.max_alloc_bytes) return MT_INVALID_ARG;
-    cl_buf *b = calloc(1, sizeof *b);
-    if (!b) return MT_NOMEM;
-    cl_int e;
-    b->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, &e);
-    if (!b->mem || e != CL_SUCCESS) {
-        free(b);
-        return e == CL_INVALID_BUFFER_SIZE ? MT_INVALID_ARG : cl_mem_status(e, MT_DEVICE);
-    }
-    b->size = bytes;
-    *bufp = b;
-    return MT_OK;
+    return host ? cl_alloc_on(devp, host, bytes, bufp) : MT_INVALID_ARG;
 }
 
 static int out_of_bounds(const cl_buf *b, size_t offset, size_t bytes) { return offset > b->size || bytes > b->size - offset; }
