@@ -166,11 +166,12 @@ static const cpu_pref cpu_prefs[] = {
     {"wino", "split_k", {1}}, {"wino", "unroll", {0}}, {"wino", "blk_y", {1}}, {"wino", "blk_x", {2}}, {"wino", "k_loop", {1}},
 };
 
-/* Whether t is kvec and a padded output row of wl, 8 to 16 wide, fits one
- * tile (its width is an option of reg_x): see kvec's preference there. */
-static int kvec_full_row(const mt_template *t, const mt_workload *wl, const mt_space *sp) {
-    const int ow = mt_workload_out_w(wl);
-    if (strcmp(mt_template_name(t), "kvec") != 0 || wl->pad_w <= 0 || ow <= 7 || ow > 16) return 0;
+/* Whether t is kvec and a padded output row of wl, 8 to 16 wide (7 to 16
+ * on devices of 8-lane vectors), fits one tile (its width is an option of
+ * reg_x): see kvec's preference there. */
+static int kvec_full_row(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp) {
+    const int ow = mt_workload_out_w(wl), narrowest = dev->native_vector_width < 16 ? 7 : 8;
+    if (strcmp(mt_template_name(t), "kvec") != 0 || wl->pad_w <= 0 || ow < narrowest || ow > 16) return 0;
     for (int k = 0; k < sp->nknobs; k++) {
         const mt_knob *kn = &sp->knobs[k];
         if (strcmp(kn->name, "reg_x") != 0) continue;
@@ -186,8 +187,9 @@ static int kvec_pointwise(const cpu_pref *pref, const mt_workload *wl) {
 }
 
 /* pref (one knob's CPU preference) as it applies to dev and wl, and for kvec
- * to an output row that full_row says fits one tile (kvec_full_row). */
-static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
+ * to an output row that full_row says fits one tile (kvec_full_row). narrow:
+ * the second try, where the first config passed the device's limits. */
+static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row, int narrow) {
     const int ow = mt_workload_out_w(wl);
     const int gemm = !strcmp(pref->tmpl, "gemm"), wino = !strcmp(pref->tmpl, "wino");
     /* Vectors (of channels; gemm's of pixels) as wide as the device's registers (AVX2 8, AVX-512 16). */
@@ -198,7 +200,12 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * column tests fold away: ResNet-50's 3x3 layers with 14x14 outputs
      * ran 1.5-2.6x faster (stride 1) and 1.5-2.3x (stride 2) than with
      * two 7-column tiles of two vectors. Unpadded 1x1 layers have no
-     * column tests, and there the two tiles were as fast or faster. */
+     * column tests, and there the two tiles were as fast or faster. With
+     * 8-lane vectors (AVX2: 16 registers) rows of 7 too: on a Zen 3, inside
+     * ResNet-50 (3 rounds in turns, 2026-12-05), its 512-channel 3x3 layers
+     * at 7x7 took 1.55 ms with one vector x 7 against 2.24-2.26 with two
+     * (2 x 7 accumulators and the taps' weight vectors pass 16 registers;
+     * bench/config_ab/results/zen3_resnet50_3x3_7x7.md). */
     if (full_row && !strcmp(pref->knob, "reg_x")) pref->part[0] = ow;
     if (full_row && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
     /* kvec on unpadded 1x1 layers (no column tests) whose rows are a
@@ -213,6 +220,13 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * about 10% slower inside ResNet-50, and on padded 3x3 layers the
      * larger tiles ran 1.7-2.3x slower alone (the column tests). */
     if (kvec_pointwise(pref, wl) && ow % 14 == 0 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 14;
+    /* With 8-lane vectors (AVX2: 16 registers) one channel vector x 14
+     * columns, 14 accumulators: two vectors x 14 take 28 and spill. On a
+     * Zen 3, inside ResNet-50 (3 rounds in turns, 2026-12-05), its
+     * 1024 -> 256 layers at 14x14 took 0.69 ms with 1 x 14 against 1.28
+     * with 2 x 14, 1.06 with 2 x 7 and 0.79 with gemm's 4 x 24
+     * (bench/config_ab/results/zen3_resnet50_1x1_14x14.md). */
+    if (kvec_pointwise(pref, wl) && ow % 14 == 0 && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
     /* kvec on the RGB input (at most 4 channels per group) with stride 2,
      * in 16-lane vectors: 16 accumulators, as all of the layer's channel
      * vectors (up to 4) x 16 / vectors columns, so that each broadcast
@@ -295,14 +309,23 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
     if (!strcmp(pref->tmpl, "dwrow") && ow >= 112 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
     /* wino's register tile in 8-lane vectors (AVX2: 16 registers): 1x4 tiles x 2 vectors, 8 accumulators. */
     if (wino && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
+    /* wino where the transformed input of two register tiles of every
+     * input channel passes the device's local memory (PoCL gives a Zen 3
+     * core 512 KiB: VGG-16's 512-channel layers need 576 KiB): one register
+     * tile per work-group, half of that, instead of kvec. Inside VGG-16 on
+     * a Zen 3 (3 rounds in turns, 2026-12-05) its 512-channel layers at
+     * 28x28 took 13.7-14.5 ms so against 39.3-39.4 with kvec's default
+     * (bench/config_ab/results/zen3_vgg16_3x3_28x28.md). */
+    if (wino && narrow && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
 }
 
 /* The config of sp closest to the CPU preferences of template t for wl: per knob,
  * the option with the smallest sum of |log2(value / preferred)| over the
  * parts that have a preference (ties: the earlier option); knobs without a
  * preference take option 0. Returns 0 when t has no preferences. */
-static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg) {
-    const int full_row = kvec_full_row(t, wl, sp);
+static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, int narrow,
+                                mt_config *cfg) {
+    const int full_row = kvec_full_row(t, wl, dev, sp);
     int any = 0;
     memset(cfg, 0, sizeof *cfg);
     cfg->nknobs = sp->nknobs;
@@ -314,7 +337,7 @@ static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, con
         if (!pref) continue;
         any = 1;
         cpu_pref own = *pref;
-        cpu_pref_for_device(&own, dev, wl, full_row);
+        cpu_pref_for_device(&own, dev, wl, full_row, narrow);
         pref = &own;
         int64_t best = -1;
         for (int o = 0; o < kn->noptions; o++) {
@@ -336,20 +359,28 @@ static int cpu_preferred_config(const mt_template *t, const mt_workload *wl, con
 }
 
 /* Whether dev is a CPU and t's CPU-preferred config for wl builds and fits
- * dev's limits (into *cfg). */
+ * dev's limits (into *cfg); where it passes them, the narrower second try
+ * (cpu_pref_for_device's narrow) where that differs. */
 static int cpu_preferred_fits(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg) {
-    mt_config pref;
-    if (!dev->is_cpu || !cpu_preferred_config(t, wl, dev, sp, &pref)) return 0;
+    if (!dev->is_cpu) return 0;
     mt_device_limits lim = mt_device_info_limits(dev);
-    mt_kernel *k = NULL;
-    mt_kernel_resources res;
-    mt_status st = mt_template_build(t, wl, sp, &pref, &k, NULL, 0);
-    if (st == MT_OK) st = mt_kernel_analyze(k, &res, NULL, 0);
-    if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, NULL, 0);
-    mt_kernel_free(k);
-    if (st != MT_OK) return 0;
-    *cfg = pref;
-    return 1;
+    mt_config tried[2];
+    for (int narrow = 0; narrow < 2; narrow++) {
+        mt_config *pref = &tried[narrow];
+        if (!cpu_preferred_config(t, wl, dev, sp, narrow, pref)) return 0;
+        if (narrow && memcmp(pref->choice, tried[0].choice, sizeof pref->choice) == 0) return 0;
+        mt_kernel *k = NULL;
+        mt_kernel_resources res;
+        mt_status st = mt_template_build(t, wl, sp, pref, &k, NULL, 0);
+        if (st == MT_OK) st = mt_kernel_analyze(k, &res, NULL, 0);
+        if (st == MT_OK) st = mt_kernel_check_limits(&res, &lim, NULL, 0);
+        mt_kernel_free(k);
+        if (st == MT_OK) {
+            *cfg = *pref;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const mt_device_info *dev, const mt_space *sp, mt_config *cfg,
