@@ -697,9 +697,10 @@ static void test_best_config(void **state) {
     /* On a CPU the shapes where another template's default ran faster than
      * kvec's (records/select.c, cpu_default_template): wino on 3x3 stride-1
      * layers with 16 channels or more and 14x14 outputs or more when the
-     * caller takes its F(4x4) layout and its preferred block fits the
-     * device's local memory (this device's 1 MiB holds 256 channels' block
-     * of 16 tiles but not 512 channels'), gemm on unpadded 1x1 stride-1
+     * caller takes its F(4x4) layout and its preferred block, or else one
+     * register tile per work-group, fits the device's local memory (this
+     * device's 1 MiB holds 256 channels' block of 16 tiles, 512 channels'
+     * only of 8), gemm on unpadded 1x1 stride-1
      * layers of up to 512 input channels with large images, gemm on 3x3
      * stride-1 layers of at most 4 input channels and rows of a multiple of
      * 32, dwrow on the
@@ -717,9 +718,10 @@ static void test_best_config(void **state) {
         {"c=256,h=56,w=56,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=64,h=28,w=28,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=256,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
-        {"c=512,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=512,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
-        {"c=512,h=14,w=14,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=512,h=14,w=14,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
+        {"c=2048,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"}, /* not even 8 tiles fit */
         {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=8,h=56,w=56,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
@@ -770,6 +772,44 @@ static void test_best_config(void **state) {
         assert_int_equal(select_config(NULL, &rw, &cpu, (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), 0, &sel, err, sizeof err), MT_OK);
         assert_string_equal(mt_template_name(sel.t), "kvec");
         if (!strstr(sel.rec.config, kvec_rows[i].has)) fail_msg("%s: default %s, expected %s", kvec_rows[i].wl, sel.rec.config, kvec_rows[i].has);
+        mt_select_result_free(&sel);
+    }
+
+    /* wino's narrower second try: one register tile per work-group where
+     * two pass the local memory. */
+    {
+        mt_workload rw;
+        assert_int_equal(mt_workload_parse("c=512,h=28,w=28,k=512,r=3,s=3,pad=1", &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+        if (!strstr(sel.rec.config, "blk_x=1")) fail_msg("512 channels: default %s, expected blk_x=1", sel.rec.config);
+        mt_select_result_free(&sel);
+        assert_int_equal(mt_workload_parse("c=256,h=28,w=28,k=256,r=3,s=3,pad=1", &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+        if (!strstr(sel.rec.config, "blk_x=2")) fail_msg("256 channels: default %s, expected blk_x=2", sel.rec.config);
+        mt_select_result_free(&sel);
+    }
+
+    /* On a device of 8-lane vectors (AVX2's 16 registers) kvec keeps 14
+     * accumulators: one channel vector x 14 columns on 1x1 layers, one
+     * vector x the row on padded rows of 7 too; two x 7 elsewhere. */
+    mt_device_info avx2 = cpu;
+    avx2.native_vector_width = 8;
+    static const struct {
+        const char *wl, *has;
+    } avx2_rows[] = {
+        {"c=1024,h=14,w=14,k=256,r=1,s=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=256,h=56,w=56,k=512,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=2048,h=7,w=7,k=512,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+    };
+    for (size_t i = 0; i < sizeof avx2_rows / sizeof avx2_rows[0]; i++) {
+        mt_workload rw;
+        assert_int_equal(mt_workload_parse(avx2_rows[i].wl, &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &avx2, (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), 0, &sel, err, sizeof err), MT_OK);
+        assert_string_equal(mt_template_name(sel.t), "kvec");
+        if (!strstr(sel.rec.config, avx2_rows[i].has)) fail_msg("AVX2 %s: default %s, expected %s", avx2_rows[i].wl, sel.rec.config, avx2_rows[i].has);
         mt_select_result_free(&sel);
     }
 

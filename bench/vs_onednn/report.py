@@ -112,7 +112,7 @@ def main():
                f"`mtgpu run {n['network']} --profile` (median of {a.repeat} passes, {profile_words(pt)}): the tuned network's "
                f"convolutions took {pt['conv_ms']:.2f} ms for {pt['conv_gflop']:.2f} GFLOP "
                f"({pt['conv_gflop'] / pt['conv_ms'] * 1e3:.1f} GFLOP/s); at the FMA peak measured in the same run "
-               f"({fmt(peak, '{:.1f}')} GFLOP/s, 16-lane FMA chains on every core) direct convolution would need "
+               f"({fmt(peak, '{:.1f}')} GFLOP/s, FMA chains as wide as the device's vectors on every core) direct convolution would need "
                f"{fmt(pt.get('conv_peak_bound_ms'))} ms." +
                (f" With the default configs: {pd['conv_ms']:.2f} ms (peak {fmt(pd.get('peak_gflops'), '{:.1f}')})." if pd else "") +
                (f" {n['profile_note']}" if n["profile_note"] else "") +

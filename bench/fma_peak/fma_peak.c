@@ -1,0 +1,179 @@
+/* The CPU's fp32 FMA peak two ways, in turns: native loops of independent
+ * vector FMA chains (AVX2 8 lanes and, where the CPU has it, AVX-512 16),
+ * one thread per core started together, each chain's registers never
+ * leaving the core; and mtgpu's own probe (mt_device_measure_peak), whose
+ * figure `mtgpu run --profile` takes the layers' fractions of peak against.
+ * Their ratio says how far those fractions overstate the kernels on this
+ * CPU. Prints a markdown table; --json writes one JSON object instead.
+ *
+ *   bench_fma_peak [--device D] [--rounds R] [--threads T] [--json]
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "mtgpu/device.h"
+
+#define NATIVE_ITERS 100000000L /* about 0.4 s per thread at 4 GHz */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_X86 1
+
+/* Ten chains: FMA latency (4-5 cycles) x 2 ports, with room to spare,
+ * within AVX2's 16 registers with the two operands. */
+__attribute__((target("avx2,fma"))) static float chains_avx2(long iters) {
+    __m256 a0 = _mm256_set1_ps(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0;
+    const __m256 b = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
+    for (long i = 0; i < iters; i++) {
+        a0 = _mm256_fmadd_ps(a0, b, c), a1 = _mm256_fmadd_ps(a1, b, c), a2 = _mm256_fmadd_ps(a2, b, c);
+        a3 = _mm256_fmadd_ps(a3, b, c), a4 = _mm256_fmadd_ps(a4, b, c), a5 = _mm256_fmadd_ps(a5, b, c);
+        a6 = _mm256_fmadd_ps(a6, b, c), a7 = _mm256_fmadd_ps(a7, b, c), a8 = _mm256_fmadd_ps(a8, b, c);
+        a9 = _mm256_fmadd_ps(a9, b, c);
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(_mm256_add_ps(a6, a7), _mm256_add_ps(a8, a9))));
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0];
+}
+
+__attribute__((target("avx512f"))) static float chains_avx512(long iters) {
+    __m512 a0 = _mm512_set1_ps(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0;
+    const __m512 b = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
+    for (long i = 0; i < iters; i++) {
+        a0 = _mm512_fmadd_ps(a0, b, c), a1 = _mm512_fmadd_ps(a1, b, c), a2 = _mm512_fmadd_ps(a2, b, c);
+        a3 = _mm512_fmadd_ps(a3, b, c), a4 = _mm512_fmadd_ps(a4, b, c), a5 = _mm512_fmadd_ps(a5, b, c);
+        a6 = _mm512_fmadd_ps(a6, b, c), a7 = _mm512_fmadd_ps(a7, b, c), a8 = _mm512_fmadd_ps(a8, b, c);
+        a9 = _mm512_fmadd_ps(a9, b, c);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(_mm512_add_ps(a6, a7), _mm512_add_ps(a8, a9))));
+    return _mm512_reduce_add_ps(s);
+}
+#else
+#define HAVE_X86 0
+#endif
+
+#define NATIVE_CHAINS 10
+
+typedef struct worker {
+    int lanes;
+    atomic_int *go;
+    float sink;
+} worker;
+
+static void *run_chains(void *p) {
+    worker *w = p;
+    while (!atomic_load(w->go)) /* every thread starts its chains at once */
+        ;
+#if HAVE_X86
+    w->sink = w->lanes == 16 ? chains_avx512(NATIVE_ITERS) : chains_avx2(NATIVE_ITERS);
+#endif
+    return NULL;
+}
+
+/* GFLOP/s of `threads` threads each running the native chains of `lanes`
+ * lanes, started together; the wall time of the slowest. -1 when a thread
+ * could not be started. */
+static double native_peak(int lanes, int threads) {
+    pthread_t tid[64];
+    worker w[64];
+    atomic_int go = 0;
+    int made = 0;
+    for (; made < threads && made < 64; made++) {
+        w[made] = (worker){.lanes = lanes, .go = &go};
+        if (pthread_create(&tid[made], NULL, run_chains, &w[made]) != 0) break;
+    }
+    double t0 = now_ms();
+    atomic_store(&go, 1);
+    for (int i = 0; i < made; i++) pthread_join(tid[i], NULL);
+    double wall = (now_ms() - t0) / 1e3;
+    if (made < threads) return -1;
+    return 2.0 * lanes * NATIVE_CHAINS * (double)NATIVE_ITERS * threads / wall / 1e9;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: bench_fma_peak [--device D] [--rounds R] [--threads T] [--json]\n"
+                    "  R rounds (default 3) of: native FMA chains on 1 and on T threads (default: the online CPUs)\n"
+                    "  per vector width the CPU has, then mtgpu's probe on device D (default opencl:0)\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *spec = "opencl:0";
+    int rounds = 3, threads = (int)sysconf(_SC_NPROCESSORS_ONLN), json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json")) json = 1;
+        else return usage();
+    }
+    if (rounds < 1 || rounds > 64 || threads < 1 || threads > 64) return usage();
+#if !HAVE_X86
+    fprintf(stderr, "bench_fma_peak: the native loops are written for x86-64\n");
+    return 1;
+#else
+    int widths[2], nwidths = 0;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) widths[nwidths++] = 8;
+    if (__builtin_cpu_supports("avx512f")) widths[nwidths++] = 16;
+    if (nwidths == 0) {
+        fprintf(stderr, "bench_fma_peak: this CPU has neither AVX2+FMA nor AVX-512\n");
+        return 1;
+    }
+    char err[4096];
+    mt_device *dev = NULL;
+    if (mt_device_open(spec, NULL, &dev, err, sizeof err) != MT_OK) {
+        fprintf(stderr, "bench_fma_peak: %s: %s\n", spec, err);
+        return 1;
+    }
+    double one[2][64], all[2][64], probe[64];
+    for (int r = 0; r < rounds; r++) {
+        for (int w = 0; w < nwidths; w++) {
+            one[w][r] = native_peak(widths[w], 1);
+            all[w][r] = native_peak(widths[w], threads);
+        }
+        if (mt_device_measure_peak(dev, &probe[r], err, sizeof err) != MT_OK) {
+            fprintf(stderr, "bench_fma_peak: probe: %s\n", err);
+            mt_device_close(dev);
+            return 1;
+        }
+    }
+    const mt_device_info *di = mt_device_get_info(dev);
+    if (json) {
+        printf("{\"device\": ");
+        json_str(stdout, di->name);
+        printf(", \"threads\": %d, \"rounds\": %d, \"native_chains\": %d, \"probe_gflops\": [", threads, rounds, NATIVE_CHAINS);
+        for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? ", " : "", probe[r]);
+        printf("], \"native\": [");
+        for (int w = 0; w < nwidths; w++) {
+            printf("%s{\"lanes\": %d, \"one_thread_gflops\": [", w ? ", " : "", widths[w]);
+            for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? ", " : "", one[w][r]);
+            printf("], \"all_threads_gflops\": [");
+            for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? ", " : "", all[w][r]);
+            printf("]}");
+        }
+        printf("]}\n");
+    } else {
+        printf("device %s, %d threads, %d rounds\n\n| round | probe GFLOP/s |", di->name, threads, rounds);
+        for (int w = 0; w < nwidths; w++) printf(" native %d lanes, 1 thread | native %d lanes, %d threads | probe / native |", widths[w], widths[w], threads);
+        printf("\n|---|---|");
+        for (int w = 0; w < nwidths; w++) printf("---|---|---|");
+        printf("\n");
+        for (int r = 0; r < rounds; r++) {
+            printf("| %d | %.1f |", r + 1, probe[r]);
+            for (int w = 0; w < nwidths; w++) printf(" %.1f | %.1f | %.2f |", one[w][r], all[w][r], all[w][r] > 0 ? probe[r] / all[w][r] : 0);
+            printf("\n");
+        }
+    }
+    mt_device_close(dev);
+    return 0;
+#endif
+}
