@@ -643,6 +643,26 @@ static void assert_fits(const mt_template *t, const mt_workload *wl, const mt_sp
     mt_kernel_free(k);
 }
 
+typedef struct kvec_default_case {
+    const char *wl, *has;
+} kvec_default_case;
+
+/* Each case's default on dev, with only kvec's weight layouts taken: kvec,
+ * its config text holding the case's `has`. */
+static void check_kvec_defaults(const kvec_default_case *cases, size_t n, const mt_device_info *dev) {
+    char err[256];
+    for (size_t i = 0; i < n; i++) {
+        mt_workload rw;
+        mt_select_result sel;
+        assert_int_equal(mt_workload_parse(cases[i].wl, &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, dev, (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), 0, &sel, err, sizeof err), MT_OK);
+        assert_string_equal(mt_template_name(sel.t), "kvec");
+        if (!strstr(sel.rec.config, cases[i].has))
+            fail_msg("%d-lane %s: default %s, expected %s", dev->native_vector_width, cases[i].wl, sel.rec.config, cases[i].has);
+        mt_select_result_free(&sel);
+    }
+}
+
 static void test_best_config(void **state) {
     (void)state;
     mt_db *db = open_db("bestcfg.db");
@@ -753,9 +773,7 @@ static void test_best_config(void **state) {
      * 1x1 layers whose rows are a multiple of 14, on the RGB input with
      * stride 2 all the channel vectors (up to 4) x 16 / vectors columns,
      * and two x 7 elsewhere. */
-    static const struct {
-        const char *wl, *has;
-    } kvec_rows[] = {
+    static const kvec_default_case kvec_rows[] = {
         {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=256,h=28,w=28,k=256,r=3,s=3,stride=2,pad=1", "reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=256,h=14,w=14,k=1024,r=1,s=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
@@ -766,14 +784,7 @@ static void test_best_config(void **state) {
         {"c=3,h=224,w=224,k=32,r=3,s=3,stride=2,pad=1", "reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=8,"},
         {"c=3,h=224,w=224,k=96,r=7,s=7,stride=2", "reg_k=4,thread_y=1,reg_y=1,thread_x=1,reg_x=4,"},
     };
-    for (size_t i = 0; i < sizeof kvec_rows / sizeof kvec_rows[0]; i++) {
-        mt_workload rw;
-        assert_int_equal(mt_workload_parse(kvec_rows[i].wl, &rw, NULL, 0), MT_OK);
-        assert_int_equal(select_config(NULL, &rw, &cpu, (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), 0, &sel, err, sizeof err), MT_OK);
-        assert_string_equal(mt_template_name(sel.t), "kvec");
-        if (!strstr(sel.rec.config, kvec_rows[i].has)) fail_msg("%s: default %s, expected %s", kvec_rows[i].wl, sel.rec.config, kvec_rows[i].has);
-        mt_select_result_free(&sel);
-    }
+    check_kvec_defaults(kvec_rows, sizeof kvec_rows / sizeof kvec_rows[0], &cpu);
 
     /* wino's narrower second try: one register tile per work-group where
      * two pass the local memory. */
@@ -794,9 +805,7 @@ static void test_best_config(void **state) {
      * vector x the row on padded rows of 7 too; two x 7 elsewhere. */
     mt_device_info avx2 = cpu;
     avx2.native_vector_width = 8;
-    static const struct {
-        const char *wl, *has;
-    } avx2_rows[] = {
+    static const kvec_default_case avx2_rows[] = {
         {"c=1024,h=14,w=14,k=256,r=1,s=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=256,h=56,w=56,k=512,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
@@ -804,14 +813,7 @@ static void test_best_config(void **state) {
         {"c=2048,h=7,w=7,k=512,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
         {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
     };
-    for (size_t i = 0; i < sizeof avx2_rows / sizeof avx2_rows[0]; i++) {
-        mt_workload rw;
-        assert_int_equal(mt_workload_parse(avx2_rows[i].wl, &rw, NULL, 0), MT_OK);
-        assert_int_equal(select_config(NULL, &rw, &avx2, (1u << MT_WEIGHTS_OIHW) | (1u << MT_WEIGHTS_OIHW16O), 0, &sel, err, sizeof err), MT_OK);
-        assert_string_equal(mt_template_name(sel.t), "kvec");
-        if (!strstr(sel.rec.config, avx2_rows[i].has)) fail_msg("AVX2 %s: default %s, expected %s", avx2_rows[i].wl, sel.rec.config, avx2_rows[i].has);
-        mt_select_result_free(&sel);
-    }
+    check_kvec_defaults(avx2_rows, sizeof avx2_rows / sizeof avx2_rows[0], &avx2);
 
     /* Depthwise workloads default to the depthwise template. */
     mt_workload dw;
