@@ -314,7 +314,7 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * core 512 KiB: VGG-16's 512-channel layers need 576 KiB): one register
      * tile per work-group, half of that, instead of kvec. Inside VGG-16 on
      * a Zen 3 (3 rounds in turns, 2026-12-05) its 512-channel layers at
-     * 28x28 took 13.7-14.5 ms so against 39.3-39.4 with kvec's default
+     * 28x28 took 13.7-14.5 ms so, against 39.3-39.4 with kvec's default
      * (bench/config_ab/results/zen3_vgg16_3x3_28x28.md). */
     if (wino && narrow && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
 }

@@ -97,7 +97,9 @@ void mt_select_result_free(mt_select_result *r);
  * sound config.
  *
  * On a CPU the template's CPU preferences (knob values that make fast
- * kernels on PoCL) give the config when the workload can take them.
+ * kernels on PoCL) give the config when the workload can take them (where
+ * that config passes the device's limits, a narrower second try: wino with
+ * one register tile per work-group).
  * Otherwise t's configs are visited in a fixed order: every index in
  * ascending order when the space has at most 4096 configs, else 4096 draws
  * of mt_space_random from a fixed seed. A config qualifies when the template
