@@ -381,7 +381,7 @@ static int open_bench(const conv_request *rq, const mt_measure_params *mp, mt_de
 }
 
 int mt_cmd_conv(int argc, char **argv) {
-    conv_request rq;
+    conv_request rq = {0}; /* parse_conv_options sets only the fields its options name */
     int rc = parse_conv_options(argc, argv, &rq);
     if (rc >= 0) return rc;
     tmpl_space ts[MAX_TEMPLATES];

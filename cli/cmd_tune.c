@@ -435,7 +435,9 @@ static int tune_and_refine(tune_request *rq, const mt_cli_target *target) {
 }
 
 int mt_cmd_tune(int argc, char **argv) {
-    tune_request rq;
+    /* Zeroed: parse_tune_options sets only what the options name, and a
+     * stale mpi_size above 1 would send to MPI ranks that do not exist. */
+    tune_request rq = {0};
     int rc = parse_tune_options(argc, argv, &rq);
     if (rc >= 0) return rc;
     rq.mpi_clean = 1;
