@@ -186,6 +186,15 @@ static int kvec_pointwise(const cpu_pref *pref, const mt_workload *wl) {
     return !strcmp(pref->tmpl, "kvec") && wl->r == 1 && wl->s == 1 && wl->pad_h == 0 && wl->pad_w == 0;
 }
 
+/* Whether pref is one of kvec's, dev has 8-lane vectors (or narrower) and
+ * wl's tile is the generic one of 7 columns (not a whole padded row, not
+ * the 1 x 14 of 1x1 layers) with two output rows or more. */
+static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
+    const int ow = mt_workload_out_w(wl);
+    return !strcmp(pref->tmpl, "kvec") && dev->native_vector_width < 16 && !full_row && !(kvec_pointwise(pref, wl) && ow % 14 == 0) &&
+           mt_workload_out_h(wl) >= 2;
+}
+
 /* pref (one knob's CPU preference) as it applies to dev and wl, and for kvec
  * to an output row that full_row says fits one tile (kvec_full_row). narrow:
  * the second try, where the first config passed the device's limits. */
@@ -227,6 +236,17 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * with 2 x 14, 1.06 with 2 x 7 and 0.79 with gemm's 4 x 24
      * (bench/config_ab/results/zen3_resnet50_1x1_14x14.md). */
     if (kvec_pointwise(pref, wl) && ow % 14 == 0 && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
+    /* Elsewhere with 8-lane vectors, where two rows or more: one channel
+     * vector x 2 rows x 7 columns, 14 accumulators. The two vectors x 7 of
+     * the 16-lane default need 14 accumulators, two weight vectors and the
+     * broadcast, one register more than AVX2's 16: PoCL's LLVM kept two
+     * accumulators on the stack, each FMA on them a store and a reload
+     * (ResNet-50's 2048 -> 512 1x1 layer at 7x7 with its data in cache:
+     * 88 GFLOP/s against 157 for 1 x 2 x 7, bench/kernel_anatomy). The
+     * second row reuses each tap's weight vector, as a second vector
+     * would reuse the broadcast. */
+    if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
+    if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 2;
     /* kvec on the RGB input (at most 4 channels per group) with stride 2,
      * in 16-lane vectors: 16 accumulators, as all of the layer's channel
      * vectors (up to 4) x 16 / vectors columns, so that each broadcast
