@@ -242,9 +242,13 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * broadcast, one register more than AVX2's 16: PoCL's LLVM kept two
      * accumulators on the stack, each FMA on them a store and a reload
      * (ResNet-50's 2048 -> 512 1x1 layer at 7x7 with its data in cache:
-     * 88 GFLOP/s against 157 for 1 x 2 x 7, bench/kernel_anatomy). The
-     * second row reuses each tap's weight vector, as a second vector
-     * would reuse the broadcast. */
+     * 88 GFLOP/s against 157 for 1 x 2 x 7,
+     * bench/kernel_anatomy/results/kernel_anatomy_avx2.md). The second row
+     * reuses each tap's weight vector, as a second vector would reuse the
+     * broadcast. On a Zen 3 at default configs (3 rounds in turns,
+     * 2026-12-06, bench/net_ab/results/net_ab_avx2_kvec_rows_*.md):
+     * ResNet-50's stem 1.39x as fast, its 3x3 stride-2 layer at 28x28
+     * 1.27x, its 7x7 1x1 layers 1.19-1.27x; ResNet-18 1.14x as a whole. */
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 2;
     /* kvec on the RGB input (at most 4 channels per group) with stride 2,

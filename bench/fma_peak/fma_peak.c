@@ -4,7 +4,9 @@
  * leaving the core; and mtgpu's own probe (mt_device_measure_peak), whose
  * figure `mtgpu run --profile` takes the layers' fractions of peak against.
  * Their ratio says how far those fractions overstate the kernels on this
- * CPU. Prints a markdown table; --json writes one JSON object instead.
+ * CPU. Then kvec's 8-lane reduction step on one thread with its data in L1
+ * (step_1x14, step_3x4): what its broadcasts leave of the chains' rate.
+ * Prints a markdown table; --json writes one JSON object instead.
  *
  *   bench_fma_peak [--device D] [--rounds R] [--threads T] [--json]
  */
@@ -55,6 +57,65 @@ __attribute__((target("avx512f"))) static float chains_avx512(long iters) {
                              _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(_mm512_add_ps(a6, a7), _mm512_add_ps(a8, a9))));
     return _mm512_reduce_add_ps(s);
 }
+
+/* kvec's reduction step in 8-lane vectors, without its memory traffic: per
+ * input channel its weight vectors loaded and its input values broadcast
+ * from L1 (4 KiB, cycled), each broadcast feeding one FMA per weight vector,
+ * into accumulators that stay in registers. 1 x 14: one vector x 14 pixels
+ * (14 broadcasts per 14 FMAs, AVX2's default on 14-wide rows); 3 x 4: three
+ * vectors x 4 pixels (4 per 12). Against the chains above, they say what
+ * the broadcasts cost where they compete with the FMAs for execution ports. */
+#define STEP_ROWS 64
+__attribute__((target("avx2,fma"))) static float step_1x14(const float *in, const float *wt, long iters) {
+    __m256 a[14];
+    for (int j = 0; j < 14; j++) a[j] = _mm256_setzero_ps();
+    for (long i = 0; i < iters; i++) {
+        const float *x = in + (i % STEP_ROWS) * 16;
+        const __m256 w = _mm256_loadu_ps(wt + (i % STEP_ROWS) * 8);
+#pragma GCC unroll 14
+        for (int j = 0; j < 14; j++) a[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + j), w, a[j]);
+    }
+    for (int j = 1; j < 14; j++) a[0] = _mm256_add_ps(a[0], a[j]);
+    float out[8];
+    _mm256_storeu_ps(out, a[0]);
+    return out[0];
+}
+
+__attribute__((target("avx2,fma"))) static float step_3x4(const float *in, const float *wt, long iters) {
+    __m256 a[12];
+    for (int j = 0; j < 12; j++) a[j] = _mm256_setzero_ps();
+    for (long i = 0; i < iters; i++) {
+        const float *x = in + (i % STEP_ROWS) * 16, *w = wt + (i % STEP_ROWS) * 24;
+        const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8), w2 = _mm256_loadu_ps(w + 16);
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++) {
+            const __m256 b = _mm256_broadcast_ss(x + p);
+            a[3 * p] = _mm256_fmadd_ps(b, w0, a[3 * p]);
+            a[3 * p + 1] = _mm256_fmadd_ps(b, w1, a[3 * p + 1]);
+            a[3 * p + 2] = _mm256_fmadd_ps(b, w2, a[3 * p + 2]);
+        }
+    }
+    for (int j = 1; j < 12; j++) a[0] = _mm256_add_ps(a[0], a[j]);
+    float out[8];
+    _mm256_storeu_ps(out, a[0]);
+    return out[0];
+}
+
+#define STEP_ITERS 50000000L
+#define STEP_TILES 2
+static const char *const step_names[STEP_TILES] = {"1 x 14", "3 x 4"};
+static const int step_fmas[STEP_TILES] = {14, 12};
+
+/* GFLOP/s of one thread running tile's step (0: 1 x 14, 1: 3 x 4). */
+static double step_gflops(int tile, float *sink) {
+    static float in[STEP_ROWS * 16], wt[STEP_ROWS * 24];
+    for (int i = 0; i < STEP_ROWS * 16; i++) in[i] = 1.0f / (float)(i + 1);
+    for (int i = 0; i < STEP_ROWS * 24; i++) wt[i] = 0.5f / (float)(i + 1);
+    double t0 = now_ms();
+    *sink += tile == 0 ? step_1x14(in, wt, STEP_ITERS) : step_3x4(in, wt, STEP_ITERS);
+    double s = (now_ms() - t0) / 1e3;
+    return 2.0 * 8 * step_fmas[tile] * (double)STEP_ITERS / s / 1e9;
+}
 #else
 #define HAVE_X86 0
 #endif
@@ -100,7 +161,8 @@ static double native_peak(int lanes, int threads) {
 static int usage(void) {
     fprintf(stderr, "usage: bench_fma_peak [--device D] [--rounds R] [--threads T] [--json]\n"
                     "  R rounds (default 3) of: native FMA chains on 1 and on T threads (default: the online CPUs)\n"
-                    "  per vector width the CPU has, then mtgpu's probe on device D (default opencl:0)\n");
+                    "  per vector width the CPU has, then mtgpu's probe on device D (default opencl:0),\n"
+                    "  then kvec's 8-lane 1 x 14 and 3 x 4 reduction steps on 1 thread\n");
     return 2;
 }
 
@@ -133,12 +195,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_fma_peak: %s: %s\n", spec, err);
         return 1;
     }
-    double one[2][64], all[2][64], probe[64];
+    double one[2][64], all[2][64], probe[64], step[STEP_TILES][64];
+    float sink = 0;
     for (int r = 0; r < rounds; r++) {
         for (int w = 0; w < nwidths; w++) {
             one[w][r] = native_peak(widths[w], 1);
             all[w][r] = native_peak(widths[w], threads);
         }
+        for (int t = 0; t < STEP_TILES; t++) step[t][r] = step_gflops(t, &sink);
         if (mt_device_measure_peak(dev, &probe[r], err, sizeof err) != MT_OK) {
             fprintf(stderr, "bench_fma_peak: probe: %s\n", err);
             mt_device_close(dev);
@@ -159,18 +223,28 @@ int main(int argc, char **argv) {
             for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? ", " : "", all[w][r]);
             printf("]}");
         }
-        printf("]}\n");
+        printf("], \"kvec_steps\": [");
+        for (int t = 0; t < STEP_TILES; t++) {
+            printf("%s{\"tile\": \"%s\", \"fmas\": %d, \"one_thread_gflops\": [", t ? ", " : "", step_names[t], step_fmas[t]);
+            for (int r = 0; r < rounds; r++) printf("%s%.2f", r ? ", " : "", step[t][r]);
+            printf("]}");
+        }
+        printf("], \"sink\": %.3g}\n", sink);
     } else {
         printf("device %s, %d threads, %d rounds\n\n| round | probe GFLOP/s |", di->name, threads, rounds);
         for (int w = 0; w < nwidths; w++) printf(" native %d lanes, 1 thread | native %d lanes, %d threads | probe / native |", widths[w], widths[w], threads);
+        for (int t = 0; t < STEP_TILES; t++) printf(" kvec %s step, 1 thread |", step_names[t]);
         printf("\n|---|---|");
         for (int w = 0; w < nwidths; w++) printf("---|---|---|");
+        for (int t = 0; t < STEP_TILES; t++) printf("---|");
         printf("\n");
         for (int r = 0; r < rounds; r++) {
             printf("| %d | %.1f |", r + 1, probe[r]);
             for (int w = 0; w < nwidths; w++) printf(" %.1f | %.1f | %.2f |", one[w][r], all[w][r], all[w][r] > 0 ? probe[r] / all[w][r] : 0);
+            for (int t = 0; t < STEP_TILES; t++) printf(" %.1f |", step[t][r]);
             printf("\n");
         }
+        if (sink == 12345.0f) printf("\n"); /* keeps the steps' results live */
     }
     mt_device_close(dev);
     return 0;

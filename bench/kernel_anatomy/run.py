@@ -30,7 +30,9 @@ source is left out and said so.
 
 Environment: BUILD_DIR [build-new, else build-bench, else build], ROUNDS [6],
 RUNS [10] per round, OUT [bench/kernel_anatomy/results] gets kernel_anatomy.md
-and kernel_anatomy.json. Exit status 0 when every case ran."""
+and kernel_anatomy.json, CASES [empty: the cases below; avx2: kvec's two
+tiles for 8-lane vectors, into kernel_anatomy_avx2.md and .json]. Exit
+status 0 when every case ran, 2 on an unknown CASES."""
 import json
 import os
 import re
@@ -61,6 +63,18 @@ CASES = [
      "thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1"),
 ]
 
+# CASES=avx2: 8-lane vectors (AVX2's 16 registers), kvec's 16-lane default
+# tile (2 channel vectors x 7 columns) against the 8-lane rule's 1 vector x
+# 2 rows x 7 columns, on the layers where that rule applies
+AVX2_TILES = (("2 x 7", "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1"),
+              ("1 x 2 x 7", "thread_k=1,vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1"))
+AVX2_CASES = [(f"{layer}, {tile}", wl, "kvec", config) for layer, wl in (
+    ("ResNet-50 layer4.1.conv1", "n=1,c=2048,h=7,w=7,k=512,r=1,s=1,stride=1,pad=0"),
+    ("ResNet-50 layer4.1.conv3", "n=1,c=512,h=7,w=7,k=2048,r=1,s=1,stride=1,pad=0"),
+    ("ResNet-50 layer2.0.conv2", "n=1,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1"),
+    ("ResNet-50 conv1", "n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3"),
+) for tile, config in AVX2_TILES]
+
 PREFETCH = re.compile(r"#if defined\(__clang__\) && defined\(__x86_64__\)\n[^\n]*__builtin_prefetch[^\n]*\n#endif\n")
 # The reduction loop over input channels: kvec's c, gemm's rco.
 RED_LOOP = re.compile(r"for \(long ((?:c|rco)_\d+) = 0; \1 < (\d+); \+\+\1\) \{")
@@ -71,19 +85,33 @@ INTERIOR = re.compile(r"if \(\(\(\(\(x0_\d+ \* \d+L\) \+ \(-\d+L\)\) >= 0L\) && 
 # Independent 16-lane FMA chains, as mt_device_measure_peak times them, but
 # timed here in turns with the kernels and by CPU time like them: the peak
 # the fractions are taken against.
+# The chains are as wide as the device's vectors (16-lane chains in 8-lane
+# registers spill: 24 of AVX2's 16).
 PEAK_GROUPS, PEAK_ITERS, PEAK_CHAINS = 64, 4096, 12
-PEAK_FLOPS = 2.0 * 16 * PEAK_GROUPS * PEAK_ITERS * PEAK_CHAINS
-PEAK_SRC = """__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+
+
+def peak_source(lanes):
+    return """__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void fma_peak(__global const float *restrict input, __global const float *restrict weight, __global float *restrict output) {
-    const float16 x = vload16(0, input), y = vload16(1, weight);
+    const float%d x = vload%d(0, input), y = vload%d(1, weight);
 %s
     for (int i = 0; i < %d; i++) {
 %s
     }
-    vstore16(%s, 0, output + 16 * get_group_id(0));
+    vstore%d(%s, 0, output + %d * get_group_id(0));
 }
-""" % ("\n".join("    float16 a%d = x + %d.0f;" % (i, i) for i in range(PEAK_CHAINS)), PEAK_ITERS,
-       "\n".join("        a%d = fma(x, y, a%d);" % (i, i) for i in range(PEAK_CHAINS)), " + ".join("a%d" % i for i in range(PEAK_CHAINS)))
+""" % (lanes, lanes, lanes, "\n".join("    float%d a%d = x + %d.0f;" % (lanes, i, i) for i in range(PEAK_CHAINS)), PEAK_ITERS,
+       "\n".join("        a%d = fma(x, y, a%d);" % (i, i) for i in range(PEAK_CHAINS)), lanes, " + ".join("a%d" % i for i in range(PEAK_CHAINS)), lanes)
+
+
+def device_lanes(mtgpu):
+    """The first device's native float vector width (16 where it cannot be read)."""
+    out = subprocess.run([mtgpu, "devices", "--json"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("{") and '"native_vector_width"' in line:
+            width = json.loads(line)["native_vector_width"]
+            return 16 if width >= 16 else 8 if width >= 8 else 4
+    return 16
 
 
 def parse_workload(text):
@@ -155,12 +183,19 @@ def main():
     mtgpu, host = os.path.join(mtgpu_dir, "mtgpu"), os.path.join(mtgpu_dir, "bench_anatomy")
     rounds, runs = os.environ.get("ROUNDS", "6"), os.environ.get("RUNS", "10")
     out_dir = os.environ.get("OUT", "bench/kernel_anatomy/results")
+    case_set = os.environ.get("CASES", "")
+    if case_set not in ("", "avx2"):
+        log(f"CASES={case_set}: unknown (empty or avx2)")
+        return 2
+    cases, name = (AVX2_CASES, "kernel_anatomy_avx2") if case_set == "avx2" else (CASES, "kernel_anatomy")
+    lanes = device_lanes(mtgpu)
+    peak_flops = 2.0 * lanes * PEAK_GROUPS * PEAK_ITERS * PEAK_CHAINS
     os.makedirs(out_dir, exist_ok=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
     results, rc = [], 0
     with tempfile.TemporaryDirectory(prefix="mtgpu-anatomy-") as tmp:
-        for layer, wl_text, template, config in CASES:
+        for layer, wl_text, template, config in cases:
             wl = parse_workload(wl_text)
             cfg, src, grid, block = source_of(mtgpu, wl_text, template, config)
             vs = variants(src, wl)
@@ -176,7 +211,7 @@ def main():
                 names.append(name)
             peak_path = os.path.join(tmp, "peak.cl")
             with open(peak_path, "w") as f:
-                f.write(PEAK_SRC)
+                f.write(peak_source(lanes))
             args += [peak_path, f"{PEAK_GROUPS}x1x1", "1x1x1"]
             nin = wl["n"] * wl["c"] * wl["h"] * wl["w"]
             nw = (wl["k"] + 15) // 16 * 16 * wl["c"] * wl["r"] * wl["s"] + 64 * 1024
@@ -190,7 +225,7 @@ def main():
                 continue
             rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
             head, rows, peak_row = rows[0], rows[1:-1], rows[-1]
-            peak = PEAK_FLOPS / (peak_row["cpu_ms_median"] * 1e6)
+            peak = peak_flops / (peak_row["cpu_ms_median"] * 1e6)
             case = dict(layer=layer, workload=wl_text, template=template, config=cfg, grid=grid, block=block, gflop=wl["flops"] / 1e9,
                         peak_gflops=peak, device=head["device"], left_out=missing, variants=[])
             for name, row in zip(names, rows):
@@ -201,15 +236,15 @@ def main():
             results.append(case)
 
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    doc = dict(generated=when, commit=commit + ("+changes" if dirty else ""), cpu=benchlib.cpu_model(), rounds=int(rounds), runs=int(runs), cases=results)
-    with open(os.path.join(out_dir, "kernel_anatomy.json"), "w") as f:
+    doc = dict(generated=when, commit=commit + ("+changes" if dirty else ""), cpu=benchlib.cpu_model(), peak_lanes=lanes, rounds=int(rounds), runs=int(runs), cases=results)
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
         json.dump(doc, f, indent=1)
     md = [f"# Where the generated kernels' time goes\n",
           f"Generated {when} by `bench/kernel_anatomy/run.py` at commit {doc['commit']} on {doc['cpu']}; mtgpu through PoCL's CPU device. "
           f"Each case: its kernel and edited copies of it timed in turns by `bench_anatomy`, {rounds} rounds of {runs} runs each; "
           "times are medians of process CPU time per run over the device's compute units (stolen time left out), GFLOP/s count the "
-          "convolution's direct FLOPs (ten times over for `reduction x10`), against the FMA peak: a kernel of 12 independent 16-lane FMA "
-          "chains per work-item timed in the same turns, the same way. "
+          f"convolution's direct FLOPs (ten times over for `reduction x10`), against the FMA peak: a kernel of 12 independent {lanes}-lane FMA "
+          "chains per work-item (the device's vector width) timed in the same turns, the same way. "
           "Only `generated` computes the convolution; the other rows take one cost away at a time (see run.py).\n"]
     for case in results:
         md.append(f"\n## {case['layer']}: `{case['workload']}`\n")
@@ -222,7 +257,7 @@ def main():
         if case["left_out"]:
             md.append(f"\nNot applicable to this kernel: {', '.join(case['left_out'])}.")
     text = "\n".join(md) + "\n"
-    with open(os.path.join(out_dir, "kernel_anatomy.md"), "w") as f:
+    with open(os.path.join(out_dir, name + ".md"), "w") as f:
         f.write(text)
     print(text)
     return rc
