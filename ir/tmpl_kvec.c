@@ -278,8 +278,7 @@ static int64_t kvec_group_work_groups(const mt__rt_plan *p) { return (int64_t)p-
 #define MT__KVEC_NEXT_WEIGHTS_MAX_BYTES (256 * 1024)
 
 /* The 16-channel blocks of a channel group whose work-groups bring the
- * next group's weights into L2 (1 where the group spans part of a block),
- * or 0 where they do not.
+ * next group's weights into L2, or 0 where they do not.
  * When pixel blocks run first (kvec_pixels_first), the work-groups of one
  * channel group run one after another on a core and share its weights: the
  * first of them streams them from L3 or memory and the others find them in
@@ -289,23 +288,13 @@ static int64_t kvec_group_work_groups(const mt__rt_plan *p) { return (int64_t)p-
  * one block of the next group's weights into L2 (prefetcht1), a kernel row
  * per (c, r), while they compute; the next group then starts with its
  * weights in L2. Needs as many work-groups per group as blocks, blocks
- * whole (kt * kr * vec a multiple of 16) or a group a whole part of one
- * (8 channels, the 8-lane default's: kvec_groups_per_block), more than one
- * group, and a group's weights within MT__KVEC_NEXT_WEIGHTS_MAX_BYTES. */
+ * whole (kt * kr * vec a multiple of 16), more than one group, and a
+ * group's weights within MT__KVEC_NEXT_WEIGHTS_MAX_BYTES. */
 static int64_t kvec_next_weight_blocks(const mt__rt_plan *p) {
-    const int64_t span = (int64_t)p->kt * p->kr * p->vec, blocks = span >= 16 ? span / 16 : 1;
-    if (!kvec_pixels_first(p) || (span % 16 && 16 % span) || p->ko < 2 || p->c <= MT__PREFETCH_CHANNELS) return 0;
-    const int fits = kvec_group_work_groups(p) >= blocks && (int64_t)p->c * p->r * p->s * span * 4 <= MT__KVEC_NEXT_WEIGHTS_MAX_BYTES;
-    return fits ? blocks : 0;
-}
-
-/* Channel groups that share one 16-channel block: 16 / span where a
- * group spans part of one (8-lane vectors, one per work-item), else 1. Of
- * those only the last brings the next block into L2: the others' next
- * group reads the lines they read. */
-static int64_t kvec_groups_per_block(const mt__rt_plan *p) {
     const int64_t span = (int64_t)p->kt * p->kr * p->vec;
-    return span < 16 ? 16 / span : 1;
+    if (!kvec_pixels_first(p) || span % 16 || p->ko < 2 || p->c <= MT__PREFETCH_CHANNELS) return 0;
+    const int fits = kvec_group_work_groups(p) >= span / 16 && (int64_t)p->c * p->r * p->s * span * 4 <= MT__KVEC_NEXT_WEIGHTS_MAX_BYTES;
+    return fits ? span / 16 : 0;
 }
 
 /* The next group's block for this work-group at (c, r) (see kvec_next_weight_blocks). */
@@ -602,15 +591,9 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
         /* Pixel blocks first: work-group axis 0 is bz (images x row blocks),
          * then bx; the work-group's place among its group's is bz + bx * n * yo. */
         mt_expr *place = mt__let_bind(k, &l, "wg_place", mt_ir_add(k, ln.bz, mt_ir_mul(k, ln.bx, KI(b, (int64_t)p->n * p->yo))));
-        const int64_t per_block = kvec_groups_per_block(p);
-        mt_expr *next_group = mt_ir_add(k, ln.bk, KI(b, 1));
-        mt_expr *first = per_block > 1 ? mt_ir_div(k, next_group, KI(b, per_block)) : mt_ir_mul(k, next_group, KI(b, blocks));
-        b->next_w = mt__let_bind(k, &l, "wnext", mt_ir_mul(k, mt_ir_add(k, first, place), KI(b, block_stride)));
+        mt_expr *block = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, ln.bk, KI(b, 1)), KI(b, blocks)), place);
+        b->next_w = mt__let_bind(k, &l, "wnext", mt_ir_mul(k, block, KI(b, block_stride)));
         if (kvec_group_work_groups(p) > blocks) b->next_if = mt_ir_lt(k, place, KI(b, blocks));
-        if (per_block > 1) {
-            mt_expr *last_of_block = mt_ir_bin(k, MT_OP_EQ, mt_ir_mod(k, ln.bk, KI(b, per_block)), KI(b, per_block - 1));
-            b->next_if = b->next_if ? mt_ir_and(k, b->next_if, last_of_block) : last_of_block;
-        }
     }
 
     mt_stmt *init = mt__zero_fill(k, b->acc, nacc, vec);

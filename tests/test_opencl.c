@@ -970,8 +970,7 @@ static void test_weight_prefetch(void **state) {
  * kernel row (s lines) per (c, r), where pixel blocks run first and a
  * group's work-groups are at least its 16-channel blocks, there is a next
  * group, and a group's weights are at most 256 KiB (ir/tmpl_kvec.c,
- * kvec_next_weight_blocks); those work-groups past the blocks skip it, and
- * where groups of 8 channels share a block, the first of them too. */
+ * kvec_next_weight_blocks); those work-groups past the blocks skip it. */
 static void test_next_weight_prefetch(void **state) {
     (void)state;
     static const struct {
@@ -990,8 +989,6 @@ static void test_next_weight_prefetch(void **state) {
         {"n=1,c=1024,h=7,w=7,k=32,r=1,s=1", "thread_k=1,vec=16,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1", 0, 0},
         /* vectors of 8 channels, 3 of them: 24 channels a group, blocks not whole */
         {"n=1,c=512,h=7,w=7,k=2048,r=1,s=1", "thread_k=1,vec=8,reg_k=3,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=0,unroll_explicit=0", 0, 0},
-        /* one vector of 8 (AVX2's default there): two groups a block, the second brings the next block */
-        {"n=1,c=2048,h=7,w=7,k=512,r=1,s=1", "thread_k=1,vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1", 1, 1},
     };
     const mt_template *t = mt_template_find("kvec");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1002,7 +999,7 @@ static void test_next_weight_prefetch(void **state) {
         int n = count_prefetches(t, &wl, &sp, &cfg, NULL, "weight", 1);
         if (n != cases[i].want) fail_msg("%s %s: %d next-group weight prefetches, want %d", cases[i].wl, cases[i].config, n, cases[i].want);
         char *text = kernel_text(t, &wl, &sp, &cfg, NULL);
-        const int guarded = strstr(text, "if ((wg_place") || strstr(text, "if ((bz_") || strstr(text, "if (((wg_place") || strstr(text, "if (((bz_");
+        const int guarded = strstr(text, "if ((wg_place") != NULL || strstr(text, "if ((bz_") != NULL;
         free(text);
         if (guarded != cases[i].guarded) fail_msg("%s %s: guard %s", cases[i].wl, cases[i].config, guarded ? "unexpected" : "missing");
         mt_space_free(&sp);
