@@ -242,7 +242,7 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * broadcast, one register more than AVX2's 16: PoCL's LLVM kept two
      * accumulators on the stack, each FMA on them a store and a reload
      * (ResNet-50's 2048 -> 512 1x1 layer at 7x7 with its data in cache:
-     * 88 GFLOP/s against 157 for 1 x 2 x 7,
+     * 95 GFLOP/s against 177 for 1 x 2 x 7,
      * bench/kernel_anatomy/results/kernel_anatomy_avx2.md). The second row
      * reuses each tap's weight vector, as a second vector would reuse the
      * broadcast. On a Zen 3 at default configs (3 rounds in turns,

@@ -187,7 +187,7 @@ def main():
     if case_set not in ("", "avx2"):
         log(f"CASES={case_set}: unknown (empty or avx2)")
         return 2
-    cases, name = (AVX2_CASES, "kernel_anatomy_avx2") if case_set == "avx2" else (CASES, "kernel_anatomy")
+    cases, out_name = (AVX2_CASES, "kernel_anatomy_avx2") if case_set == "avx2" else (CASES, "kernel_anatomy")
     lanes = device_lanes(mtgpu)
     peak_flops = 2.0 * lanes * PEAK_GROUPS * PEAK_ITERS * PEAK_CHAINS
     os.makedirs(out_dir, exist_ok=True)
@@ -237,7 +237,7 @@ def main():
 
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     doc = dict(generated=when, commit=commit + ("+changes" if dirty else ""), cpu=benchlib.cpu_model(), peak_lanes=lanes, rounds=int(rounds), runs=int(runs), cases=results)
-    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+    with open(os.path.join(out_dir, out_name + ".json"), "w") as f:
         json.dump(doc, f, indent=1)
     md = [f"# Where the generated kernels' time goes\n",
           f"Generated {when} by `bench/kernel_anatomy/run.py` at commit {doc['commit']} on {doc['cpu']}; mtgpu through PoCL's CPU device. "
@@ -257,7 +257,7 @@ def main():
         if case["left_out"]:
             md.append(f"\nNot applicable to this kernel: {', '.join(case['left_out'])}.")
     text = "\n".join(md) + "\n"
-    with open(os.path.join(out_dir, name + ".md"), "w") as f:
+    with open(os.path.join(out_dir, out_name + ".md"), "w") as f:
         f.write(text)
     print(text)
     return rc
