@@ -186,13 +186,19 @@ static int kvec_pointwise(const cpu_pref *pref, const mt_workload *wl) {
     return !strcmp(pref->tmpl, "kvec") && wl->r == 1 && wl->s == 1 && wl->pad_h == 0 && wl->pad_w == 0;
 }
 
+/* Whether pref is one of kvec's and wl a strided convolution of the RGB
+ * input (at most 4 channels per group) whose row is not one tile. */
+static int kvec_rgb_strided(const cpu_pref *pref, const mt_workload *wl, int full_row) {
+    return !strcmp(pref->tmpl, "kvec") && wl->c / wl->groups <= 4 && wl->stride_w >= 2 && !full_row;
+}
+
 /* Whether pref is one of kvec's, dev has 8-lane vectors (or narrower) and
  * wl's tile is the generic one of 7 columns (not a whole padded row, not
  * the 1 x 14 of 1x1 layers) with two output rows or more. */
 static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
     const int ow = mt_workload_out_w(wl);
     return !strcmp(pref->tmpl, "kvec") && dev->native_vector_width < 16 && !full_row && !(kvec_pointwise(pref, wl) && ow % 14 == 0) &&
-           mt_workload_out_h(wl) >= 2;
+           !kvec_rgb_strided(pref, wl, full_row) && mt_workload_out_h(wl) >= 2;
 }
 
 /* pref (one knob's CPU preference) as it applies to dev and wl, and for kvec
@@ -268,10 +274,23 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * 1.12x as fast. Timed alone the stem took 0.72-0.73 ms either way. VGG-16's
      * stride-1 first layer (gemm's by default, 1.20 ms) took 2.27 with
      * 4 x 4 and 1.57 with 2 x 8, so stride 1 keeps 2 x 7. */
-    if (!strcmp(pref->tmpl, "kvec") && wl->c / wl->groups <= 4 && wl->stride_w >= 2 && dev->native_vector_width >= 16 && !full_row &&
-        (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
+    if (kvec_rgb_strided(pref, wl, full_row) && dev->native_vector_width >= 16 && (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
         const int k16 = (wl->k + 15) / 16 * 16, vectors = k16 / 16 < 4 ? k16 / 16 : 4;
         pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : 16 / vectors;
+    }
+    /* The same in 8-lane vectors: up to 4 channel vectors x 8 / vectors
+     * columns, 8 accumulators (4 x 4 would spill: 16 accumulators, 4
+     * weight vectors and the broadcast in AVX2's 16 registers). On a Zen 3
+     * inside MobileNetV2 (4 rounds in turns, 2026-12-06) its first layer
+     * took 0.241 ms with 4 x 2 against 0.311 with 1 vector x 2 rows x 7
+     * (the 8-lane default elsewhere), 0.347 with 2 x 2 rows x 3 and 0.232
+     * with the tuner's direct kernel
+     * (bench/config_ab/results/zen3_mobilenet_v2_first_layer_rows.md);
+     * ResNet-50's stem 1.73 against 1.96 ms (0.74-1.06x per round,
+     * zen3_resnet50_stem_rows.md). */
+    if (kvec_rgb_strided(pref, wl, full_row) && dev->native_vector_width < 16 && (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
+        const int k8 = (wl->k + 7) / 8 * 8, vectors = k8 / 8 < 4 ? k8 / 8 : 4;
+        pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : 8 / vectors;
     }
     /* wino on rows of at most one register tile (4 F(4x4) tiles, 16
      * outputs): two register tiles per work-group, the 16 tiles of a 14x14
