@@ -82,11 +82,10 @@ RED_LOOP = re.compile(r"for \(long ((?:c|rco)_\d+) = 0; \1 < (\d+); \+\+\1\) \{"
 INTERIOR = re.compile(r"if \(\(\(\(\(x0_\d+ \* \d+L\) \+ \(-\d+L\)\) >= 0L\) && [^\n]*\) \{\n")
 
 
-# Independent 16-lane FMA chains, as mt_device_measure_peak times them, but
-# timed here in turns with the kernels and by CPU time like them: the peak
-# the fractions are taken against.
-# The chains are as wide as the device's vectors (16-lane chains in 8-lane
-# registers spill: 24 of AVX2's 16).
+# Independent FMA chains as wide as the device's vectors, as
+# mt_device_measure_peak times them, but timed here in turns with the kernels
+# and by CPU time like them: the peak the fractions are taken against
+# (16-lane chains in 8-lane registers spill: 24 of AVX2's 16).
 PEAK_GROUPS, PEAK_ITERS, PEAK_CHAINS = 64, 4096, 12
 
 
