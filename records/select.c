@@ -186,6 +186,10 @@ static int kvec_pointwise(const cpu_pref *pref, const mt_workload *wl) {
     return !strcmp(pref->tmpl, "kvec") && wl->r == 1 && wl->s == 1 && wl->pad_h == 0 && wl->pad_w == 0;
 }
 
+/* Whether pref is one of kvec's and wl an unpadded 1x1 convolution whose
+ * rows are a multiple of 14 (the 14-column tile's). */
+static int kvec_pointwise_14(const cpu_pref *pref, const mt_workload *wl) { return kvec_pointwise(pref, wl) && mt_workload_out_w(wl) % 14 == 0; }
+
 /* Whether pref is one of kvec's and wl a strided convolution of the RGB
  * input (at most 4 channels per group) whose row is not one tile. */
 static int kvec_rgb_strided(const cpu_pref *pref, const mt_workload *wl, int full_row) {
@@ -196,8 +200,7 @@ static int kvec_rgb_strided(const cpu_pref *pref, const mt_workload *wl, int ful
  * wl's tile is the generic one of 7 columns (not a whole padded row, not
  * the 1 x 14 of 1x1 layers) with two output rows or more. */
 static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
-    const int ow = mt_workload_out_w(wl);
-    return !strcmp(pref->tmpl, "kvec") && dev->native_vector_width < 16 && !full_row && !(kvec_pointwise(pref, wl) && ow % 14 == 0) &&
+    return !strcmp(pref->tmpl, "kvec") && dev->native_vector_width < 16 && !full_row && !kvec_pointwise_14(pref, wl) &&
            !kvec_rgb_strided(pref, wl, full_row) && mt_workload_out_h(wl) >= 2;
 }
 
@@ -234,14 +237,14 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * Four vectors x 7 on 7-wide rows ran 0.53 against 0.56 ms alone but
      * about 10% slower inside ResNet-50, and on padded 3x3 layers the
      * larger tiles ran 1.7-2.3x slower alone (the column tests). */
-    if (kvec_pointwise(pref, wl) && ow % 14 == 0 && !strcmp(pref->knob, "reg_x")) pref->part[0] = 14;
+    if (kvec_pointwise_14(pref, wl) && !strcmp(pref->knob, "reg_x")) pref->part[0] = 14;
     /* With 8-lane vectors (AVX2: 16 registers) one channel vector x 14
      * columns, 14 accumulators: two vectors x 14 take 28 and spill. On a
      * Zen 3, inside ResNet-50 (3 rounds in turns, 2026-12-05), its
      * 1024 -> 256 layers at 14x14 took 0.69 ms with 1 x 14 against 1.28
      * with 2 x 14, 1.06 with 2 x 7 and 0.79 with gemm's 4 x 24
      * (bench/config_ab/results/zen3_resnet50_1x1_14x14.md). */
-    if (kvec_pointwise(pref, wl) && ow % 14 == 0 && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
+    if (kvec_pointwise_14(pref, wl) && dev->native_vector_width < 16 && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
     /* Elsewhere with 8-lane vectors, where two rows or more: one channel
      * vector x 2 rows x 7 columns, 14 accumulators. The two vectors x 7 of
      * the 16-lane default need 14 accumulators, two weight vectors and the
@@ -274,10 +277,6 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * 1.12x as fast. Timed alone the stem took 0.72-0.73 ms either way. VGG-16's
      * stride-1 first layer (gemm's by default, 1.20 ms) took 2.27 with
      * 4 x 4 and 1.57 with 2 x 8, so stride 1 keeps 2 x 7. */
-    if (kvec_rgb_strided(pref, wl, full_row) && dev->native_vector_width >= 16 && (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
-        const int k16 = (wl->k + 15) / 16 * 16, vectors = k16 / 16 < 4 ? k16 / 16 : 4;
-        pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : 16 / vectors;
-    }
     /* The same in 8-lane vectors: up to 4 channel vectors x 8 / vectors
      * columns, 8 accumulators (4 x 4 would spill: 16 accumulators, 4
      * weight vectors and the broadcast in AVX2's 16 registers). On a Zen 3
@@ -288,9 +287,10 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * (bench/config_ab/results/zen3_mobilenet_v2_first_layer_rows.md);
      * ResNet-50's stem 1.73 against 1.96 ms (0.74-1.06x per round,
      * zen3_resnet50_stem_rows.md). */
-    if (kvec_rgb_strided(pref, wl, full_row) && dev->native_vector_width < 16 && (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
-        const int k8 = (wl->k + 7) / 8 * 8, vectors = k8 / 8 < 4 ? k8 / 8 : 4;
-        pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : 8 / vectors;
+    if (kvec_rgb_strided(pref, wl, full_row) && (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
+        const int lanes = dev->native_vector_width >= 16 ? 16 : 8, padded = (wl->k + lanes - 1) / lanes * lanes;
+        const int vectors = padded / lanes < 4 ? padded / lanes : 4;
+        pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : lanes / vectors;
     }
     /* wino on rows of at most one register tile (4 F(4x4) tiles, 16
      * outputs): two register tiles per work-group, the 16 tiles of a 14x14
