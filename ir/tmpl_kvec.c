@@ -88,6 +88,34 @@ static void kvec_canon(const mt_workload *wl, mt__rt_plan *p) {
     p->k16 = (wl->k + 15) / 16 * 16;
 }
 
+/* Whether wl is a 1x1 convolution with stride 1 and no padding, whose input
+ * and output planes are the same run of h*w pixels. */
+static int kvec_pointwise_flat(const mt_workload *wl) {
+    return wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
+}
+
+/* Tiles of one row (reg_y = thread_y = 1) of such a convolution run over the
+ * image as one row of oh*ow pixels, as gemm's flattened kernels do: a tile
+ * may wrap to the next row and only the image's last tile overhangs. The
+ * space stays the one of the unflattened image (its records keep their
+ * meaning where reg_x divides the row; elsewhere the tiles now waste fewer
+ * FMAs). On 7x7 images the 2 x 7 tiles of 1-row or 2-row blocks left an
+ * eighth of the FMAs past the image; flat, two channel vectors x 5 or 6
+ * pixels (12 accumulators: one broadcast per two FMAs) cover 49 pixels with
+ * 1-5 to spare. Timed alone on a Zen 3 (`mtgpu conv` with --cold, 2
+ * runs in turns, 2026-12-06): MobileNetV2's 160 -> 960 at 7x7 0.108-0.111
+ * ms with 2 x 5 flat against 0.117-0.132 with the 8-lane default (1 vector
+ * x 2 rows x 7), 320 -> 1280 0.279 against 0.323-0.327, ResNet-50's
+ * 512 -> 2048 0.70 against 0.82; at 14x14 2 x 6 flat against 1 x 14:
+ * 1024 -> 256 0.61 against 0.68-0.69, 576 -> 96 0.132-0.135 against 0.150,
+ * but 64 -> 384 0.101-0.107 against 0.091 (see the CPU defaults,
+ * records/select.c). */
+static void kvec_flatten(const mt_workload *wl, mt__rt_plan *p) {
+    if (!kvec_pointwise_flat(wl) || p->yr != 1 || p->yt != 1) return;
+    p->h = p->oh = 1;
+    p->w = p->ow = wl->h * wl->w;
+}
+
 static mt_status kvec_space(const mt_workload *wl, mt_space *out) {
     if (!kvec_accepts(wl) || !out) return MT_UNSUPPORTED;
     mt__rt_plan p;
@@ -608,6 +636,7 @@ static mt_status kvec_build(const mt_workload *wl, const mt_space *sp, const mt_
     mt__rt_plan p;
     kvec_canon(wl, &p);
     mt__rt_plan_read_tiles(&p, sp, cfg);
+    kvec_flatten(wl, &p);
     p.vec = mt_config_value(sp, cfg, "vec");
     p.unroll_rs = mt_config_value(sp, cfg, "unroll_rs");
     p.unroll_explicit = mt_config_value(sp, cfg, "unroll_explicit");

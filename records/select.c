@@ -204,6 +204,20 @@ static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const
            !kvec_rgb_strided(pref, wl, full_row) && mt_workload_out_h(wl) >= 2;
 }
 
+/* Whether pref is one of kvec's, dev has 8-lane vectors (or narrower) and
+ * wl an unpadded stride-1 1x1 convolution of 96 input channels or more,
+ * whose one-row tiles kvec runs over the flattened image. */
+static int kvec_avx2_flat(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl) {
+    return kvec_pointwise(pref, wl) && dev->native_vector_width < 16 && wl->stride_h == 1 && wl->stride_w == 1 && wl->c / wl->groups >= 96;
+}
+
+/* The columns of kvec's flat tile on an image of `pixels`: 6, or 5 where
+ * 5-pixel tiles leave fewer past the image (49 pixels: 1 against 5). */
+static int kvec_flat_columns(int64_t pixels) {
+    const int64_t past6 = (pixels + 5) / 6 * 6 - pixels, past5 = (pixels + 4) / 5 * 5 - pixels;
+    return past5 < past6 ? 5 : 6;
+}
+
 /* pref (one knob's CPU preference) as it applies to dev and wl, and for kvec
  * to an output row that full_row says fits one tile (kvec_full_row). narrow:
  * the second try, where the first config passed the device's limits. */
@@ -260,6 +274,19 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * 1.27x, its 7x7 1x1 layers 1.19-1.27x; ResNet-18 1.14x as a whole. */
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 2;
+    /* With 8-lane vectors on unpadded stride-1 1x1 layers of 96 input
+     * channels or more, instead of the two above: two channel vectors x 5
+     * or 6 pixels of the flattened image (kvec runs one-row tiles of these
+     * layers over it), 12 accumulators, one broadcast per two FMAs and
+     * almost no tile past the image (the 1 x 2 x 7 tile left an eighth of
+     * a 7x7 image's FMAs past it). Timed alone they ran up to 1.2x faster
+     * (ir/tmpl_kvec.c, kvec_flatten); with 64 input channels 2 x 6 ran
+     * 0.85-0.89x as fast as 1 x 14 at 14x14 (MobileNetV2's 64 -> 384: its
+     * 384 x 6-pixel output runs per tile against 8 x 14). */
+    if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 2;
+    if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
+    if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_x"))
+        pref->part[0] = kvec_flat_columns((int64_t)mt_workload_out_h(wl) * mt_workload_out_w(wl));
     /* kvec on the RGB input (at most 4 channels per group) with stride 2,
      * in 16-lane vectors: 16 accumulators, as all of the layer's channel
      * vectors (up to 4) x 16 / vectors columns, so that each broadcast

@@ -800,19 +800,24 @@ static void test_best_config(void **state) {
         mt_select_result_free(&sel);
     }
 
-    /* On a device of 8-lane vectors (AVX2's 16 registers) kvec keeps 14
-     * accumulators: one channel vector x 14 columns on 1x1 layers, one
+    /* On a device of 8-lane vectors (AVX2's 16 registers) kvec keeps 12-14
+     * accumulators: on unpadded stride-1 1x1 layers of 96 input channels or
+     * more two channel vectors x 5 or 6 pixels of the flattened image
+     * (whichever leaves fewer past it), on other 1x1 layers one channel
+     * vector x 14 columns, one
      * vector x the row on padded rows of 7 too; one vector x 2 rows x 7
      * elsewhere (two vectors x 7 spill), and 2 x 7 where one row is all;
      * on the RGB input with stride 2 up to 4 vectors x 8 / vectors columns. */
     mt_device_info avx2 = cpu;
     avx2.native_vector_width = 8;
     static const kvec_default_case avx2_rows[] = {
-        {"c=1024,h=14,w=14,k=256,r=1,s=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=1024,h=14,w=14,k=256,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=6,"},
+        {"c=64,h=14,w=14,k=384,r=1,s=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=256,h=56,w=56,k=512,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
         {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
-        {"c=2048,h=7,w=7,k=512,r=1,s=1", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
+        {"c=2048,h=7,w=7,k=512,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
+        {"c=160,h=7,w=7,k=960,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=1024,h=14,w=14,k=2048,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
         {"c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
         {"c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3", "vec=8,reg_k=4,thread_y=1,reg_y=1,thread_x=1,reg_x=2,"},

@@ -10,7 +10,8 @@
  * paths: vectors along a row (in chunks of 4, 2 and 1 columns) and lane by
  * lane where a tile overhangs the row, with channel and row overhang; others
  * its edge tiles (a reduction copy per edge tile, and the shared copy that
- * tests columns at run time when a row has more than four). Fixed gemm
+ * tests columns at run time when a row has more than four) and its tiles
+ * over flattened 1x1 images. Fixed gemm
  * configs cover its chunked work-group order (a pixel block derived from its
  * chunk and its place in it, across rows and images). */
 #include <setjmp.h>
@@ -79,6 +80,14 @@ static const struct {
     /* dilated, 4-column tiles: edges at 0 and 12 (which overhangs the 15 columns); s as a loop */
     {"n=1,c=4,h=17,w=19,k=8,r=3,s=5,pad=2,dilation=2",
      "thread_k=1,vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=4,unroll_rs=0,unroll_explicit=1"},
+    /* Not edges: one-row tiles of unpadded stride-1 1x1 layers run over the
+     * flattened image. 5-pixel tiles, 2 per group, wrap rows of 7; the last
+     * group overhangs the 49 pixels, two images, channels overhang 20 */
+    {"n=2,c=24,h=7,w=7,k=20,r=1,s=1",
+     "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=2,reg_x=5,unroll_rs=1,unroll_explicit=1"},
+    /* 6-pixel tiles on rows of 9 (45 pixels, the last tile 3 past them) */
+    {"n=1,c=10,h=5,w=9,k=12,r=1,s=1",
+     "thread_k=1,vec=4,reg_k=3,thread_y=1,reg_y=1,thread_x=1,reg_x=6,unroll_rs=0,unroll_explicit=1"},
 };
 #define NKVEC_EDGE (int)(sizeof kvec_edge_cases / sizeof kvec_edge_cases[0])
 
