@@ -33,7 +33,9 @@
  * out as vector stores along x, with the fused epilogue applied to each
  * vector (lane by lane where the tile overhangs the row).
  * The register-tile loops are replicated in the IR (constant indices keep
- * the accumulators in registers on PoCL).
+ * the accumulators in registers on PoCL). One-row tiles of unpadded
+ * stride-1 1x1 layers run over the image flattened to one row
+ * (kvec_flatten).
  *
  * Channel blocks that overhang k read real memory: a vector whose first
  * channel lies past the padded k is pointed back at the last block (its
@@ -103,13 +105,13 @@ static int kvec_pointwise_flat(const mt_workload *wl) {
  * eighth of the FMAs past the image; flat, two channel vectors x 5 or 6
  * pixels (12 accumulators: one broadcast per two FMAs) cover 49 pixels with
  * 1-5 to spare. Timed alone on a Zen 3 (`mtgpu conv` with --cold, 2
- * runs in turns, 2026-12-06): MobileNetV2's 160 -> 960 at 7x7 0.108-0.111
- * ms with 2 x 5 flat against 0.117-0.132 with the 8-lane default (1 vector
- * x 2 rows x 7), 320 -> 1280 0.279 against 0.323-0.327, ResNet-50's
+ * runs in turns, 2026-12-06): MobileNetV2's 160 -> 960 at 7x7 0.101-0.111
+ * ms with 2 x 5 flat against 0.117-0.132 with the 8-lane default before (1
+ * vector x 2 rows x 7), 320 -> 1280 0.279 against 0.323-0.327, ResNet-50's
  * 512 -> 2048 0.70 against 0.82; at 14x14 2 x 6 flat against 1 x 14:
- * 1024 -> 256 0.61 against 0.68-0.69, 576 -> 96 0.132-0.135 against 0.150,
- * but 64 -> 384 0.101-0.107 against 0.091 (see the CPU defaults,
- * records/select.c). */
+ * 1024 -> 256 0.58-0.62 against 0.68-0.69, 576 -> 96 0.132-0.135 against
+ * 0.150, but 64 -> 384 0.101-0.107 against 0.091 (the CPU defaults,
+ * records/select.c, and docs/tuning.md, Flat 1x1 tiles). */
 static void kvec_flatten(const mt_workload *wl, mt__rt_plan *p) {
     if (!kvec_pointwise_flat(wl) || p->yr != 1 || p->yt != 1) return;
     p->h = p->oh = 1;
@@ -263,7 +265,14 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
  * these; its 512 -> 128 layer at 28x28 0.77 against 0.68 ms. Prefetching 16
  * or 32 channels ahead instead of 8 changed nothing beyond noise. */
 /* How many channels ahead prefetch_row reads: on 1x1 layers twice
- * MT__PREFETCH_CHANNELS. */
+ * MT__PREFETCH_CHANNELS. Their steps are short (one tap per channel), and
+ * where the input passes L2 with the weights (ResNet-50's 2048 -> 512 at
+ * 7x7: 401 KiB of input, a core's L2 512 KiB on a Zen 3) its rows come from
+ * L3 later than 8 steps ahead. At default configs on a Zen 3 (3 rounds in
+ * turns with 8, 2026-12-06,
+ * bench/net_ab/results/net_ab_kvec_pf16_{resnet50,mobilenet_v2}.md)
+ * that layer ran 1.11-1.14x as fast, ResNet-50's other kvec 1x1 layers
+ * 1.00-1.05x, MobileNetV2's 1.00-1.03x. */
 static int kvec_input_prefetch_channels(const mt__rt_plan *p) { return p->r == 1 && p->s == 1 ? 2 * MT__PREFETCH_CHANNELS : MT__PREFETCH_CHANNELS; }
 
 static mt_stmt *prefetch_row(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {

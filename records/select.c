@@ -279,10 +279,13 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * or 6 pixels of the flattened image (kvec runs one-row tiles of these
      * layers over it), 12 accumulators, one broadcast per two FMAs and
      * almost no tile past the image (the 1 x 2 x 7 tile left an eighth of
-     * a 7x7 image's FMAs past it). Timed alone they ran up to 1.2x faster
-     * (ir/tmpl_kvec.c, kvec_flatten); with 64 input channels 2 x 6 ran
-     * 0.85-0.89x as fast as 1 x 14 at 14x14 (MobileNetV2's 64 -> 384: its
-     * 384 x 6-pixel output runs per tile against 8 x 14). */
+     * a 7x7 image's FMAs past it). At default configs on a Zen 3 (3
+     * rounds in turns with the tiles before, 2026-12-06,
+     * bench/net_ab/results/net_ab_avx2_kvec_flat_*.md): ResNet-50 1.04x
+     * as fast (its 7x7 1x1 layers 1.03-1.18x, its 14x14 ones 1.07-1.17x),
+     * MobileNetV2 1.04x (7x7 1.06-1.27x, 14x14 1.01-1.14x). With 64 input
+     * channels 2 x 6 ran 0.85-0.89x as fast as 1 x 14 alone
+     * (MobileNetV2's 64 -> 384 at 14x14), so such layers keep 1 x 14. */
     if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 2;
     if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
     if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_x"))
