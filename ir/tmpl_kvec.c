@@ -349,7 +349,8 @@ static mt_stmt *prefetch_next_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
 
 /* Whether kvec prefetches its input rows: on planes above 512 bytes (14x14
  * and larger), a lower bound than gemm's mt__prefetch_planes, and on 1x1
- * layers whatever their planes. Inside a
+ * layers whatever their planes; not where every prefetch would read past
+ * the input (the stems' 3 channels: there they only touched other pages). Inside a
  * network a layer's input was written by the layer before and sits in L2
  * or L3, one row segment per channel h*w floats apart. With the bound at
  * 512 instead of 2048 bytes, tuned configs in turns inside the networks (4
@@ -364,7 +365,7 @@ static mt_stmt *prefetch_next_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
  * ran 1.03-1.07x as fast (its other layers 0.97-1.02x) and ResNet-50's
  * 2048 -> 512 ones 1.03-1.05x against a drift of 0.95-0.98x on the
  * others. */
-static int kvec_prefetches_input(const mt__rt_plan *p) { return ((int64_t)p->h * p->w * 4 > 512 || (p->r == 1 && p->s == 1)) && p->c > 1; }
+static int kvec_prefetches_input(const mt__rt_plan *p) { return ((int64_t)p->h * p->w * 4 > 512 || (p->r == 1 && p->s == 1)) && p->c > kvec_input_prefetch_channels(p); }
 
 static mt_stmt *reduction_loops(kvec_builder *b) {
     const mt__rt_plan *p = b->p;
