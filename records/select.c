@@ -208,7 +208,7 @@ static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const
  * wl an unpadded stride-1 1x1 convolution of 96 input channels or more,
  * whose one-row tiles kvec runs over the flattened image. */
 static int kvec_avx2_flat(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl) {
-    return kvec_pointwise(pref, wl) && dev->native_vector_width < 16 && wl->stride_h == 1 && wl->stride_w == 1 && wl->c / wl->groups >= 96;
+    return kvec_pointwise(pref, wl) && dev->native_vector_width < 16 && wl->stride_h == 1 && wl->stride_w == 1;
 }
 
 /* The columns of kvec's flat tile on an image of `pixels`: 6, or 5 where
