@@ -110,7 +110,7 @@ static int kvec_pointwise_flat(const mt_workload *wl) {
  * vector x 2 rows x 7), 320 -> 1280 0.279 against 0.323-0.327, ResNet-50's
  * 512 -> 2048 0.70 against 0.82; at 14x14 2 x 6 flat against 1 x 14:
  * 1024 -> 256 0.58-0.62 against 0.68-0.69, 576 -> 96 0.132-0.135 against
- * 0.150, but 64 -> 384 0.101-0.107 against 0.091 (the CPU defaults,
+ * 0.150, 64 -> 384 0.066-0.067 against 0.074-0.075 (the CPU defaults,
  * records/select.c, and docs/tuning.md, Flat 1x1 tiles). */
 static void kvec_flatten(const mt_workload *wl, mt__rt_plan *p) {
     if (!kvec_pointwise_flat(wl) || p->yr != 1 || p->yt != 1) return;

@@ -205,8 +205,8 @@ static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const
 }
 
 /* Whether pref is one of kvec's, dev has 8-lane vectors (or narrower) and
- * wl an unpadded stride-1 1x1 convolution of 96 input channels or more,
- * whose one-row tiles kvec runs over the flattened image. */
+ * wl an unpadded stride-1 1x1 convolution, whose one-row tiles kvec runs
+ * over the flattened image. */
 static int kvec_avx2_flat(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl) {
     return kvec_pointwise(pref, wl) && dev->native_vector_width < 16 && wl->stride_h == 1 && wl->stride_w == 1;
 }
@@ -274,18 +274,21 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * 1.27x, its 7x7 1x1 layers 1.19-1.27x; ResNet-18 1.14x as a whole. */
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 2;
-    /* With 8-lane vectors on unpadded stride-1 1x1 layers of 96 input
-     * channels or more, instead of the two above: two channel vectors x 5
-     * or 6 pixels of the flattened image (kvec runs one-row tiles of these
-     * layers over it), 12 accumulators, one broadcast per two FMAs and
-     * almost no tile past the image (the 1 x 2 x 7 tile left an eighth of
-     * a 7x7 image's FMAs past it). At default configs on a Zen 3 (3
-     * rounds in turns with the tiles before, 2026-12-06,
-     * bench/net_ab/results/net_ab_avx2_kvec_flat_*.md): ResNet-50 1.04x
-     * as fast (its 7x7 1x1 layers 1.03-1.18x, its 14x14 ones 1.07-1.17x),
-     * MobileNetV2 1.04x (7x7 1.06-1.27x, 14x14 1.01-1.14x). With 64 input
-     * channels 2 x 6 ran 0.85-0.89x as fast as 1 x 14 alone
-     * (MobileNetV2's 64 -> 384 at 14x14), so such layers keep 1 x 14. */
+    /* With 8-lane vectors on unpadded stride-1 1x1 layers, instead of the
+     * two above: two channel vectors x 5 or 6 pixels of the flattened
+     * image (kvec runs one-row tiles of these layers over it), 12
+     * accumulators, one broadcast per two FMAs and almost no tile past the
+     * image (the 1 x 2 x 7 tile left an eighth of a 7x7 image's FMAs past
+     * it). At default configs on a Zen 3 (3 rounds in turns with the tiles
+     * before, 2026-12-06, bench/net_ab/results/net_ab_avx2_kvec_flat_*.md):
+     * ResNet-50 1.04x as fast (its 7x7 1x1 layers 1.03-1.18x, its 14x14
+     * ones 1.07-1.17x), MobileNetV2 1.04x (7x7 1.06-1.27x, 14x14
+     * 1.01-1.14x), SqueezeNet 1.1 1.11x (its squeeze layers 1.5-1.9x).
+     * First kept to 96 input channels or more (alone, 2 x 6 had run
+     * MobileNetV2's 64 -> 384 at 14x14 in 0.101-0.107 ms against 0.091 for
+     * 1 x 14); on every layer, in turns with that (net_ab_avx2_kvec_flat_all_*.md),
+     * that layer ran 1.04-1.10x as fast and SqueezeNet 1.1's expand layers
+     * of 32-64 channels 1.46-1.97x. */
     if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 2;
     if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
     if (kvec_avx2_flat(pref, dev, wl) && !strcmp(pref->knob, "reg_x"))

@@ -801,10 +801,9 @@ static void test_best_config(void **state) {
     }
 
     /* On a device of 8-lane vectors (AVX2's 16 registers) kvec keeps 12-14
-     * accumulators: on unpadded stride-1 1x1 layers of 96 input channels or
-     * more two channel vectors x 5 or 6 pixels of the flattened image
-     * (whichever leaves fewer past it), on other 1x1 layers one channel
-     * vector x 14 columns, one
+     * accumulators: on unpadded stride-1 1x1 layers two channel vectors x 5
+     * or 6 pixels of the flattened image (whichever leaves fewer past it),
+     * on other 1x1 layers one channel vector x 14 columns, one
      * vector x the row on padded rows of 7 too; one vector x 2 rows x 7
      * elsewhere (two vectors x 7 spill), and 2 x 7 where one row is all;
      * on the RGB input with stride 2 up to 4 vectors x 8 / vectors columns. */
@@ -812,7 +811,8 @@ static void test_best_config(void **state) {
     avx2.native_vector_width = 8;
     static const kvec_default_case avx2_rows[] = {
         {"c=1024,h=14,w=14,k=256,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=6,"},
-        {"c=64,h=14,w=14,k=384,r=1,s=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=64,h=14,w=14,k=384,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=6,"},
+        {"c=48,h=13,w=13,k=192,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=256,h=56,w=56,k=512,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
         {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
@@ -824,7 +824,8 @@ static void test_best_config(void **state) {
         {"c=3,h=224,w=224,k=32,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=4,thread_y=1,reg_y=1,thread_x=1,reg_x=2,"},
         {"c=3,h=224,w=224,k=16,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=4,"},
         {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
-        {"c=64,h=1,w=49,k=64,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=64,h=1,w=49,k=64,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
+        {"c=64,h=1,w=49,k=64,r=3,s=1,pad=1x0", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
     };
     check_kvec_defaults(avx2_rows, sizeof avx2_rows / sizeof avx2_rows[0], &avx2);
 
