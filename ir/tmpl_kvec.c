@@ -251,19 +251,6 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
 
-/* The input row segment that kernel row r reads for tile row y in channel
- * c + MT__PREFETCH_CHANNELS, prefetched (see kvec_prefetches_input): one
- * prefetch per cache line it can touch, at its first float, every 16 floats
- * on and at its last. Prefetching only the first float left the segment's
- * second line (14 floats start anywhere in a line) to a miss at full
- * latency. The channel is not clamped to the last one: a prefetch does not
- * fault, on x86-64 (the only target that gets them) not even past the
- * buffer, and the clamp cost a compare, a move and a multiply per prefetch
- * in the loop's hottest part. ResNet-50's 256 -> 64 1x1 layer at 56x56,
- * default config (median process CPU time per run, 80 runs each in turns,
- * one OpenCL host program): 1.02 ms with one clamped prefetch, 0.76 with
- * these; its 512 -> 128 layer at 28x28 0.77 against 0.68 ms. Prefetching 16
- * or 32 channels ahead instead of 8 changed nothing beyond noise. */
 /* How many channels ahead prefetch_row reads: on 1x1 layers twice
  * MT__PREFETCH_CHANNELS. Their steps are short (one tap per channel), and
  * where the input passes L2 with the weights (ResNet-50's 2048 -> 512 at
@@ -275,6 +262,20 @@ static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
  * 1.00-1.05x, MobileNetV2's 1.00-1.03x. */
 static int kvec_input_prefetch_channels(const mt__rt_plan *p) { return p->r == 1 && p->s == 1 ? 2 * MT__PREFETCH_CHANNELS : MT__PREFETCH_CHANNELS; }
 
+/* The input row segment that kernel row r reads for tile row y in channel
+ * c + kvec_input_prefetch_channels, prefetched (see kvec_prefetches_input): one
+ * prefetch per cache line it can touch, at its first float, every 16 floats
+ * on and at its last. Prefetching only the first float left the segment's
+ * second line (14 floats start anywhere in a line) to a miss at full
+ * latency. The channel is not clamped to the last one: a prefetch does not
+ * fault, on x86-64 (the only target that gets them) not even past the
+ * buffer, and the clamp cost a compare, a move and a multiply per prefetch
+ * in the loop's hottest part. ResNet-50's 256 -> 64 1x1 layer at 56x56,
+ * default config (median process CPU time per run, 80 runs each in turns,
+ * one OpenCL host program): 1.02 ms with one clamped prefetch, 0.76 with
+ * these; its 512 -> 128 layer at 28x28 0.77 against 0.68 ms. Prefetching 16
+ * or 32 channels ahead instead of 8 changed nothing beyond noise there (on
+ * a Xeon with 2 MiB of L2 per core). */
 static mt_stmt *prefetch_row(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
