@@ -118,6 +118,10 @@ int mt_workload_out_w(const mt_workload *wl) { return out_dim(wl->w, wl->pad_w, 
 
 int mt_workload_is_depthwise(const mt_workload *wl) { return wl->groups > 1 && wl->groups == wl->c && wl->groups == wl->k; }
 
+int mt_workload_is_pointwise(const mt_workload *wl) {
+    return wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
+}
+
 /* a*b*c*d for positive factors, saturating at lim (0 if a factor is not positive). */
 static int64_t prod4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t lim) {
     const int64_t f[4] = {a, b, c, d};

@@ -125,7 +125,7 @@ static void gemm_canon(const mt_workload *wl, mt__rt_plan *p) {
     mt__rt_plan_init(p, wl);
     /* A 1x1 convolution with stride 1 and no padding, as one row of pixels
      * (where dilation means nothing). */
-    p->flat = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
+    p->flat = mt_workload_is_pointwise(wl);
     if (p->flat) {
         p->h = p->oh = 1;
         p->w = p->ow = wl->h * wl->w;

@@ -90,12 +90,6 @@ static void kvec_canon(const mt_workload *wl, mt__rt_plan *p) {
     p->k16 = (wl->k + 15) / 16 * 16;
 }
 
-/* Whether wl is a 1x1 convolution with stride 1 and no padding, whose input
- * and output planes are the same run of h*w pixels. */
-static int kvec_pointwise_flat(const mt_workload *wl) {
-    return wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
-}
-
 /* Tiles of one row (reg_y = thread_y = 1) of such a convolution run over the
  * image as one row of oh*ow pixels, as gemm's flattened kernels do: a tile
  * may wrap to the next row and only the image's last tile overhangs. The
@@ -113,7 +107,7 @@ static int kvec_pointwise_flat(const mt_workload *wl) {
  * 0.150, 64 -> 384 0.066-0.067 against 0.074-0.075 (the CPU defaults,
  * records/select.c, and docs/tuning.md, Flat 1x1 tiles). */
 static void kvec_flatten(const mt_workload *wl, mt__rt_plan *p) {
-    if (!kvec_pointwise_flat(wl) || p->yr != 1 || p->yt != 1) return;
+    if (!mt_workload_is_pointwise(wl) || p->yr != 1 || p->yt != 1) return;
     p->h = p->oh = 1;
     p->w = p->ow = wl->h * wl->w;
 }

@@ -208,7 +208,7 @@ static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const
  * wl an unpadded stride-1 1x1 convolution, whose one-row tiles kvec runs
  * over the flattened image. */
 static int kvec_avx2_flat(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl) {
-    return kvec_pointwise(pref, wl) && dev->native_vector_width < 16 && wl->stride_h == 1 && wl->stride_w == 1;
+    return !strcmp(pref->tmpl, "kvec") && dev->native_vector_width < 16 && mt_workload_is_pointwise(wl);
 }
 
 /* The columns of kvec's flat tile on an image of `pixels`: 6, or 5 where
@@ -568,7 +568,7 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     if (wl->c <= 4 && wl->r == 3 && wl->s == 3 && wl->stride_h == 1 && wl->stride_w == 1 && mt_workload_out_w(wl) % 32 == 0 &&
         template_usable(gemm, wl, layouts))
         return gemm;
-    const int pointwise = wl->r == 1 && wl->s == 1 && wl->stride_h == 1 && wl->stride_w == 1 && wl->pad_h == 0 && wl->pad_w == 0;
+    const int pointwise = mt_workload_is_pointwise(wl);
     if (pointwise && template_usable(gemm, wl, layouts) && wl->c <= 512 && pixels >= 28 * 28) return gemm;
     return NULL;
 }

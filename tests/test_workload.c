@@ -98,6 +98,28 @@ static void test_key_order(void **state) {
     mt_workload b = parse_ok("groups=32,pad=1,s=3,r=3,k=32,w=28,h=28,c=32");
     assert_true(wl_equal(&a, &b));
     assert_true(mt_workload_is_depthwise(&a));
+    assert_false(mt_workload_is_pointwise(&a));
+}
+
+/* 1x1, stride 1, no padding (dilation means nothing there); groups do not matter. */
+static void test_pointwise(void **state) {
+    (void)state;
+    static const struct {
+        const char *text;
+        int pointwise;
+    } cases[] = {
+        {"c=64,h=7,w=7,k=256,r=1,s=1", 1},
+        {"c=64,h=7,w=7,k=256,r=1,s=1,dilation=2,groups=4", 1},
+        {"c=64,h=14,w=14,k=256,r=1,s=1,stride=2", 0},
+        {"c=64,h=14,w=14,k=256,r=1,s=1,stride=1x2", 0},
+        {"c=64,h=7,w=7,k=256,r=1,s=1,pad=0x1", 0},
+        {"c=64,h=7,w=7,k=256,r=1,s=3,pad=0x1", 0},
+        {"c=64,h=7,w=7,k=256,r=3,s=1,pad=1x0", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_workload w = parse_ok(cases[i].text);
+        if (mt_workload_is_pointwise(&w) != cases[i].pointwise) fail_msg("%s: pointwise %d, want %d", cases[i].text, !cases[i].pointwise, cases[i].pointwise);
+    }
 }
 
 static void test_format_canonical(void **state) {
@@ -361,7 +383,7 @@ static void test_unit_stride(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),         cmocka_unit_test(test_all_fields),  cmocka_unit_test(test_pairs),
-        cmocka_unit_test(test_key_order),        cmocka_unit_test(test_format_canonical), cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_key_order), cmocka_unit_test(test_pointwise),        cmocka_unit_test(test_format_canonical), cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_hostile),          cmocka_unit_test(test_just_below_limit), cmocka_unit_test(test_long_strings),
         cmocka_unit_test(test_err_buffer),       cmocka_unit_test(test_validate_direct), cmocka_unit_test(test_unit_stride),
     };

@@ -42,6 +42,9 @@ int mt_workload_format(const mt_workload *wl, char *buf, size_t len);
 int mt_workload_out_h(const mt_workload *wl);
 int mt_workload_out_w(const mt_workload *wl);
 int mt_workload_is_depthwise(const mt_workload *wl);
+/* A 1x1 convolution with stride 1 and no padding: each output pixel reads
+ * the input pixel at its own place, so the image can run as one row of h*w. */
+int mt_workload_is_pointwise(const mt_workload *wl);
 /* Useful floating-point operations: 2 * n * k * P * Q * (c/groups) * r * s. */
 double mt_workload_flops(const mt_workload *wl);
 int64_t mt_workload_input_elems(const mt_workload *wl);
