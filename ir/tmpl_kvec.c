@@ -101,10 +101,10 @@ static void kvec_canon(const mt_workload *wl, mt__rt_plan *p) {
  * 1-5 to spare. Timed alone on a Zen 3 (`mtgpu conv` with --cold, 2
  * runs in turns, 2026-12-06): MobileNetV2's 160 -> 960 at 7x7 0.101-0.111
  * ms with 2 x 5 flat against 0.117-0.132 with the 8-lane default before (1
- * vector x 2 rows x 7), 320 -> 1280 0.279 against 0.323-0.327, ResNet-50's
+ * vector x 2 rows x 7), 320 -> 1280 0.279-0.281 against 0.323-0.327, ResNet-50's
  * 512 -> 2048 0.70 against 0.82; at 14x14 2 x 6 flat against 1 x 14:
  * 1024 -> 256 0.58-0.62 against 0.68-0.69, 576 -> 96 0.132-0.135 against
- * 0.150, 64 -> 384 0.066-0.067 against 0.074-0.075 (the CPU defaults,
+ * 0.153-0.154, 64 -> 384 0.066-0.067 against 0.074-0.075 (the CPU defaults,
  * records/select.c, and docs/tuning.md, Flat 1x1 tiles). */
 static void kvec_flatten(const mt_workload *wl, mt__rt_plan *p) {
     if (!mt_workload_is_pointwise(wl) || p->yr != 1 || p->yt != 1) return;
