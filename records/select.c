@@ -310,23 +310,32 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * 1.12x as fast. Timed alone the stem took 0.72-0.73 ms either way. VGG-16's
      * stride-1 first layer (gemm's by default, 1.20 ms) took 2.27 with
      * 4 x 4 and 1.57 with 2 x 8, so stride 1 keeps 2 x 7. */
-    /* In 8-lane vectors: one channel vector x 8 columns, 8 accumulators
-     * (4 x 4 would spill: 16 accumulators, 4 weight vectors and the
-     * broadcast in AVX2's 16 registers), whose 8 x 8 block goes out as
-     * eight aligned 8-float row pieces after one transposition. On a Zen 3
+    /* The same in 8-lane vectors: up to 4 channel vectors x 8 / vectors
+     * columns, 8 accumulators (4 x 4 would spill: 16 accumulators, 4
+     * weight vectors and the broadcast in AVX2's 16 registers). On a Zen 3
      * inside MobileNetV2 (4 rounds in turns, 2026-12-06) its first layer
-     * had taken 0.241 ms with 4 vectors x 2 columns against 0.311 with 1
-     * vector x 2 rows x 7 (the 8-lane default elsewhere), 0.347 with 2 x 2
-     * rows x 3 and 0.232 with the tuner's direct kernel
+     * took 0.241 ms with 4 x 2 against 0.311 with 1 vector x 2 rows x 7
+     * (the 8-lane default elsewhere), 0.347 with 2 x 2 rows x 3 and 0.232
+     * with the tuner's direct kernel
      * (bench/config_ab/results/zen3_mobilenet_v2_first_layer_rows.md);
-     * then (5 rounds, zen3_mobilenet_v2_first_layer_1x8.md) 1 x 8 and
-     * 2 x 4 took 0.84x the time of 4 x 2 (0.76-1.16 and 0.73-0.86), the
-     * direct kernel 0.88x (0.69-1.87); on ResNet-50's 64-channel 7x7 stem
-     * (4 rounds, zen3_resnet50_stem_1x8.md) 1 x 8 took 1.01x (1.00-1.10)
-     * the time of 4 x 2 and 2 x 4 1.29x. */
+     * ResNet-50's stem 1.73 against 1.96 ms (0.74-1.06x per round,
+     * zen3_resnet50_stem_rows.md). With 3x3 kernels (27 taps) instead
+     * one vector x 8 columns, whose 8 x 8 block goes out as eight aligned
+     * 8-float row pieces after one transposition: the 4 x 2 tile's 32
+     * two-float stores weigh on so short a reduction. There (5 rounds,
+     * zen3_mobilenet_v2_first_layer_1x8.md) 1 x 8 and 2 x 4 took 0.84x
+     * the time of 4 x 2 (0.76-1.16, 0.73-0.86), the direct kernel 0.88x
+     * (0.69-1.87); at default configs, in turns with 4 x 2 (4 rounds,
+     * bench/net_ab/results/net_ab_avx2_kvec_rgb_1x8_*.md), MobileNetV2's
+     * first layer ran 1.26x as fast and SqueezeNet 1.1's 1.16x. On
+     * ResNet-50's 7x7 stem (147 taps, each of 1 x 8's nine loads to eight
+     * FMAs against 4 x 2's six) 1 x 8 took 1.01x (1.00-1.10) the time of
+     * 4 x 2 side by side (zen3_resnet50_stem_1x8.md) and 1.04x at default
+     * configs, so 7x7 keeps 4 x 2. */
     if (kvec_rgb_strided(pref, wl, full_row) && (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "reg_x"))) {
         const int lanes = dev->native_vector_width >= 16 ? 16 : 8, padded = (wl->k + lanes - 1) / lanes * lanes;
-        const int vectors = lanes < 16 ? 1 : padded / lanes < 4 ? padded / lanes : 4;
+        int vectors = padded / lanes < 4 ? padded / lanes : 4;
+        if (lanes == 8 && wl->r * wl->s <= 9) vectors = 1;
         pref->part[0] = !strcmp(pref->knob, "reg_k") ? vectors : lanes / vectors;
     }
     /* wino on rows of at most one register tile (4 F(4x4) tiles, 16
