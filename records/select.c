@@ -325,9 +325,10 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * two-float stores weigh on so short a reduction. There (5 rounds,
      * zen3_mobilenet_v2_first_layer_1x8.md) 1 x 8 and 2 x 4 took 0.84x
      * the time of 4 x 2 (0.76-1.16, 0.73-0.86), the direct kernel 0.88x
-     * (0.69-1.87); at default configs, in turns with 4 x 2 (4 rounds,
+     * (0.69-1.87); at default configs, in turns with 4 x 2 (6 rounds,
      * bench/net_ab/results/net_ab_avx2_kvec_rgb_1x8_*.md), MobileNetV2's
-     * first layer ran 1.26x as fast and SqueezeNet 1.1's 1.16x. On
+     * first layer 0.274 -> 0.215 ms (1.27x, its other layers a median
+     * 0.98x) and SqueezeNet 1.1's 64-channel one 1.07x (the others 1.03x). On
      * ResNet-50's 7x7 stem (147 taps, each of 1 x 8's nine loads to eight
      * FMAs against 4 x 2's six) 1 x 8 took 1.01x (1.00-1.10) the time of
      * 4 x 2 side by side (zen3_resnet50_stem_1x8.md) and 1.04x at default
