@@ -597,10 +597,10 @@ static mt_status ex_layer(mt_executor *ex, mt_db *db, const mt_weights *w, int i
         int off = 0;
         for (int j = 0; j < l->ninputs; j++) {
             mt_shape s = mt_network_layer(ex->net, l->inputs[j])->out;
-            int64_t hw = (int64_t)s.h * s.w, n = mt__shape_elems(s);
-            int32_t p[4] = {(int32_t)n, (int32_t)(s.c * hw), (int32_t)(l->out.c * hw), (int32_t)(off * hw)};
+            const int64_t hw = (int64_t)s.h * s.w, block = s.c * hw, chunks = (block + MT_OP_CONCAT_CHUNK - 1) / MT_OP_CONCAT_CHUNK;
+            int32_t p[5] = {(int32_t)(s.n * chunks), (int32_t)block, (int32_t)(l->out.c * hw), (int32_t)(off * hw), (int32_t)chunks};
             mt_dbuf *bufs[2] = {ex->slots[ex->plan.slot[l->inputs[j]]], y};
-            mt_status st = ex_op(ex, i, MT_OPK_CONCAT, p, 4, bufs, 2, groups_for(n), err, errlen);
+            mt_status st = ex_op(ex, i, MT_OPK_CONCAT, p, 5, bufs, 2, groups_for(s.n * chunks), err, errlen);
             if (st != MT_OK) return st;
             off += s.c;
         }

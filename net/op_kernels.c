@@ -7,6 +7,10 @@
  * on any GPU; the CPU reference (net/reference_net.c) sums in double. */
 #include "op_kernels.h"
 
+/* A macro's value as a string literal, for the source text. */
+#define MT__TEXT(x) #x
+#define MT__VALUE_TEXT(x) MT__TEXT(x)
+
 static const char op_source[] =
     "#define ACT(v, a) ((a) == 1 ? fmax((v), 0.0f) : (a) == 2 ? fmin(fmax((v), 0.0f), 6.0f) : (v))\n"
     "\n"
@@ -120,11 +124,21 @@ static const char op_source[] =
     "    y[i] = s / (float)((he - hs) * (we - ws));\n"
     "}\n"
     "\n"
+    "/* One image's block of one input, which is contiguous in NCHW, copied\n"
+    " * in chunks of MT_OP_CONCAT_CHUNK floats, one per work-item, in vectors\n"
+    " * of 8. One work-item per float, whose two divisions by a run-time\n"
+    " * block size the vector units could not take over, made SqueezeNet\n"
+    " * 1.1's eight concatenations 5.5 ms of its 10.6 ms pass on a 2-core Zen 3. */\n"
     "__kernel void mt_op_concat_copy(__global const int *p, __global const float *x, __global float *y) {\n"
     "    int i = get_global_id(0);\n"
     "    if (i >= p[0]) return;\n"
-    "    int n = i / p[1], r = i % p[1];\n"
-    "    y[(size_t)n * p[2] + p[3] + r] = x[i];\n"
+    "    int n = i / p[4], first = (i % p[4]) * " MT__VALUE_TEXT(MT_OP_CONCAT_CHUNK) ";\n"
+    "    int len = min(" MT__VALUE_TEXT(MT_OP_CONCAT_CHUNK) ", p[1] - first);\n"
+    "    __global const float *src = x + (size_t)n * p[1] + first;\n"
+    "    __global float *dst = y + (size_t)n * p[2] + p[3] + first;\n"
+    "    int j = 0;\n"
+    "    for (; j + 8 <= len; j += 8) vstore8(vload8(0, src + j), 0, dst + j);\n"
+    "    for (; j < len; j++) dst[j] = src[j];\n"
     "}\n"
     "\n"
     "/* A strided 1x1 convolution's input, taken every sh-th row and sw-th\n"

@@ -13,6 +13,10 @@
 /* Work-items per work-group of every op kernel. */
 #define MT_OP_GROUP 64
 
+/* Floats a work-item of the concatenation copies (the chunks of one image's
+ * block of one input). */
+#define MT_OP_CONCAT_CHUNK 256
+
 /* The OpenCL C source holding every kernel below. */
 const char *mt__op_kernels_source(void);
 
@@ -22,7 +26,7 @@ const char *mt__op_kernels_source(void);
 #define MT_OPK_AVGPOOL "mt_op_avgpool"           /* (p, x, y): p as maxpool, then count_include_pad */
 #define MT_OPK_GLOBAL_AVGPOOL "mt_op_global_avgpool" /* (p, x, y): p = total (n*c), HW */
 #define MT_OPK_ADAPTIVE_AVGPOOL "mt_op_adaptive_avgpool" /* (p, x, y): p = total, H, W, OH, OW */
-#define MT_OPK_CONCAT "mt_op_concat_copy"        /* (p, x, y): p = total, Cin*HW, Cout*HW, c_offset*HW */
+#define MT_OPK_CONCAT "mt_op_concat_copy"        /* (p, x, y): p = work-items (n * chunks), Cin*HW, Cout*HW, c_offset*HW, chunks per image */
 #define MT_OPK_SUBSAMPLE "mt_op_subsample"     /* (p, x, y): p = total (n*c*OH rows), H, W, OH, OW, sh, sw */
 #define MT_OPK_ADD "mt_op_add"                   /* (p, a, b, y): y = act(a + b); p = total, act */
 #define MT_OPK_DENSE "mt_op_dense"               /* (p, x, w, b, y): four outputs of every image per work-item; p = work-items ((O+3)/4), I, O, act, n */
