@@ -56,11 +56,25 @@ kind_ms = {b: {k: med(d["kinds"].get(k, 0.0) for d in prof[b]) for k in kinds} f
 layers = []
 for i, l in enumerate(prof["head"][0]["layers"]):
     ms = {b: med(d["layers"][i]["ms"] for d in prof[b]) for b in builds}
+    per_round = [prof["base"][r]["layers"][i]["ms"] / prof["head"][r]["layers"][i]["ms"] if prof["head"][r]["layers"][i]["ms"] > 0 else None
+                 for r in range(rounds)]
     layers.append({"layer": l["name"], "kind": l["kind"], "template": l.get("template"), "workload": l.get("workload"),
-                   "config": l.get("config"), "base_ms": ms["base"], "head_ms": ms["head"]})
+                   "config": l.get("config"), "base_ms": ms["base"], "head_ms": ms["head"], "round_ratios": per_round})
+# The window drifts within a round too, between the two builds' passes: the
+# median of the convolutions' ratios in a round is that drift wherever a
+# change leaves most layers as they were, and a layer's ratio over it, taken
+# within the round, is its change with the drift taken out.
+drift = []
+for r in range(rounds):
+    conv = [l["round_ratios"][r] for l in layers if l["kind"] == "conv2d" and l["round_ratios"][r]]
+    drift.append(med(conv) if conv else None)
+for l in layers:
+    rel = [x / d for x, d in zip(l["round_ratios"], drift) if x and d]
+    l["against_drift"] = med(rel) if rel else None
+    l["against_drift_range"] = [min(rel), max(rel)] if rel else None
 res = {"network": net, "database": db, "base": base_rev, "head": head_rev, "rounds": rounds,
        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "network_median_ms": net_ms, "network_round_ratios": wall_ratios, "device_ms": dev_ms,
-       "kind_ms": kind_ms, "layers": layers}
+       "kind_ms": kind_ms, "round_drift": drift, "layers": layers}
 os.makedirs(out, exist_ok=True)
 json.dump(res, open(f"{out}/{name}.json", "w"), indent=1)
 r = lambda b, h: f"{b / h:.2f}" if h else "-"
@@ -73,12 +87,18 @@ md = [f"# {net}: two builds side by side\n",
       f"| network, median wall | {net_ms['base']:.2f} | {net_ms['head']:.2f} | {r(net_ms['base'], net_ms['head'])} |",
       f"| network wall, per-round ratios | | | {med(wall_ratios):.2f} ({min(wall_ratios):.2f}-{max(wall_ratios):.2f}) |",
       f"| all kernels, device | {dev_ms['base']:.2f} | {dev_ms['head']:.2f} | {r(dev_ms['base'], dev_ms['head'])} |"]
+known = [d for d in drift if d]
+if known:
+    md.append(f"| convolutions' median per-round ratio (the drift) | | | {med(known):.2f} ({min(known):.2f}-{max(known):.2f}) |")
 for k in kinds:
     md.append(f"| {k}, device | {kind_ms['base'][k]:.3f} | {kind_ms['head'][k]:.3f} | {r(kind_ms['base'][k], kind_ms['head'][k])} |")
-md += ["", "| layer | kind | template | workload | base ms | head ms | ratio |", "|---|---|---|---|---|---|---|"]
+md += ["", "Per layer: ratio of the median times; against drift: the median (range) over the rounds of the layer's ratio in a "
+       "round over that round's drift (meaningful where the change leaves most convolutions as they were).", "",
+       "| layer | kind | template | workload | base ms | head ms | ratio | against drift |", "|---|---|---|---|---|---|---|---|"]
 for l in layers:
+    ad = f"{l['against_drift']:.2f} ({l['against_drift_range'][0]:.2f}-{l['against_drift_range'][1]:.2f})" if l["against_drift"] else "-"
     md.append(f"| {l['layer']} | {l['kind']} | {l['template'] or '-'} | {'`' + l['workload'] + '`' if l['workload'] else '-'} | "
-              f"{l['base_ms']:.3f} | {l['head_ms']:.3f} | {r(l['base_ms'], l['head_ms'])} |")
+              f"{l['base_ms']:.3f} | {l['head_ms']:.3f} | {r(l['base_ms'], l['head_ms'])} | {ad} |")
 open(f"{out}/{name}.md", "w").write("\n".join(md) + "\n")
-print("\n".join(md[:7 + len(kinds)]))
+print("\n".join(md[:8 + len(kinds)]))
 PY
