@@ -575,8 +575,8 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     if (mt_workload_is_depthwise(wl)) return pixels <= 28 * 28 && template_usable(gemm, wl, layouts) ? gemm : NULL;
     if (wl->groups != 1) return NULL;
     const mt_template *wino = mt_template_find("wino");
-    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && mt_workload_out_h(wl) >= 14 &&
-        mt_workload_out_w(wl) >= 14)
+    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && mt_workload_out_h(wl) >= 13 &&
+        mt_workload_out_w(wl) >= 13)
         return wino;
     /* The 3x3 layers on the RGB input (wino needs 16 channels): gemm. */
     if (wl->c <= 4 && wl->r == 3 && wl->s == 3 && wl->stride_h == 1 && wl->stride_w == 1 && mt_workload_out_w(wl) % 32 == 0 &&
