@@ -527,7 +527,7 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  * networks (bench/net_ab/results/net_ab_wino_blocks_*.md):
  * - wino (F(4x4), two register tiles of 2x4 tiles per work-group, the
  *   channel groups as a loop) on 3x3 stride-1 layers with 16 input
- *   channels or more and 14x14 outputs or more: inside VGG-16 and
+ *   channels or more and 13x13 outputs or more: inside VGG-16 and
  *   ResNet-18/50, 1.5-2.8x faster than kvec's default at 28x28 to 112x112
  *   (1.1-1.3x at 56x56 and 224x224 with 64 channels, where wino was the
  *   default before). On 14x14 layers, timed alone (weights in cache), it
@@ -538,7 +538,12 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   row-major, one block of 16 tiles per channel share, inside the networks
  *   (3 rounds in turns, 2026-12-04) against kvec's default: ResNet-50's
  *   256-channel layer 0.616 ms against 0.705, ResNet-18's 0.568 against
- *   0.657, VGG-16's 512-channel one 1.85 against 2.62. On 7x7 outputs F(4x4)
+ *   0.657, VGG-16's 512-channel one 1.85 against 2.62. 13x13 outputs take
+ *   the 16 tiles of 14x14: there SqueezeNet 1.1's last four expand layers
+ *   ran 1.98-2.17x as fast as with kvec's default, the network 1.14x
+ *   (4 rounds in turns at default configs, 2026-12-06, Zen 3,
+ *   bench/net_ab/results/net_ab_wino_13x13_squeezenet1_1.md; timed alone
+ *   wino's default 1.37-1.83x); below that unmeasured. On 7x7 outputs F(4x4)
  *   computes 8x8 and its weights outweigh the products: kvec. With fewer
  *   than 16 channels the input transform outweighs the products;
  * - gemm (8 channels x 48 pixels; 6 x 32 when this was measured) on

@@ -716,7 +716,7 @@ static void test_best_config(void **state) {
 
     /* On a CPU the shapes where another template's default ran faster than
      * kvec's (records/select.c, cpu_default_template): wino on 3x3 stride-1
-     * layers with 16 channels or more and 14x14 outputs or more when the
+     * layers with 16 channels or more and 13x13 outputs or more when the
      * caller takes its F(4x4) layout and its preferred block, or else one
      * register tile per work-group, fits the device's local memory (this
      * device's 1 MiB holds 256 channels' block of 16 tiles, 512 channels'
