@@ -587,8 +587,7 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     if (wl->c <= 4 && wl->r == 3 && wl->s == 3 && wl->stride_h == 1 && wl->stride_w == 1 && mt_workload_out_w(wl) % 32 == 0 &&
         template_usable(gemm, wl, layouts))
         return gemm;
-    const int pointwise = mt_workload_is_pointwise(wl);
-    if (pointwise && template_usable(gemm, wl, layouts) && wl->c <= 512 && pixels >= 28 * 28) return gemm;
+    if (mt_workload_is_pointwise(wl) && template_usable(gemm, wl, layouts) && wl->c <= 512 && pixels >= 28 * 28) return gemm;
     return NULL;
 }
 

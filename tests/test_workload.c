@@ -382,10 +382,11 @@ static void test_unit_stride(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_all_fields),  cmocka_unit_test(test_pairs),
-        cmocka_unit_test(test_key_order), cmocka_unit_test(test_pointwise),        cmocka_unit_test(test_format_canonical), cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_hostile),          cmocka_unit_test(test_just_below_limit), cmocka_unit_test(test_long_strings),
-        cmocka_unit_test(test_err_buffer),       cmocka_unit_test(test_validate_direct), cmocka_unit_test(test_unit_stride),
+        cmocka_unit_test(test_defaults),        cmocka_unit_test(test_all_fields),       cmocka_unit_test(test_pairs),
+        cmocka_unit_test(test_key_order),       cmocka_unit_test(test_pointwise),        cmocka_unit_test(test_format_canonical),
+        cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_hostile),          cmocka_unit_test(test_just_below_limit),
+        cmocka_unit_test(test_long_strings),    cmocka_unit_test(test_err_buffer),       cmocka_unit_test(test_validate_direct),
+        cmocka_unit_test(test_unit_stride),
     };
     return cmocka_run_group_tests_name("workload", tests, NULL, NULL);
 }
