@@ -141,6 +141,37 @@ static int kvec_pixels_first(const mt__rt_plan *p) {
     return weight_bytes > 2 * input_bytes;
 }
 
+/* Channels per block of kvec_channel_block: a block's input rows of a 7x7
+ * image (64 x 196 bytes) and its weights for 16 channels (64 x 64 bytes)
+ * take 16 KiB, half a core's L1 data cache. */
+#define MT__KVEC_CHANNEL_BLOCK 64
+/* Pixels (the flattened image) up to which kvec_channel_block applies. */
+#define MT__KVEC_CHANNEL_BLOCK_MAX_PIXELS 64
+/* Accumulators of all of a work-item's tiles, at most (a 7x7 image's ten
+ * tiles of 2 x 5 x 8-lane: 800 floats). */
+#define MT__KVEC_CHANNEL_BLOCK_MAX_FLOATS 2048
+
+/* The channels per block where each work-item runs every tile of the
+ * flattened image (one-row tiles of a 1x1 layer of at most
+ * MT__KVEC_CHANNEL_BLOCK_MAX_PIXELS pixels, work-groups of one work-item,
+ * pixel blocks first) channel block by channel block, its tiles'
+ * accumulators kept in private memory between blocks; 0 where it does not.
+ * Tile by tile over all channels, each tile reads the image's input and its
+ * channel group's weights from L2, and on a 7x7 image with hundreds of
+ * channels those are what the kernel waits for: alone on a Zen 3 (default
+ * config, bench/kernel_anatomy/results/kernel_anatomy_flat7.md) ResNet-50's
+ * 2048 -> 512 ran at 62% of the FMA peak, 92-93% with its input or its
+ * weights kept in L1, and MobileNetV2's 960 -> 160 at 60%, 77-81%. In
+ * blocks, a block's rows and weights stay in L1 across the tiles. */
+static int kvec_channel_block(const mt__rt_plan *p) {
+    const int one_row = p->r == 1 && p->s == 1 && p->sh == 1 && p->sw == 1 && p->oh == 1 && p->h == 1;
+    const int64_t floats = (int64_t)p->xo * p->kr * p->xr * p->vec;
+    if (!one_row || p->ow > MT__KVEC_CHANNEL_BLOCK_MAX_PIXELS || p->xo < 2 || p->kt != 1 || p->xt != 1 || p->yt != 1 || p->yr != 1 ||
+        p->c % MT__KVEC_CHANNEL_BLOCK || p->c == MT__KVEC_CHANNEL_BLOCK || floats > MT__KVEC_CHANNEL_BLOCK_MAX_FLOATS || !kvec_pixels_first(p))
+        return 0;
+    return MT__KVEC_CHANNEL_BLOCK;
+}
+
 /* ---- IR building ---- */
 
 typedef struct kvec_builder {
@@ -157,6 +188,8 @@ typedef struct kvec_builder {
     int k_over;                /* tiles overhang k */
     int w_clamp;               /* some vector starts past k16: clamp its weight reads */
     int x_tests;               /* the reduction being built tests columns against the image */
+    mt_expr *c_first;          /* NULL, or the first channel of the block the reduction covers */
+    int c_count;               /* the channels it covers: p->c, or a block's (kvec_channel_block) */
 } kvec_builder;
 
 #define KI(b, v) mt_ir_int((b)->k, (v))
@@ -365,12 +398,14 @@ static int kvec_prefetches_input(const mt__rt_plan *p) { return ((int64_t)p->h *
 static mt_stmt *reduction_loops(kvec_builder *b) {
     const mt__rt_plan *p = b->p;
     mt__opt_loop lc, lr;
-    mt_expr *c = mt__loop_begin(b->k, &lc, "c", p->c, MT_LOOP_SERIAL);
+    mt_expr *c = mt__loop_begin(b->k, &lc, "c", b->c_count, MT_LOOP_SERIAL);
+    if (b->c_first) c = mt_ir_add(b->k, b->c_first, c);
     mt_expr *r = mt__loop_begin(b->k, &lr, "r", p->r, p->unroll_rs >= 2 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_stmt_list rows = {0};
-    if (kvec_prefetches_input(p))
+    /* In channel blocks the block's rows and weights are in L1 after its first tile. */
+    if (kvec_prefetches_input(p) && !b->c_first)
         for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, prefetch_row(b, c, r, y));
-    if (p->c > MT__PREFETCH_CHANNELS) mt_stmt_list_push(b->k, &rows, prefetch_weights(b, c, r));
+    if (p->c > MT__PREFETCH_CHANNELS && !b->c_first) mt_stmt_list_push(b->k, &rows, prefetch_weights(b, c, r));
     if (b->next_w) mt_stmt_list_push(b->k, &rows, prefetch_next_weights(b, c, r));
     for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, row_taps(b, c, r, y));
     /* The tap registers are declared once for all rows (each row's taps reuse them). */
@@ -582,10 +617,48 @@ static mt_stmt *store_tile(kvec_builder *b) {
     return mt_stmt_list_seq(k, &list);
 }
 
+/* The work of a work-item that runs all p->xo tiles of its image in channel
+ * blocks (kvec_channel_block): tile t's accumulators live in `saved` at t *
+ * nacc between blocks and are copied into `acc` (registers) around each
+ * block's reduction and before its store. */
+static mt_stmt *channel_blocked_tiles(kvec_builder *b, int cblock, int64_t nacc) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    mt_buffer *saved = mt_ir_buffer(k, "saved", MT_SCOPE_PRIVATE, p->xo * nacc);
+    mt_stmt *init = mt__zero_fill(k, saved, p->xo * nacc, vec);
+    mt_stmt *pass[2];
+    for (int i = 0; i < 2; i++) {
+        mt__opt_loop lb = {0}, lt;
+        mt_expr *blk = i == 0 ? mt__loop_begin(k, &lb, "cb", p->c / cblock, MT_LOOP_SERIAL) : NULL;
+        mt_expr *t = mt__loop_begin(k, &lt, "t", p->xo, MT_LOOP_SERIAL);
+        mt_var *x0 = mt_ir_var(k, "x0", MT_TYPE_INT);
+        mt_expr *at = mt_ir_mul(k, t, KI(b, nacc));
+        mt_stmt_list load = {0}, keep = {0};
+        for (int64_t a = 0; a < nacc; a += vec) {
+            mt_stmt_list_push(k, &load, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_load_vec(k, saved, mt_ir_add(k, at, KI(b, a)), vec)));
+            mt_stmt_list_push(k, &keep, mt_ir_store_vec(k, saved, mt_ir_add(k, at, KI(b, a)), mt_ir_load_vec(k, b->acc, KI(b, a), vec)));
+        }
+        b->x0 = mt_ir_v(k, x0);
+        mt_stmt *work;
+        if (i == 0) {
+            b->c_first = mt_ir_mul(k, blk, KI(b, cblock));
+            b->c_count = cblock;
+            work = mt_ir_seq2(k, mt_ir_seq2(k, mt_stmt_list_seq(k, &load), reduction(b)), mt_stmt_list_seq(k, &keep));
+        } else {
+            work = mt_ir_seq2(k, mt_stmt_list_seq(k, &load), store_tile(b));
+        }
+        work = mt_ir_let(k, x0, mt_ir_mul(k, t, KI(b, p->xr)), mt_ir_alloc(k, b->acc, work));
+        work = mt__loop_end(k, &lt, work);
+        pass[i] = i == 0 ? mt__loop_end(k, &lb, work) : work;
+    }
+    return mt_ir_alloc(k, saved, mt_ir_seq2(k, mt_ir_seq2(k, init, pass[0]), pass[1]));
+}
+
 static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *err, size_t errlen) {
     mt_kernel *k = mt_kernel_new("conv2d_kvec");
     if (!k) return mt__fail(err, errlen, MT_NOMEM, "kvec: out of memory");
-    kvec_builder bb = {.k = k, .p = p};
+    kvec_builder bb = {.k = k, .p = p, .c_count = p->c};
     kvec_builder *b = &bb;
     const int vec = p->vec;
     const int64_t in_elems = (int64_t)p->n * p->c * p->h * p->w;
@@ -601,8 +674,12 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
     b->k_over = kspan > p->k;
     b->w_clamp = kspan > p->k16;
 
+    /* In channel blocks a work-item runs its image's tiles itself: one column block. */
+    const int cblock = kvec_channel_block(p);
+    mt__rt_plan launch = *p;
+    if (cblock) launch.xo = 1;
     mt__rt_launch ln;
-    mt__rt_launch_begin(k, p, p->n, &ln);
+    mt__rt_launch_begin(k, &launch, p->n, &ln);
     if (kvec_pixels_first(p)) ln.group[2].axis = 0, ln.group[0].axis = 2;
 
     mt__let_chain l = {0};
@@ -623,7 +700,7 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
         snprintf(name, sizeof name, "wb%d", j);
         b->wbase[j] = mt__let_bind(k, &l, name, mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, first, KI(b, 16)), KI(b, block_stride)), mt_ir_mod(k, first, KI(b, 16))));
     }
-    const int64_t blocks = kvec_next_weight_blocks(p);
+    const int64_t blocks = cblock ? 0 : kvec_next_weight_blocks(p);
     if (blocks > 0) {
         /* Pixel blocks first: work-group axis 0 is bz (images x row blocks),
          * then bx; the work-group's place among its group's is bz + bx * n * yo. */
@@ -633,8 +710,13 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
         if (kvec_group_work_groups(p) > blocks) b->next_if = mt_ir_lt(k, place, KI(b, blocks));
     }
 
-    mt_stmt *init = mt__zero_fill(k, b->acc, nacc, vec);
-    mt_stmt *work = mt_ir_alloc(k, b->acc, mt_ir_seq2(k, mt_ir_seq2(k, init, reduction(b)), store_tile(b)));
+    mt_stmt *work;
+    if (cblock) {
+        work = channel_blocked_tiles(b, cblock, nacc);
+    } else {
+        mt_stmt *init = mt__zero_fill(k, b->acc, nacc, vec);
+        work = mt_ir_alloc(k, b->acc, mt_ir_seq2(k, mt_ir_seq2(k, init, reduction(b)), store_tile(b)));
+    }
     mt_stmt *body = mt__rt_launch_end(k, &ln, mt__let_wrap(k, &l, work));
     return mt__rt_finish(k, body, p, 0, "kvec", out, err, errlen);
 }

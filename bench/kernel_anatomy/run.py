@@ -75,6 +75,15 @@ AVX2_CASES = [(f"{layer}, {tile}", wl, "kvec", config) for layer, wl in (
     ("ResNet-50 conv1", "n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3"),
 ) for tile, config in AVX2_TILES]
 
+# CASES=flat7: the 8-lane default (two channel vectors x 5 pixels of the
+# flattened image) on the 7x7 1x1 layers of MobileNetV2 and ResNet-50
+FLAT7_CASES = [(layer, wl, "kvec", None) for layer, wl in (
+    ("MobileNetV2 features.15.conv.2", "n=1,c=960,h=7,w=7,k=160,r=1,s=1,stride=1,pad=0"),
+    ("MobileNetV2 features.16.conv.0.0", "n=1,c=160,h=7,w=7,k=960,r=1,s=1,stride=1,pad=0"),
+    ("MobileNetV2 features.18.0", "n=1,c=320,h=7,w=7,k=1280,r=1,s=1,stride=1,pad=0"),
+    ("ResNet-50 layer4.1.conv1", "n=1,c=2048,h=7,w=7,k=512,r=1,s=1,stride=1,pad=0"),
+)]
+
 PREFETCH = re.compile(r"#if defined\(__clang__\) && defined\(__x86_64__\)\n[^\n]*__builtin_prefetch[^\n]*\n#endif\n")
 # The reduction loop over input channels: kvec's c, gemm's rco.
 RED_LOOP = re.compile(r"for \(long ((?:c|rco)_\d+) = 0; \1 < (\d+); \+\+\1\) \{")
@@ -183,10 +192,11 @@ def main():
     rounds, runs = os.environ.get("ROUNDS", "6"), os.environ.get("RUNS", "10")
     out_dir = os.environ.get("OUT", "bench/kernel_anatomy/results")
     case_set = os.environ.get("CASES", "")
-    if case_set not in ("", "avx2"):
-        log(f"CASES={case_set}: unknown (empty or avx2)")
+    sets = {"": (CASES, "kernel_anatomy"), "avx2": (AVX2_CASES, "kernel_anatomy_avx2"), "flat7": (FLAT7_CASES, "kernel_anatomy_flat7")}
+    if case_set not in sets:
+        log(f"CASES={case_set}: unknown (empty, avx2 or flat7)")
         return 2
-    cases, out_name = (AVX2_CASES, "kernel_anatomy_avx2") if case_set == "avx2" else (CASES, "kernel_anatomy")
+    cases, out_name = sets[case_set]
     lanes = device_lanes(mtgpu)
     peak_flops = 2.0 * lanes * PEAK_GROUPS * PEAK_ITERS * PEAK_CHAINS
     os.makedirs(out_dir, exist_ok=True)
