@@ -190,6 +190,7 @@ typedef struct kvec_builder {
     int x_tests;               /* the reduction being built tests columns against the image */
     mt_expr *c_first;          /* NULL, or the first channel of the block the reduction covers */
     int c_count;               /* the channels it covers: p->c, or a block's (kvec_channel_block) */
+    int prefetch;              /* the reduction being built prefetches (channel blocks: the first tile's) */
 } kvec_builder;
 
 #define KI(b, v) mt_ir_int((b)->k, (v))
@@ -402,11 +403,10 @@ static mt_stmt *reduction_loops(kvec_builder *b) {
     if (b->c_first) c = mt_ir_add(b->k, b->c_first, c);
     mt_expr *r = mt__loop_begin(b->k, &lr, "r", p->r, p->unroll_rs >= 2 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
     mt_stmt_list rows = {0};
-    /* In channel blocks the block's rows and weights are in L1 after its first tile. */
-    if (kvec_prefetches_input(p) && !b->c_first)
+    if (kvec_prefetches_input(p) && b->prefetch)
         for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, prefetch_row(b, c, r, y));
-    if (p->c > MT__PREFETCH_CHANNELS && !b->c_first) mt_stmt_list_push(b->k, &rows, prefetch_weights(b, c, r));
-    if (b->next_w) mt_stmt_list_push(b->k, &rows, prefetch_next_weights(b, c, r));
+    if (p->c > MT__PREFETCH_CHANNELS && b->prefetch) mt_stmt_list_push(b->k, &rows, prefetch_weights(b, c, r));
+    if (b->next_w && b->prefetch) mt_stmt_list_push(b->k, &rows, prefetch_next_weights(b, c, r));
     for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, row_taps(b, c, r, y));
     /* The tap registers are declared once for all rows (each row's taps reuse them). */
     mt_stmt *body = mt_ir_alloc(b->k, b->wreg, mt_ir_alloc(b->k, b->ival, mt_stmt_list_seq(b->k, &rows)));
@@ -644,7 +644,14 @@ static mt_stmt *channel_blocked_tiles(kvec_builder *b, int cblock, int64_t nacc)
         if (i == 0) {
             b->c_first = mt_ir_mul(k, blk, KI(b, cblock));
             b->c_count = cblock;
-            work = mt_ir_seq2(k, mt_ir_seq2(k, mt_stmt_list_seq(k, &load), reduction(b)), mt_stmt_list_seq(k, &keep));
+            /* The first tile brings the block's rows and weights into L1 (and
+             * the next group's into L2); the others find them there. */
+            mt_stmt *first = reduction(b);
+            b->prefetch = 0;
+            mt_stmt *others = reduction(b);
+            b->prefetch = 1;
+            mt_stmt *red = mt_ir_if(k, mt_ir_bin(k, MT_OP_EQ, t, KI(b, 0)), first, others);
+            work = mt_ir_seq2(k, mt_ir_seq2(k, mt_stmt_list_seq(k, &load), red), mt_stmt_list_seq(k, &keep));
         } else {
             work = mt_ir_seq2(k, mt_stmt_list_seq(k, &load), store_tile(b));
         }
@@ -658,7 +665,7 @@ static mt_stmt *channel_blocked_tiles(kvec_builder *b, int cblock, int64_t nacc)
 static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *err, size_t errlen) {
     mt_kernel *k = mt_kernel_new("conv2d_kvec");
     if (!k) return mt__fail(err, errlen, MT_NOMEM, "kvec: out of memory");
-    kvec_builder bb = {.k = k, .p = p, .c_count = p->c};
+    kvec_builder bb = {.k = k, .p = p, .c_count = p->c, .prefetch = 1};
     kvec_builder *b = &bb;
     const int vec = p->vec;
     const int64_t in_elems = (int64_t)p->n * p->c * p->h * p->w;
@@ -700,14 +707,14 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
         snprintf(name, sizeof name, "wb%d", j);
         b->wbase[j] = mt__let_bind(k, &l, name, mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, first, KI(b, 16)), KI(b, block_stride)), mt_ir_mod(k, first, KI(b, 16))));
     }
-    const int64_t blocks = cblock ? 0 : kvec_next_weight_blocks(p);
+    const int64_t blocks = kvec_next_weight_blocks(&launch);
     if (blocks > 0) {
         /* Pixel blocks first: work-group axis 0 is bz (images x row blocks),
          * then bx; the work-group's place among its group's is bz + bx * n * yo. */
         mt_expr *place = mt__let_bind(k, &l, "wg_place", mt_ir_add(k, ln.bz, mt_ir_mul(k, ln.bx, KI(b, (int64_t)p->n * p->yo))));
         mt_expr *block = mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, ln.bk, KI(b, 1)), KI(b, blocks)), place);
         b->next_w = mt__let_bind(k, &l, "wnext", mt_ir_mul(k, block, KI(b, block_stride)));
-        if (kvec_group_work_groups(p) > blocks) b->next_if = mt_ir_lt(k, place, KI(b, blocks));
+        if (kvec_group_work_groups(&launch) > blocks) b->next_if = mt_ir_lt(k, place, KI(b, blocks));
     }
 
     mt_stmt *work;

@@ -10,8 +10,8 @@
  * paths: vectors along a row (in chunks of 4, 2 and 1 columns) and lane by
  * lane where a tile overhangs the row, with channel and row overhang; others
  * its edge tiles (a reduction copy per edge tile, and the shared copy that
- * tests columns at run time when a row has more than four) and its tiles
- * over flattened 1x1 images. Fixed gemm
+ * tests columns at run time when a row has more than four), its tiles
+ * over flattened 1x1 images and those run in channel blocks. Fixed gemm
  * configs cover its chunked work-group order (a pixel block derived from its
  * chunk and its place in it, across rows and images). */
 #include <setjmp.h>
@@ -62,6 +62,10 @@ static const char *const kvec_store_configs[] = {
 };
 #define NKVEC_STORE (int)(sizeof kvec_store_configs / sizeof kvec_store_configs[0])
 
+/* Workloads of kvec's channel-block cases (below and test_kvec_channel_block_grid). */
+#define KVEC_BLOCK_WL_A "n=2,c=256,h=7,w=7,k=520,r=1,s=1"
+#define KVEC_BLOCK_WL_B "n=1,c=128,h=5,w=9,k=100,r=1,s=1"
+
 /* kvec's edge tiles: each gets a copy of the reduction with its first
  * column constant (up to 4 per row), more share one copy that tests columns
  * at run time. */
@@ -88,6 +92,12 @@ static const struct {
     /* 6-pixel tiles on rows of 9 (45 pixels, the last tile 3 past them) */
     {"n=1,c=10,h=5,w=9,k=12,r=1,s=1",
      "thread_k=1,vec=4,reg_k=3,thread_y=1,reg_y=1,thread_x=1,reg_x=6,unroll_rs=0,unroll_explicit=1"},
+    /* Channel blocks (kvec_channel_block): each work-item runs its image's
+     * ten 5-pixel tiles (the last 1 past the 49 pixels) in 4 blocks of 64
+     * channels; two images, channels overhang 520 */
+    {KVEC_BLOCK_WL_A, "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,unroll_rs=1,unroll_explicit=1"},
+    /* eight 6-pixel tiles of 3 vectors of 4 channels (45 pixels), 2 blocks */
+    {KVEC_BLOCK_WL_B, "thread_k=1,vec=4,reg_k=3,thread_y=1,reg_y=1,thread_x=1,reg_x=6,unroll_rs=0,unroll_explicit=1"},
 };
 #define NKVEC_EDGE (int)(sizeof kvec_edge_cases / sizeof kvec_edge_cases[0])
 
@@ -227,14 +237,55 @@ static void test_gemm_chunk_grid(void **state) {
     }
 }
 
+/* kvec runs an image's tiles in one work-item, channel block by channel
+ * block, only where kvec_channel_block says so: one column block then
+ * (grid axis 1), else one per tile. */
+static void test_kvec_channel_block_grid(void **state) {
+    (void)state;
+    static const struct {
+        const char *workload, *config;
+        int64_t column_blocks;
+    } cases[] = {
+        {KVEC_BLOCK_WL_A, "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,unroll_rs=1,unroll_explicit=1", 1},
+        {KVEC_BLOCK_WL_B, "thread_k=1,vec=4,reg_k=3,thread_y=1,reg_y=1,thread_x=1,reg_x=6,unroll_rs=0,unroll_explicit=1", 1},
+        /* one block of 64 channels: nothing to block */
+        {"n=2,c=64,h=7,w=7,k=520,r=1,s=1", "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,unroll_rs=1,unroll_explicit=1", 10},
+        /* weights (40 KiB) under twice the input (49 KiB): channel blocks first, tile by tile */
+        {"n=1,c=256,h=7,w=7,k=40,r=1,s=1", "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,unroll_rs=1,unroll_explicit=1", 10},
+        /* a 14x14 image (196 pixels) */
+        {"n=1,c=256,h=14,w=14,k=512,r=1,s=1", "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,unroll_rs=1,unroll_explicit=1", 28},
+        /* two work-items per work-group */
+        {KVEC_BLOCK_WL_A, "thread_k=1,vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=2,reg_x=5,unroll_rs=1,unroll_explicit=1", 5},
+    };
+    const mt_template *t = mt_template_find("kvec");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512];
+        mt_workload wl;
+        assert_int_equal(mt_workload_parse(cases[i].workload, &wl, err, sizeof err), MT_OK);
+        mt_space sp;
+        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+        mt_config cfg;
+        assert_int_equal(mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err), MT_OK);
+        mt_kernel *k = NULL;
+        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
+        mt_kernel_resources res;
+        assert_int_equal(mt_kernel_analyze(k, &res, err, sizeof err), MT_OK);
+        if (res.grid[1] != cases[i].column_blocks)
+            fail_msg("%s %s: %lld column blocks, want %lld", cases[i].workload, cases[i].config, (long long)res.grid[1], (long long)cases[i].column_blocks);
+        mt_kernel_free(k);
+        mt_space_free(&sp);
+    }
+}
+
 int main(void) {
     mt_device_params dp = mt_device_default_params();
     if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
     static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK];
-    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK + 2];
+    struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK + 3];
     int n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_epilogue_arguments);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_gemm_chunk_grid);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_kvec_channel_block_grid);
     int nc = 0;
     for (int w = 0; w < MT_TEST_NCONV_WORKLOADS; w++) {
         mt_workload wl;
