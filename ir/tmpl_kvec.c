@@ -35,7 +35,9 @@
  * The register-tile loops are replicated in the IR (constant indices keep
  * the accumulators in registers on PoCL). One-row tiles of unpadded
  * stride-1 1x1 layers run over the image flattened to one row
- * (kvec_flatten).
+ * (kvec_flatten); on 7x7 images with hundreds of channels one work-item
+ * runs all of its image's tiles, 64 channels at a time
+ * (kvec_channel_block).
  *
  * Channel blocks that overhang k read real memory: a vector whose first
  * channel lies past the padded k is pointed back at the last block (its
@@ -162,7 +164,16 @@ static int kvec_pixels_first(const mt__rt_plan *p) {
  * config, bench/kernel_anatomy/results/kernel_anatomy_flat7.md) ResNet-50's
  * 2048 -> 512 ran at 62% of the FMA peak, 92-93% with its input or its
  * weights kept in L1, and MobileNetV2's 960 -> 160 at 60%, 77-81%. In
- * blocks, a block's rows and weights stay in L1 across the tiles. */
+ * blocks, a block's rows and weights stay in L1 across the tiles. At
+ * default configs inside the networks, in turns with the build before
+ * (2026-12-06, bench/net_ab/results/net_ab_kvec_channel_blocks_*.md,
+ * against the drift of the unchanged layers): ResNet-50's 2048 -> 512
+ * layers 1.17-1.23x as fast (0.68 ms, 102.8 MFLOP), its 512 -> 2048 ones
+ * 1.03-1.08x; MobileNetV2's 960 -> 160 and 960 -> 320 1.14-1.18x, 576 ->
+ * 160 1.10x, 320 -> 1280 1.08x. On 14x14 images a hand-written kernel
+ * of blocks of 16 or 32 channels ran ResNet-50's 1024 -> 256 and 256 ->
+ * 1024 1.10-1.36x slower than the generated 2 x 6 tiles, which reached
+ * 86-95% of the peak there (bench_anatomy, 4 rounds in turns). */
 static int kvec_channel_block(const mt__rt_plan *p) {
     const int one_row = p->r == 1 && p->s == 1 && p->sh == 1 && p->sw == 1 && p->oh == 1 && p->h == 1;
     const int64_t floats = (int64_t)p->xo * p->kr * p->xr * p->vec;

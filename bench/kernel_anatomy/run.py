@@ -31,8 +31,9 @@ source is left out and said so.
 Environment: BUILD_DIR [build-new, else build-bench, else build], ROUNDS [6],
 RUNS [10] per round, OUT [bench/kernel_anatomy/results] gets kernel_anatomy.md
 and kernel_anatomy.json, CASES [empty: the cases below; avx2: kvec's two
-tiles for 8-lane vectors, into kernel_anatomy_avx2.md and .json]. Exit
-status 0 when every case ran, 2 on an unknown CASES."""
+tiles for 8-lane vectors, into kernel_anatomy_avx2.md and .json; flat7:
+the 8-lane default on 7x7 1x1 layers, into kernel_anatomy_flat7.md and
+.json]. Exit status 0 when every case ran, 2 on an unknown CASES."""
 import json
 import os
 import re
