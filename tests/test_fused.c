@@ -215,26 +215,29 @@ static void test_epilogue_arguments(void **state) {
     mt_space_free(&sp);
 }
 
+/* Work-groups along grid axis `axis` of template t's kernel for a workload and config. */
+static int64_t kernel_grid(const mt_template *t, const char *workload, const char *config, int axis) {
+    char err[512];
+    mt_workload wl;
+    assert_int_equal(mt_workload_parse(workload, &wl, err, sizeof err), MT_OK);
+    mt_space sp;
+    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
+    mt_config cfg;
+    assert_int_equal(mt_config_parse(&sp, config, &cfg, err, sizeof err), MT_OK);
+    mt_kernel *k = NULL;
+    assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
+    mt_kernel_resources res;
+    assert_int_equal(mt_kernel_analyze(k, &res, err, sizeof err), MT_OK);
+    mt_kernel_free(k);
+    mt_space_free(&sp);
+    return res.grid[axis];
+}
+
 /* The chunk cases get the grid they are meant to test. */
 static void test_gemm_chunk_grid(void **state) {
     (void)state;
     const mt_template *t = mt_template_find("gemm");
-    for (int i = 0; i < NGEMM_CHUNK; i++) {
-        char err[512];
-        mt_workload wl;
-        assert_int_equal(mt_workload_parse(gemm_chunk_cases[i].workload, &wl, err, sizeof err), MT_OK);
-        mt_space sp;
-        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-        mt_config cfg;
-        assert_int_equal(mt_config_parse(&sp, gemm_chunk_cases[i].config, &cfg, err, sizeof err), MT_OK);
-        mt_kernel *k = NULL;
-        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
-        mt_kernel_resources res;
-        assert_int_equal(mt_kernel_analyze(k, &res, err, sizeof err), MT_OK);
-        assert_int_equal(res.grid[0], gemm_chunk_cases[i].chunk);
-        mt_kernel_free(k);
-        mt_space_free(&sp);
-    }
+    for (int i = 0; i < NGEMM_CHUNK; i++) assert_int_equal(kernel_grid(t, gemm_chunk_cases[i].workload, gemm_chunk_cases[i].config, 0), gemm_chunk_cases[i].chunk);
 }
 
 /* kvec runs an image's tiles in one work-item, channel block by channel
@@ -259,21 +262,9 @@ static void test_kvec_channel_block_grid(void **state) {
     };
     const mt_template *t = mt_template_find("kvec");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char err[512];
-        mt_workload wl;
-        assert_int_equal(mt_workload_parse(cases[i].workload, &wl, err, sizeof err), MT_OK);
-        mt_space sp;
-        assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-        mt_config cfg;
-        assert_int_equal(mt_config_parse(&sp, cases[i].config, &cfg, err, sizeof err), MT_OK);
-        mt_kernel *k = NULL;
-        assert_int_equal(mt_template_build(t, &wl, &sp, &cfg, &k, err, sizeof err), MT_OK);
-        mt_kernel_resources res;
-        assert_int_equal(mt_kernel_analyze(k, &res, err, sizeof err), MT_OK);
-        if (res.grid[1] != cases[i].column_blocks)
-            fail_msg("%s %s: %lld column blocks, want %lld", cases[i].workload, cases[i].config, (long long)res.grid[1], (long long)cases[i].column_blocks);
-        mt_kernel_free(k);
-        mt_space_free(&sp);
+        const int64_t blocks = kernel_grid(t, cases[i].workload, cases[i].config, 1);
+        if (blocks != cases[i].column_blocks)
+            fail_msg("%s %s: %lld column blocks, want %lld", cases[i].workload, cases[i].config, (long long)blocks, (long long)cases[i].column_blocks);
     }
 }
 
