@@ -628,6 +628,26 @@ static mt_stmt *store_tile(kvec_builder *b) {
     return mt_stmt_list_seq(k, &list);
 }
 
+/* Accumulators of tile t between `saved` (at t * nacc) and `acc` (registers):
+ * into acc, or back into saved (to_saved). */
+static mt_stmt *copy_tile_acc(kvec_builder *b, mt_buffer *saved, mt_expr *t, int64_t nacc, int to_saved) {
+    mt_kernel *k = b->k;
+    const int vec = b->p->vec;
+    mt_expr *at = mt_ir_mul(k, t, KI(b, nacc));
+    mt_stmt_list list = {0};
+    for (int64_t a = 0; a < nacc; a += vec) {
+        mt_expr *slot = mt_ir_add(k, at, KI(b, a));
+        mt_stmt_list_push(k, &list, to_saved ? mt_ir_store_vec(k, saved, slot, mt_ir_load_vec(k, b->acc, KI(b, a), vec))
+                                             : mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_load_vec(k, saved, slot, vec)));
+    }
+    return mt_stmt_list_seq(k, &list);
+}
+
+/* body for tile t: with b->x0 its first column and acc declared around it. */
+static mt_stmt *in_tile(kvec_builder *b, mt_var *x0, mt_expr *t, mt_stmt *body) {
+    return mt_ir_let(b->k, x0, mt_ir_mul(b->k, t, KI(b, b->p->xr)), mt_ir_alloc(b->k, b->acc, body));
+}
+
 /* The work of a work-item that runs all p->xo tiles of its image in channel
  * blocks (kvec_channel_block): tile t's accumulators live in `saved` at t *
  * nacc between blocks and are copied into `acc` (registers) around each
@@ -635,42 +655,34 @@ static mt_stmt *store_tile(kvec_builder *b) {
 static mt_stmt *channel_blocked_tiles(kvec_builder *b, int cblock, int64_t nacc) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
-    const int vec = p->vec;
     mt_buffer *saved = mt_ir_buffer(k, "saved", MT_SCOPE_PRIVATE, p->xo * nacc);
-    mt_stmt *init = mt__zero_fill(k, saved, p->xo * nacc, vec);
-    mt_stmt *pass[2];
-    for (int i = 0; i < 2; i++) {
-        mt__opt_loop lb = {0}, lt;
-        mt_expr *blk = i == 0 ? mt__loop_begin(k, &lb, "cb", p->c / cblock, MT_LOOP_SERIAL) : NULL;
-        mt_expr *t = mt__loop_begin(k, &lt, "t", p->xo, MT_LOOP_SERIAL);
-        mt_var *x0 = mt_ir_var(k, "x0", MT_TYPE_INT);
-        mt_expr *at = mt_ir_mul(k, t, KI(b, nacc));
-        mt_stmt_list load = {0}, keep = {0};
-        for (int64_t a = 0; a < nacc; a += vec) {
-            mt_stmt_list_push(k, &load, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_load_vec(k, saved, mt_ir_add(k, at, KI(b, a)), vec)));
-            mt_stmt_list_push(k, &keep, mt_ir_store_vec(k, saved, mt_ir_add(k, at, KI(b, a)), mt_ir_load_vec(k, b->acc, KI(b, a), vec)));
-        }
-        b->x0 = mt_ir_v(k, x0);
-        mt_stmt *work;
-        if (i == 0) {
-            b->c_first = mt_ir_mul(k, blk, KI(b, cblock));
-            b->c_count = cblock;
-            /* The first tile brings the block's rows and weights into L1 (and
-             * the next group's into L2); the others find them there. */
-            mt_stmt *first = reduction(b);
-            b->prefetch = 0;
-            mt_stmt *others = reduction(b);
-            b->prefetch = 1;
-            mt_stmt *red = mt_ir_if(k, mt_ir_bin(k, MT_OP_EQ, t, KI(b, 0)), first, others);
-            work = mt_ir_seq2(k, mt_ir_seq2(k, mt_stmt_list_seq(k, &load), red), mt_stmt_list_seq(k, &keep));
-        } else {
-            work = mt_ir_seq2(k, mt_stmt_list_seq(k, &load), store_tile(b));
-        }
-        work = mt_ir_let(k, x0, mt_ir_mul(k, t, KI(b, p->xr)), mt_ir_alloc(k, b->acc, work));
-        work = mt__loop_end(k, &lt, work);
-        pass[i] = i == 0 ? mt__loop_end(k, &lb, work) : work;
-    }
-    return mt_ir_alloc(k, saved, mt_ir_seq2(k, mt_ir_seq2(k, init, pass[0]), pass[1]));
+    mt_stmt *init = mt__zero_fill(k, saved, p->xo * nacc, p->vec);
+
+    /* Block by block, tile by tile: the reduction over the block's channels. */
+    mt__opt_loop lb, lt;
+    mt_expr *blk = mt__loop_begin(k, &lb, "cb", p->c / cblock, MT_LOOP_SERIAL);
+    mt_expr *t = mt__loop_begin(k, &lt, "t", p->xo, MT_LOOP_SERIAL);
+    mt_var *x0 = mt_ir_var(k, "x0", MT_TYPE_INT);
+    b->x0 = mt_ir_v(k, x0);
+    b->c_first = mt_ir_mul(k, blk, KI(b, cblock));
+    b->c_count = cblock;
+    /* The first tile brings the block's rows and weights into L1 (and the
+     * next group's into L2); the others find them there. */
+    mt_stmt *first = reduction(b);
+    b->prefetch = 0;
+    mt_stmt *others = reduction(b);
+    b->prefetch = 1;
+    mt_stmt *red = mt_ir_if(k, mt_ir_bin(k, MT_OP_EQ, t, KI(b, 0)), first, others);
+    mt_stmt *reduce = in_tile(b, x0, t, mt_ir_seq2(k, mt_ir_seq2(k, copy_tile_acc(b, saved, t, nacc, 0), red), copy_tile_acc(b, saved, t, nacc, 1)));
+    mt_stmt *blocks = mt__loop_end(k, &lb, mt__loop_end(k, &lt, reduce));
+
+    /* Then each tile's store. */
+    mt__opt_loop ls;
+    mt_expr *ts = mt__loop_begin(k, &ls, "t", p->xo, MT_LOOP_SERIAL);
+    mt_var *xs = mt_ir_var(k, "x0", MT_TYPE_INT);
+    b->x0 = mt_ir_v(k, xs);
+    mt_stmt *stores = mt__loop_end(k, &ls, in_tile(b, xs, ts, mt_ir_seq2(k, copy_tile_acc(b, saved, ts, nacc, 0), store_tile(b))));
+    return mt_ir_alloc(k, saved, mt_ir_seq2(k, mt_ir_seq2(k, init, blocks), stores));
 }
 
 static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *err, size_t errlen) {
@@ -718,6 +730,7 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
         snprintf(name, sizeof name, "wb%d", j);
         b->wbase[j] = mt__let_bind(k, &l, name, mt_ir_add(k, mt_ir_mul(k, mt_ir_div(k, first, KI(b, 16)), KI(b, block_stride)), mt_ir_mod(k, first, KI(b, 16))));
     }
+    /* In channel blocks a group's work-groups are its images' (launch.xo = 1). */
     const int64_t blocks = kvec_next_weight_blocks(&launch);
     if (blocks > 0) {
         /* Pixel blocks first: work-group axis 0 is bz (images x row blocks),
