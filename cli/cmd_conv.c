@@ -20,7 +20,7 @@ static void help(void) {
            "reference and times it. WORKLOAD is e.g. n=1,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1\n"
            "(n, stride, pad, dilation, groups optional; stride/pad/dilation take A or HxW).\n"
            "\n"
-           "  --template T  direct, depthwise, gemm, kvec, wino or dwrow (default: every template that accepts WORKLOAD)\n"
+           "  --template T  direct, depthwise, gemm, kvec, wino, dwrow or stem (default: every template that accepts WORKLOAD)\n"
            "  --config CFG  one config in text form, e.g. as printed by this command; 'default':\n"
            "                each template's default config on the device (what the tuner measures\n"
            "                first and a network runs where nothing is tuned)\n"

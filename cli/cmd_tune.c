@@ -70,7 +70,7 @@ static void help(void) {
            "                    that cannot evict (GPUs) time warm\n"
            "  --batch-size N    the network's batch size (default 1)\n"
            "  --templates LIST  comma-separated templates to tune (direct, depthwise, gemm, kvec, wino,\n"
-           "                    dwrow; default: every template that accepts a task)\n"
+           "                    dwrow, stem; default: every template that accepts a task)\n"
            "  --refine K        for a network, then time each convolution's K fastest records and its\n"
            "                    default config inside the network and keep the fastest there as a\n"
            "                    preference (mtgpu refine; default %d, 0: skip)\n"

@@ -22,5 +22,6 @@ extern const mt_template mt__template_gemm;
 extern const mt_template mt__template_kvec;
 extern const mt_template mt__template_wino;
 extern const mt_template mt__template_dwrow;
+extern const mt_template mt__template_stem;
 
 #endif

@@ -10,7 +10,7 @@
 #define MT__MAX_UNROLLED_STMTS 2048
 
 static const mt_template *const templates[] = {&mt__template_direct, &mt__template_depthwise, &mt__template_gemm, &mt__template_kvec,
-                                              &mt__template_wino, &mt__template_dwrow};
+                                              &mt__template_wino, &mt__template_dwrow, &mt__template_stem};
 
 int mt_template_count(void) { return (int)(sizeof templates / sizeof templates[0]); }
 

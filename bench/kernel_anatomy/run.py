@@ -85,6 +85,14 @@ FLAT7_CASES = [(layer, wl, "kvec", None) for layer, wl in (
     ("ResNet-50 layer4.1.conv1", "n=1,c=2048,h=7,w=7,k=512,r=1,s=1,stride=1,pad=0"),
 )]
 
+# CASES=first: MobileNetV2's first three convolutions (112x112 outputs) at
+# their default configs
+FIRST_CASES = [(layer, wl, template, None) for layer, wl, template in (
+    ("MobileNetV2 features.0.0", "n=1,c=3,h=224,w=224,k=32,r=3,s=3,stride=2,pad=1", "kvec"),
+    ("MobileNetV2 features.1.conv.1", "n=1,c=32,h=112,w=112,k=16,r=1,s=1,stride=1,pad=0", "gemm"),
+    ("MobileNetV2 features.2.conv.0.0", "n=1,c=16,h=112,w=112,k=96,r=1,s=1,stride=1,pad=0", "gemm"),
+)]
+
 PREFETCH = re.compile(r"#if defined\(__clang__\) && defined\(__x86_64__\)\n[^\n]*__builtin_prefetch[^\n]*\n#endif\n")
 # The reduction loop over input channels: kvec's c, gemm's rco.
 RED_LOOP = re.compile(r"for \(long ((?:c|rco)_\d+) = 0; \1 < (\d+); \+\+\1\) \{")
@@ -193,9 +201,10 @@ def main():
     rounds, runs = os.environ.get("ROUNDS", "6"), os.environ.get("RUNS", "10")
     out_dir = os.environ.get("OUT", "bench/kernel_anatomy/results")
     case_set = os.environ.get("CASES", "")
-    sets = {"": (CASES, "kernel_anatomy"), "avx2": (AVX2_CASES, "kernel_anatomy_avx2"), "flat7": (FLAT7_CASES, "kernel_anatomy_flat7")}
+    sets = {"": (CASES, "kernel_anatomy"), "avx2": (AVX2_CASES, "kernel_anatomy_avx2"), "flat7": (FLAT7_CASES, "kernel_anatomy_flat7"),
+            "first": (FIRST_CASES, "kernel_anatomy_first")}
     if case_set not in sets:
-        log(f"CASES={case_set}: unknown (empty, avx2 or flat7)")
+        log(f"CASES={case_set}: unknown (empty, avx2, flat7 or first)")
         return 2
     cases, out_name = sets[case_set]
     lanes = device_lanes(mtgpu)
