@@ -315,9 +315,9 @@ static mt_status stem_build_plan(const stem_plan *p, mt_kernel **out, char *err,
         if (p->kb > 1) tiles = mt_ir_if(k, mt_ir_lt(k, KI(b, p->kb - 2), bk), tiles, NULL);
         mt_stmt_list_push(k, &rl, tiles);
     }
-    mt_stmt *one_row = mt__let_wrap(k, &lrow, mt_stmt_list_seq(k, &rl));
+    mt_stmt *one_row = mt_stmt_list_seq(k, &rl);
     if ((int64_t)p->yo * p->yr > p->oh) one_row = mt_ir_if(k, mt_ir_lt(k, oy, KI(b, p->oh)), one_row, NULL);
-    mt_stmt *rows = mt__loop_end(k, &ly, one_row);
+    mt_stmt *rows = mt__loop_end(k, &ly, mt__let_wrap(k, &lrow, one_row));
 
     mt_stmt *body = mt_ir_seq2(k, stage_rows(b, img, y0), rows);
     body = mt_ir_alloc(k, b->stage, mt_ir_alloc(k, b->acc, mt_ir_alloc(k, b->xin, mt_ir_alloc(k, b->wreg, body))));
