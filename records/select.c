@@ -375,7 +375,7 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
         if (pref->part[0] * v > k16) pref->part[0] = k16 / v > 1 ? k16 / v : 1;
     }
     /* gemm on padded rows of a multiple of 32 outputs but not of 48 (the
-     * 3x3 layers on the RGB input, where gemm is the default): 8 x 32, so
+     * 3x3 layers on the RGB input, where gemm was the default before stem): 8 x 32, so
      * that the tiles divide the row. Inside VGG-16 (3 rounds in turns,
      * 2026-12-04) its 224x224 first layer took 1.32-1.41 ms with 8 x 32
      * against 1.90-1.93 with 8 x 48 (5 tiles for a row of 224, the last
@@ -569,10 +569,15 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   its others drifted 0.83x
  *   (bench/net_ab/results/net_ab_gemm_rule_{resnet50,mobilenet_v2}.md).
  *   Longer reductions (1024 channels and more) were not measured: kvec;
- * - gemm (8 channels x 32 pixels) on 3x3 stride-1 layers with at most 4
- *   input channels and rows of a multiple of 32 outputs (VGG-16's first
- *   layer): inside VGG-16 (3 rounds in turns, 2026-12-04) 1.32-1.41 ms
- *   against 2.37 for kvec's default and 2.06 for wino's (tuned) there;
+ * - stem on layers of at most 4 input channels with kernels over 1x1 (a
+ *   network's first layer, on the RGB image): at default configs on a Zen
+ *   3, in turns with the rules before (4-6 rounds, 2026-12-06,
+ *   bench/net_ab/results/net_ab_stem_{mobilenet_v2,resnet50,vgg16}.md),
+ *   MobileNetV2's first layer 0.330 -> 0.189 ms (kvec's default before),
+ *   ResNet-50's 7x7 stem 1.498 -> 1.251 (kvec's), VGG-16's first layer
+ *   1.655 -> 1.250 (gemm's 4 x 24; gemm's 8 x 32, the rule before on
+ *   AVX-512, had taken 1.32-1.41 ms inside VGG-16 there against 2.37 for
+ *   kvec's default);
  * - dwrow on the depthwise layers it accepts (undilated, stride_w 1 or 2,
  *   kernels up to 7x7): on each of MobileNetV2's 10 unique depthwise
  *   layers its default ran 1.2-6.8x faster than the better of the
