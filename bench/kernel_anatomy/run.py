@@ -88,7 +88,7 @@ FLAT7_CASES = [(layer, wl, "kvec", None) for layer, wl in (
 # CASES=first: MobileNetV2's first three convolutions (112x112 outputs) at
 # their default configs
 FIRST_CASES = [(layer, wl, template, None) for layer, wl, template in (
-    ("MobileNetV2 features.0.0", "n=1,c=3,h=224,w=224,k=32,r=3,s=3,stride=2,pad=1", "kvec"),
+    ("MobileNetV2 features.0.0", "n=1,c=3,h=224,w=224,k=32,r=3,s=3,stride=2,pad=1", "stem"),
     ("MobileNetV2 features.1.conv.1", "n=1,c=32,h=112,w=112,k=16,r=1,s=1,stride=1,pad=0", "gemm"),
     ("MobileNetV2 features.2.conv.0.0", "n=1,c=16,h=112,w=112,k=96,r=1,s=1,stride=1,pad=0", "gemm"),
 )]
