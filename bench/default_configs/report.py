@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from benchlib import cpu_model  # noqa: E402
 
-TEMPLATES = ["direct", "gemm", "kvec", "wino", "depthwise", "dwrow"]
+TEMPLATES = ["direct", "gemm", "kvec", "wino", "depthwise", "dwrow", "stem"]
 
 
 def commit():
