@@ -601,6 +601,7 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     const mt_template *stem = mt_template_find("stem");
     if (wl->c <= 4 && !(wl->r == 1 && wl->s == 1) && template_usable(stem, wl, layouts)) return stem;
     if (mt_workload_is_pointwise(wl) && template_usable(gemm, wl, layouts) && wl->c <= 512 && pixels >= 28 * 28) return gemm;
+    if (mt_workload_is_pointwise(wl) && template_usable(gemm, wl, layouts) && wl->c <= 96 && wl->k > wl->c && pixels >= 14 * 14) return gemm;
     return NULL;
 }
 
