@@ -569,6 +569,16 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   its others drifted 0.83x
  *   (bench/net_ab/results/net_ab_gemm_rule_{resnet50,mobilenet_v2}.md).
  *   Longer reductions (1024 channels and more) were not measured: kvec;
+ * - gemm too on such layers of at most 64 input channels that widen them
+ *   (k > c) from 14x14 outputs on, where kvec's flat tile stores 2 x 6
+ *   outputs per 64-128 FMAs: on a Zen 3 at default configs, in turns with
+ *   kvec's (2026-12-06; bench/net_ab/results/net_ab_gemm_expand_*.md),
+ *   MobileNetV2's 64 -> 384 layers at 14x14 1.03-1.07x as fast against the
+ *   drift and SqueezeNet 1.1's 32 -> 128 at 27x27 1.28-1.29x; its 96 -> 576
+ *   layers, measured under a bound of 96, 0.97-0.98x (side by side inside
+ *   MobileNetV2, bench/config_ab/results/zen3_mobilenet_v2_{64_384,96_576}.md:
+ *   0.84x and 0.94x the time of kvec's, the 576 -> 96 projection 1.11-1.14x),
+ *   so the bound is 64;
  * - stem on layers of at most 4 input channels with kernels over 1x1 (a
  *   network's first layer, on the RGB image): at default configs on a Zen
  *   3, in turns with the rules before (4-6 rounds, 2026-12-06,
@@ -601,7 +611,7 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     const mt_template *stem = mt_template_find("stem");
     if (wl->c <= 4 && !(wl->r == 1 && wl->s == 1) && template_usable(stem, wl, layouts)) return stem;
     if (mt_workload_is_pointwise(wl) && template_usable(gemm, wl, layouts) && wl->c <= 512 && pixels >= 28 * 28) return gemm;
-    if (mt_workload_is_pointwise(wl) && template_usable(gemm, wl, layouts) && wl->c <= 96 && wl->k > wl->c && pixels >= 14 * 14) return gemm;
+    if (mt_workload_is_pointwise(wl) && template_usable(gemm, wl, layouts) && wl->c <= 64 && wl->k > wl->c && pixels >= 14 * 14) return gemm;
     return NULL;
 }
 

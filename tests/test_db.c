@@ -724,7 +724,8 @@ static void test_best_config(void **state) {
      * register tile per work-group, fits the device's local memory (this
      * device's 1 MiB holds 256 channels' block of 16 tiles, 512 channels'
      * only of 8), gemm on unpadded 1x1 stride-1
-     * layers of up to 512 input channels with large images, stem on layers
+     * layers of up to 512 input channels with large images (and of up to
+     * 64 that widen them, from 14x14 on), stem on layers
      * of at most 4 input channels with kernels over 1x1, dwrow on the
      * depthwise layers it accepts and gemm on other depthwise layers with
      * small images; kvec (depthwise for depthwise layers) for the rest. */
@@ -757,7 +758,12 @@ static void test_best_config(void **state) {
         {"c=256,h=56,w=56,k=64,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
         {"c=512,h=28,w=28,k=128,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
         {"c=1024,h=28,w=28,k=256,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
-        {"c=64,h=14,w=14,k=384,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=64,h=14,w=14,k=384,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=96,h=14,w=14,k=576,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=32,h=27,w=27,k=128,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "gemm"},
+        {"c=384,h=14,w=14,k=64,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=160,h=14,w=14,k=960,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=64,h=13,w=13,k=384,r=1,s=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=56,w=56,k=128,r=1,s=1,stride=2", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=384,h=14,w=14,k=384,r=3,s=3,pad=1,groups=384", MT_WEIGHT_LAYOUTS_ALL, "dwrow"},
         {"c=32,h=112,w=112,k=32,r=3,s=3,pad=1,groups=32", MT_WEIGHT_LAYOUTS_ALL, "dwrow"},
