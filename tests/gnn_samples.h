@@ -13,7 +13,7 @@
  * the number of buildable configs found (at most cap). */
 static int mt_test_encode_samples(const mt_template *t, mt_graph_encoder *enc, int cap, float *x, mt_gnn_sample *smp) {
     static const char *wls[] = {"n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1", "n=1,c=32,h=28,w=28,k=32,r=3,s=3,pad=1,groups=32",
-                                "n=1,c=64,h=14,w=14,k=96,r=1,s=1"};
+                                "n=1,c=64,h=14,w=14,k=96,r=1,s=1", "n=1,c=3,h=32,w=32,k=24,r=3,s=3,stride=2,pad=1"};
     const mt_graph_shape *s = mt_graph_encoder_shape(enc);
     size_t per = (size_t)s->n_nodes * MT_GRAPH_FEATS;
     char err[256];
