@@ -584,7 +584,8 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   3, in turns with the rules before (4-6 rounds, 2026-12-06,
  *   bench/net_ab/results/net_ab_stem_{mobilenet_v2,resnet50,vgg16}.md),
  *   MobileNetV2's first layer 0.330 -> 0.189 ms (kvec's default before),
- *   ResNet-50's 7x7 stem 1.498 -> 1.251 (kvec's), VGG-16's first layer
+ *   ResNet-50's 7x7 stem 1.498 -> 1.251 (kvec's; ResNet-18's 1.20x),
+ *   SqueezeNet 1.1's first layer 1.59x, VGG-16's first layer
  *   1.655 -> 1.250 (gemm's 4 x 24; gemm's 8 x 32, the rule before on
  *   AVX-512, had taken 1.32-1.41 ms inside VGG-16 there against 2.37 for
  *   kvec's default);
