@@ -8,9 +8,9 @@
  * vectors, but each stride-2 vector gathered and each tile's padding
  * tested). Timed alone on the 2-core Zen 3 of 2026-12-06 (process CPU
  * time, 5 rounds in turns), MobileNetV2's first layer (3 -> 32, 3x3 stride
- * 2, 224x224) took 0.30 ms with kvec's default against 0.16-0.19 ms with
- * the kernel below written by hand, and VGG-16's (3 -> 64, 3x3, stride 1)
- * 2.0 ms with gemm's default against 1.1 ms.
+ * 2, 224x224) took 0.26-0.32 ms with kvec's default against 0.16-0.19 ms
+ * with the kernel below written by hand, and VGG-16's (3 -> 64, 3x3,
+ * stride 1) 2.0-2.1 ms with gemm's default against 1.1 ms.
  *
  * Each work-item (one per work-group) owns `rows` consecutive output rows
  * of one image and a block of output channels. It first copies every input
@@ -178,9 +178,9 @@ static mt_stmt *stage_rows(stem_builder *b, mt_expr *img, mt_expr *y0) {
     const int nv = p->plen / p->vec;
     mt_stmt_list in = {0};
     for (int q = 0; q < p->sw; q++) {
-        int jlo = 0, jhi = nv;
+        int jlo = 0;
         while (jlo < nv && !phase_vector_inside(p, q, jlo)) jlo++;
-        jhi = jlo;
+        int jhi = jlo;
         while (jhi < nv && phase_vector_inside(p, q, jhi)) jhi++;
         for (int j = 0; j < jlo; j++) phase_vector_lanes(b, &in, row_at, dst, q, j);
         if (jhi > jlo) {
