@@ -47,14 +47,17 @@ mpi -n 3 "$mtgpu" "${args[@]}" --trials $trials --db "$tmp/mpi.db" >"$tmp/mpi.ou
   bad "mpirun -n 3: the records' fingerprint is not the device's"
 cmp -s <(q "$tmp/one.db" "SELECT config FROM records ORDER BY config") <(q "$tmp/mpi.db" "SELECT config FROM records ORDER BY config") ||
   bad "mpirun -n 3 measured other configs than one process of the same seed"
-read -r ms1 < <(q "$tmp/one.db" "SELECT median_ms FROM records ORDER BY median_ms LIMIT 1")
-ms2=$(q "$tmp/one.db" "SELECT median_ms FROM records ORDER BY median_ms LIMIT 1 OFFSET 1")
-if awk -v a="$ms1" -v b="$ms2" 'BEGIN { exit !(b >= 1.25 * a) }'; then
-  [ "$(q "$tmp/one.db" "SELECT config FROM records ORDER BY median_ms LIMIT 1")" = "$(q "$tmp/mpi.db" "SELECT config FROM records ORDER BY median_ms LIMIT 1")" ] ||
-    bad "mpirun -n 3 found another best config though one process's best led by 25% or more"
-else
-  echo "note: the best two configs are within 25% ($ms1 ms, $ms2 ms): which is best is up to the timing, not compared"
-fi
+# Each record's time belongs to its config: the two runs rank the configs
+# alike (Spearman's rho of at least 0.6; the times span about 80x). Which
+# one config is fastest is not compared: three ranks share two cores here,
+# and one slow sample of the best config (once at CI, with a 1.7x lead)
+# turns it over while the ranking as a whole stands.
+rho=$(LC_ALL=C join -t '|' <(q "$tmp/one.db" "SELECT config, median_ms FROM records" | sort -t '|' -k2,2g | awk -F"|" '{ print $1 "|" NR }' | LC_ALL=C sort) \
+               <(q "$tmp/mpi.db" "SELECT config, median_ms FROM records" | sort -t '|' -k2,2g | awk -F"|" '{ print $1 "|" NR }' | LC_ALL=C sort) |
+      awk -F'|' '{ d = $(NF - 1) - $NF; s += d * d; n++ } END { if (n > 1) printf "%.3f", 1 - 6 * s / (n * (n * n - 1)); else print "none" }')
+awk -v r="$rho" 'BEGIN { exit !(r != "none" && r + 0 >= 0.6) }' ||
+  bad "mpirun -n 3 ranked the configs unlike one process (Spearman's rho $rho): $(q "$tmp/mpi.db" "SELECT median_ms FROM records ORDER BY config" | tr '\n' ' ')"
+echo "the two runs rank the $trials configs with Spearman's rho $rho"
 
 # ---- rank 1 killed mid-run ----
 # Rank 0 can name only what rank 1 had in flight: a kill that lands between
