@@ -3,13 +3,14 @@
 # machine: mpirun --oversubscribe -n 3, rank 0 searching and writing the
 # database, ranks 1 and 2 measuring. The same checks as on one device:
 # every trial measured once and recorded with the ranks' fingerprint, the
-# same configs as a one-process run of the same seed. Then rank 1 is killed
+# same configs as a one-process run of the same seed, ranked alike by time. Then rank 1 is killed
 # with SIGKILL mid-run: the job ends with an error that names the rank and
 # what was in flight, the database is intact and keeps every record it had,
 # and a rerun completes the trials.
 #   tests/test_mpi.sh PATH/TO/mtgpu
 # Exit 77 (skip) without mpirun or the sqlite3 command.
 set -u
+. "$(dirname "$0")/rank_agreement.sh"
 mtgpu="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 command -v mpirun >/dev/null 2>&1 || { echo "skipped: no mpirun (install openmpi-bin)"; exit 77; }
 command -v sqlite3 >/dev/null 2>&1 || { echo "skipped: no sqlite3 command to read the records"; exit 77; }
@@ -48,14 +49,9 @@ mpi -n 3 "$mtgpu" "${args[@]}" --trials $trials --db "$tmp/mpi.db" >"$tmp/mpi.ou
 cmp -s <(q "$tmp/one.db" "SELECT config FROM records ORDER BY config") <(q "$tmp/mpi.db" "SELECT config FROM records ORDER BY config") ||
   bad "mpirun -n 3 measured other configs than one process of the same seed"
 # Each record's time belongs to its config: the two runs rank the configs
-# alike (Spearman's rho of at least 0.6; the times span about 80x). Which
-# one config is fastest is not compared: three ranks share two cores here,
-# and one slow sample of the best config (once at CI, with a 1.7x lead)
-# turns it over while the ranking as a whole stands.
-rho=$(LC_ALL=C join -t '|' <(q "$tmp/one.db" "SELECT config, median_ms FROM records" | sort -t '|' -k2,2g | awk -F"|" '{ print $1 "|" NR }' | LC_ALL=C sort) \
-               <(q "$tmp/mpi.db" "SELECT config, median_ms FROM records" | sort -t '|' -k2,2g | awk -F"|" '{ print $1 "|" NR }' | LC_ALL=C sort) |
-      awk -F'|' '{ d = $(NF - 1) - $NF; s += d * d; n++ } END { if (n > 1) printf "%.3f", 1 - 6 * s / (n * (n * n - 1)); else print "none" }')
-awk -v r="$rho" 'BEGIN { exit !(r != "none" && r + 0 >= 0.6) }' ||
+# alike (tests/rank_agreement.sh).
+rho=$(rank_agreement "$tmp/one.db" "$tmp/mpi.db")
+rank_agreement_at_least "$rho" 0.6 ||
   bad "mpirun -n 3 ranked the configs unlike one process (Spearman's rho $rho): $(q "$tmp/mpi.db" "SELECT median_ms FROM records ORDER BY config" | tr '\n' ' ')"
 echo "the two runs rank the $trials configs with Spearman's rho $rho"
 
