@@ -275,6 +275,84 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) 
     return mt_stmt_list_seq(k, &list);
 }
 
+/* Most weight vectors (channel vectors x kernel columns) kept in registers
+ * through a kernel row by kvec_column_order. */
+#define KVEC_COLUMN_ORDER_MAX_WEIGHT_VECTORS 6
+
+/* Whether a kernel row's taps run column by column (row_columns) rather
+ * than tap by tap: the kernel columns unrolled (unroll_rs >= 1), more than
+ * one of them, and their weight vectors within
+ * KVEC_COLUMN_ORDER_MAX_WEIGHT_VECTORS registers.
+ * Tap by tap, the pixels of neighbouring taps read the same input columns
+ * (with stride 2, tap s = 2 of pixel x reads what tap 0 of pixel x + 1
+ * reads), and PoCL's LLVM loads each column once and keeps its broadcast
+ * live from the first tap that reads it to the last: in ResNet-50's 3x3
+ * stride-2 layer at 28x28 (one channel vector x 2 rows x 7) six
+ * broadcasts, the 14 accumulators and three weight vectors passed AVX2's
+ * 16 registers, and seven accumulators went to the stack, a load and a
+ * store each per kernel row. Column by column, each input column is loaded
+ * and broadcast once and feeds every (pixel, tap) that reads it at once,
+ * so one broadcast is live at a time; the row's weight vectors stay in
+ * registers. */
+static int kvec_column_order(const mt__rt_plan *p) {
+    return p->unroll_rs >= 1 && p->s > 1 && (int64_t)p->kr * p->s <= KVEC_COLUMN_ORDER_MAX_WEIGHT_VECTORS;
+}
+
+/* The weight vectors of kernel row r for every kernel column s, into
+ * wreg[(s * reg_k + j) * vec] (kvec_column_order). */
+static mt_stmt *row_weights(kvec_builder *b, mt_expr *c, mt_expr *r) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    mt_stmt_list list = {0};
+    for (int s = 0; s < p->s; s++) {
+        mt_expr *woff = mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, mt_ir_add(k, mt_ir_mul(k, c, KI(b, p->r)), r), KI(b, p->s)), KI(b, s)), KI(b, 16));
+        for (int j = 0; j < p->kr; j++)
+            mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->wreg, KI(b, ((int64_t)s * p->kr + j) * p->vec),
+                                                        mt_ir_load_vec(k, b->io.wt, mt_ir_add(k, b->wbase[j], woff), p->vec)));
+    }
+    return mt_stmt_list_seq(k, &list);
+}
+
+/* Kernel row r of tile row y column by column (kvec_column_order): for
+ * each input column o past the tile's first (o = x * stride + s *
+ * dilation), its value loaded once (through ival, as in tap), broadcast,
+ * and one FMA per channel vector for every (pixel x, tap s) that reads it. */
+static mt_stmt *row_columns(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
+    const mt__rt_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    mt_stmt_list list = {0};
+    mt_expr *plane = channel_plane(b, c);
+    mt_expr *iy = input_row(b, r, y);
+    mt_expr *ix0 = first_col(b);
+    const int64_t reach = tile_reach(p);
+    for (int64_t o = 0; o <= reach; o++) {
+        int readers = 0;
+        for (int x = 0; x < p->xr; x++)
+            for (int s = 0; s < p->s; s++) readers += (int64_t)x * p->sw + (int64_t)s * p->dw == o;
+        if (!readers) continue;
+        mt_expr *ix = mt_ir_add(k, ix0, KI(b, o));
+        mt_expr *cond = b->x_tests ? mt__range_cond(k, ix, 0, p->w, p->ix_lo, p->ix_hi) : NULL;
+        mt_expr *idx = mt_ir_add(k, plane, mt_ir_add(k, mt_ir_mul(k, iy, KI(b, p->w)), ix));
+        if (cond) idx = mt_ir_select(k, cond, idx, plane); /* an address inside the image */
+        mt_stmt_list_push(k, &list, mt_ir_store(k, b->ival, KI(b, o), mt_ir_load(k, b->io.in, idx)));
+        mt_expr *v = mt_ir_load(k, b->ival, KI(b, o));
+        if (cond) v = mt_ir_select(k, cond, v, mt_ir_float(k, 0.0f)); /* the padding reads 0 */
+        mt_expr *bv = mt_ir_broadcast(k, v, vec);
+        for (int x = 0; x < p->xr; x++)
+            for (int s = 0; s < p->s; s++) {
+                if ((int64_t)x * p->sw + (int64_t)s * p->dw != o) continue;
+                for (int j = 0; j < p->kr; j++) {
+                    const int64_t a = (((int64_t)y * p->xr + x) * p->kr + j) * vec;
+                    mt_expr *wv = mt_ir_load_vec(k, b->wreg, KI(b, ((int64_t)s * p->kr + j) * vec), vec);
+                    mt_expr *acc = mt_ir_load_vec(k, b->acc, KI(b, a), vec);
+                    mt_stmt_list_push(k, &list, mt_ir_store_vec(k, b->acc, KI(b, a), mt_ir_fma(k, bv, wv, acc)));
+                }
+            }
+    }
+    return mt_stmt_list_seq(k, &list);
+}
+
 /* The taps s of kernel row r for tile row y, behind one branch on whether
  * the input row lies inside the image (a padding row adds nothing). With
  * the row test inside each value's select instead, every input value of
@@ -283,9 +361,14 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) 
 static mt_stmt *row_taps(kvec_builder *b, mt_expr *c, mt_expr *r, int y) {
     const mt__rt_plan *p = b->p;
     mt_kernel *k = b->k;
-    mt__opt_loop ls;
-    mt_expr *s = mt__loop_begin(k, &ls, "s", p->s, p->unroll_rs >= 1 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
-    mt_stmt *taps = mt__loop_end(k, &ls, tap(b, c, r, s, y));
+    mt_stmt *taps;
+    if (kvec_column_order(p)) {
+        taps = row_columns(b, c, r, y);
+    } else {
+        mt__opt_loop ls;
+        mt_expr *s = mt__loop_begin(k, &ls, "s", p->s, p->unroll_rs >= 1 ? MT_LOOP_UNROLLED : MT_LOOP_SERIAL);
+        taps = mt__loop_end(k, &ls, tap(b, c, r, s, y));
+    }
     mt_expr *ycond = mt__range_cond(k, input_row(b, r, y), 0, p->h, p->iy_lo, p->iy_hi);
     return ycond ? mt_ir_if(k, ycond, taps, NULL) : taps;
 }
@@ -418,6 +501,7 @@ static mt_stmt *reduction_loops(kvec_builder *b) {
         for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, prefetch_row(b, c, r, y));
     if (p->c > MT__PREFETCH_CHANNELS && b->prefetch) mt_stmt_list_push(b->k, &rows, prefetch_weights(b, c, r));
     if (b->next_w && b->prefetch) mt_stmt_list_push(b->k, &rows, prefetch_next_weights(b, c, r));
+    if (kvec_column_order(p)) mt_stmt_list_push(b->k, &rows, row_weights(b, c, r));
     for (int y = 0; y < p->yr; y++) mt_stmt_list_push(b->k, &rows, row_taps(b, c, r, y));
     /* The tap registers are declared once for all rows (each row's taps reuse them). */
     mt_stmt *body = mt_ir_alloc(b->k, b->wreg, mt_ir_alloc(b->k, b->ival, mt_stmt_list_seq(b->k, &rows)));
@@ -697,8 +781,9 @@ static mt_status kvec_build_plan(const mt__rt_plan *p, mt_kernel **out, char *er
     mt__conv_io_params(k, &b->io, in_elems, w_elems, out_elems, p->k, p->epi);
     const int64_t nacc = (int64_t)p->kr * p->yr * p->xr * vec;
     b->acc = mt_ir_buffer(k, "acc", MT_SCOPE_PRIVATE, nacc);
-    b->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, (int64_t)p->kr * vec);
-    b->ival = mt_ir_buffer(k, "ival", MT_SCOPE_PRIVATE, p->xr);
+    const int column_order = kvec_column_order(p);
+    b->wreg = mt_ir_buffer(k, "wreg", MT_SCOPE_PRIVATE, (int64_t)p->kr * vec * (column_order ? p->s : 1));
+    b->ival = mt_ir_buffer(k, "ival", MT_SCOPE_PRIVATE, column_order ? tile_reach(p) + 1 : p->xr);
 
     const int64_t kspan = (int64_t)p->ko * p->kt * p->kr * vec;
     b->k_over = kspan > p->k;

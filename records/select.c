@@ -249,6 +249,15 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * bench/config_ab/results/zen3_resnet50_3x3_7x7.md). */
     if (full_row && !strcmp(pref->knob, "reg_x")) pref->part[0] = ow;
     if (full_row && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
+    /* With 8-lane vectors, rows of 9 to 16 outputs of kernels wider than one
+     * column in two tiles of half the row: kvec runs their kernel rows
+     * column by column (kvec_column_order), the row's weight vectors held
+     * in registers, and 14 accumulators, three weight vectors and the
+     * broadcast pass AVX2's 16. Timed alone on a Zen 3 (process CPU time,
+     * 5 rounds in turns, 2026-12-06), ResNet-50's 3x3 stride-2 layer at
+     * 14x14 took 1.67 ms with one vector x 7 against 2.26 with the whole
+     * row and 1.83 with two rows x 7. */
+    if (full_row && dev->native_vector_width < 16 && ow > 8 && wl->s > 1 && !strcmp(pref->knob, "reg_x")) pref->part[0] = (ow + 1) / 2;
     /* kvec on unpadded 1x1 layers (no column tests) whose rows are a
      * multiple of 14: 28 accumulators, two channel vectors x 14 columns, so
      * each weight vector feeds twice the FMAs. Timed alone against the 2 x 7

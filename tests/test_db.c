@@ -818,7 +818,9 @@ static void test_best_config(void **state) {
      * accumulators: on unpadded stride-1 1x1 layers two channel vectors x 5
      * or 6 pixels of the flattened image (whichever leaves fewer past it),
      * on other 1x1 layers one channel vector x 14 columns, one
-     * vector x the row on padded rows of 7 too; one vector x 2 rows x 7
+     * vector x the row on padded rows of 7 or 8 too, and x half the row on
+     * padded rows of 9-16 of kernels wider than a column (kvec's column
+     * order holds that kernel row's weight vectors); one vector x 2 rows x 7
      * elsewhere (two vectors x 7 spill), and 2 x 7 where one row is all;
      * on the RGB input with stride 2 up to 4 vectors x 8 / vectors
      * columns, and one vector x 8 columns on 3x3 kernels. */
@@ -830,7 +832,10 @@ static void test_best_config(void **state) {
         {"c=48,h=13,w=13,k=192,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=256,h=56,w=56,k=512,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
         {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
-        {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=14,"},
+        {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=256,h=28,w=28,k=256,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
+        {"c=64,h=16,w=16,k=64,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=8,"},
+        {"c=64,h=14,w=14,k=64,r=3,s=1,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=16,"},
         {"c=2048,h=7,w=7,k=512,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=160,h=7,w=7,k=960,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=1024,h=14,w=14,k=2048,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
