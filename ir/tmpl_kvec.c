@@ -18,7 +18,11 @@
  * Each work-item keeps reg_k x reg_y x reg_x vector accumulators (reg_k
  * vectors of `vec` channels for each of its reg_y x reg_x pixels) and runs
  * the reduction c > r > (tile row) > s, loading per tap its reg_k weight
- * vectors and then doing, pixel by pixel, one broadcast and reg_k FMAs; an
+ * vectors and then doing, pixel by pixel, one broadcast and reg_k FMAs
+ * (with the s taps unrolled and a kernel row's weight vectors within six
+ * registers, the row's weights once and then input column by input column,
+ * each column broadcast once for every pixel and tap that reads it:
+ * kvec_column_order); an
  * input row in the padding is skipped by one branch (row_taps), column
  * tests are made only by the tiles at the image's edges (reduction), and on
  * planes above 512 bytes each and on 1x1 layers each (c, r, tile row)
@@ -293,7 +297,8 @@ static mt_stmt *tap(kvec_builder *b, mt_expr *c, mt_expr *r, mt_expr *s, int y) 
  * store each per kernel row. Column by column, each input column is loaded
  * and broadcast once and feeds every (pixel, tap) that reads it at once,
  * so one broadcast is live at a time; the row's weight vectors stay in
- * registers. */
+ * registers. Which configs are valid does not change (the private-float
+ * budget of kvec_build counts one tap's weight vectors either way). */
 static int kvec_column_order(const mt__rt_plan *p) {
     return p->unroll_rs >= 1 && p->s > 1 && (int64_t)p->kr * p->s <= KVEC_COLUMN_ORDER_MAX_WEIGHT_VECTORS;
 }

@@ -256,7 +256,9 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * broadcast pass AVX2's 16. Timed alone on a Zen 3 (process CPU time,
      * 5 rounds in turns, 2026-12-06), ResNet-50's 3x3 stride-2 layer at
      * 14x14 took 1.67 ms with one vector x 7 against 2.26 with the whole
-     * row and 1.83 with two rows x 7. */
+     * row and 1.83 with two rows x 7; inside the network (4 rounds in
+     * turns) 1.82 ms against 2.24 (1.22x) and 1.73 (0.95x, 0.47-1.05 over
+     * the rounds; bench/config_ab/results/zen3_resnet50_3x3s2_14_column_order.md). */
     if (full_row && dev->native_vector_width < 16 && ow > 8 && wl->s > 1 && !strcmp(pref->knob, "reg_x")) pref->part[0] = (ow + 1) / 2;
     /* kvec on unpadded 1x1 layers (no column tests) whose rows are a
      * multiple of 14: 28 accumulators, two channel vectors x 14 columns, so
