@@ -214,6 +214,13 @@ static int kvec_avx2_rows(const cpu_pref *pref, const mt_device_info *dev, const
 }
 
 /* Whether pref is one of kvec's, dev has 8-lane vectors (or narrower) and
+ * wl's tile the generic one (kvec_avx2_rows) of a kernel three columns wide
+ * on rows a multiple of 4 outputs: see kvec's preference there. */
+static int kvec_avx2_columns(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl, int full_row) {
+    return kvec_avx2_rows(pref, dev, wl, full_row) && wl->s == 3 && mt_workload_out_w(wl) % 4 == 0;
+}
+
+/* Whether pref is one of kvec's, dev has 8-lane vectors (or narrower) and
  * wl an unpadded stride-1 1x1 convolution, whose one-row tiles kvec runs
  * over the flattened image. */
 static int kvec_avx2_flat(const cpu_pref *pref, const mt_device_info *dev, const mt_workload *wl) {
@@ -294,6 +301,21 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * 1.27x, its 7x7 1x1 layers 1.19-1.27x; ResNet-18 1.14x as a whole. */
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 1;
     if (kvec_avx2_rows(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 2;
+    /* Instead, on kernels three columns wide whose rows are a multiple of 4
+     * outputs: two channel vectors x 4 columns of one row. kvec runs their
+     * kernel rows column by column (kvec_column_order) with the row's six
+     * weight vectors in registers: 8 accumulators, 6 weight vectors and the
+     * broadcast fit AVX2's 16, where 1 x 2 x 7 (14 accumulators and 3
+     * weight vectors) kept some accumulators on the stack. Timed alone on
+     * a Zen 3 (process CPU time, 5 rounds in turns, 2026-12-06): ResNet-50's
+     * 3x3 stride-2 layer at 28x28 1.40 ms against 1.77, ResNet-18's
+     * 0.91 against 1.13, a 128-channel 3x3 stride-1 layer at 28x28 1.94
+     * against 2.17; inside ResNet-50 (4 rounds in turns) 1.72 ms against
+     * 2.01 (0.87x, 0.81-1.05 over the rounds;
+     * bench/config_ab/results/zen3_resnet50_3x3s2_28_column_order.md). */
+    if (kvec_avx2_columns(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_k")) pref->part[0] = 2;
+    if (kvec_avx2_columns(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
+    if (kvec_avx2_columns(pref, dev, wl, full_row) && !strcmp(pref->knob, "reg_x")) pref->part[0] = 4;
     /* With 8-lane vectors on unpadded stride-1 1x1 layers, instead of the
      * two above: two channel vectors x 5 or 6 pixels of the flattened
      * image (kvec runs one-row tiles of these layers over it), 12

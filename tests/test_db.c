@@ -820,7 +820,8 @@ static void test_best_config(void **state) {
      * on other 1x1 layers one channel vector x 14 columns, one
      * vector x the row on padded rows of 7 or 8 too, and x half the row on
      * padded rows of 9-16 of kernels wider than a column (kvec's column
-     * order holds that kernel row's weight vectors); one vector x 2 rows x 7
+     * order holds that kernel row's weight vectors), two vectors x 4 columns
+     * on 3-wide kernels whose rows are a multiple of 4; one vector x 2 rows x 7
      * elsewhere (two vectors x 7 spill), and 2 x 7 where one row is all;
      * on the RGB input with stride 2 up to 4 vectors x 8 / vectors
      * columns, and one vector x 8 columns on 3x3 kernels. */
@@ -839,13 +840,15 @@ static void test_best_config(void **state) {
         {"c=2048,h=7,w=7,k=512,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=160,h=7,w=7,k=960,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=1024,h=14,w=14,k=2048,r=1,s=1,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
-        {"c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
+        {"c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=4,"},
+        {"c=64,h=30,w=30,k=64,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
+        {"c=64,h=30,w=30,k=64,r=3,s=5,pad=2", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
         {"c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3", "vec=8,reg_k=4,thread_y=1,reg_y=1,thread_x=1,reg_x=2,"},
         {"c=3,h=224,w=224,k=16,r=5,s=5,stride=2,pad=2", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=4,"},
         {"c=3,h=224,w=224,k=64,r=3,s=3,stride=2", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=8,"},
         {"c=3,h=224,w=224,k=32,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=8,"},
         {"c=3,h=224,w=224,k=16,r=3,s=3,stride=2,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=8,"},
-        {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "vec=8,reg_k=1,thread_y=1,reg_y=2,thread_x=1,reg_x=7,"},
+        {"c=128,h=28,w=28,k=128,r=3,s=3,pad=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=4,"},
         {"c=64,h=1,w=49,k=64,r=1,s=1", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=5,"},
         {"c=64,h=1,w=49,k=64,r=3,s=1,pad=1x0", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
     };
