@@ -1,7 +1,8 @@
 /* Running one convolution kernel with a fused epilogue and comparing it with
  * the CPU reference followed by the same epilogue on the host: what
- * test_fused (every template) and test_winograd (every Winograd tile size)
- * share. Include after cmocka.h; every failure fails the calling test. */
+ * test_fused (every template) and the per-template tests (test_winograd,
+ * test_dwrow, test_stem, test_kvec_columns) share. Include after cmocka.h;
+ * every failure fails the calling test. */
 #ifndef MTGPU_TEST_FUSED_CHECK_H
 #define MTGPU_TEST_FUSED_CHECK_H
 
@@ -76,6 +77,34 @@ static void fused_data_weights(fused_data *d, mt_device *dev, mt_weight_layout l
     d->wt_layout = l;
 }
 
+/* One template's case on one workload, opened: the workload parsed from
+ * text, the template's space for it, its data (fused_data_init with seed)
+ * and the device's limits. Close with fused_case_close. */
+typedef struct fused_case_data {
+    const mt_template *t;
+    mt_workload wl;
+    mt_space sp;
+    fused_data d;
+    mt_device_limits lim;
+} fused_case_data;
+
+static void fused_data_free(fused_data *d);
+
+static inline void fused_case_open(fused_case_data *c, mt_device *dev, const char *tmpl, const char *text, uint64_t seed) {
+    char err[512];
+    c->t = mt_template_find(tmpl);
+    assert_non_null(c->t);
+    if (mt_workload_parse(text, &c->wl, err, sizeof err) != MT_OK) fail_msg("%s: %s", text, err);
+    assert_int_equal(mt_template_space(c->t, &c->wl, &c->sp), MT_OK);
+    fused_data_init(&c->d, dev, &c->wl, seed);
+    c->lim = mt_device_get_limits(dev);
+}
+
+static inline void fused_case_close(fused_case_data *c) {
+    fused_data_free(&c->d);
+    mt_space_free(&c->sp);
+}
+
 static void fused_data_free(fused_data *d) {
     mt_dbuf_free(d->b_in);
     mt_dbuf_free(d->b_wt);
@@ -140,6 +169,22 @@ static double fused_run(fused_data *d, mt_device *dev, const mt_template *t, con
         fail_msg("%s (bias %d residual %d act %d): normalised error %.3g over %.1g (first bad element %lld: %g, want %g)", what, e->bias,
                  e->residual, (int)e->act, max_err, tolerance, (long long)bad, bad >= 0 ? d->got[bad] : 0.0, bad >= 0 ? d->want[bad] : 0.0);
     return max_err;
+}
+
+/* cfg of c's template, where it is valid on the device, run with epilogue e
+ * (fused_run at tolerance tol; what names it in messages) and the largest
+ * normalised error kept in *worst: 1, or 0 where the config is not valid
+ * there (said, and nothing run). */
+static inline int fused_case_run(fused_case_data *c, mt_device *dev, const mt_config *cfg, const mt_conv_epilogue *e, double tol, const char *what,
+                                 double *worst) {
+    char err[2048];
+    if (mt_template_check(c->t, &c->wl, &c->sp, cfg, &c->lim, err, sizeof err) != MT_OK) {
+        print_message("  %s: not valid here: %s\n", what, err);
+        return 0;
+    }
+    double max_err = fused_run(&c->d, dev, c->t, &c->sp, cfg, e, tol, what);
+    if (max_err > *worst) *worst = max_err;
+    return 1;
 }
 
 #endif

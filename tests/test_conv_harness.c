@@ -19,6 +19,7 @@
 #include "template.h"
 
 #include "conv_workloads.h"
+#include "default_device.h"
 
 /* The workloads (conv_workloads.h) are shared with test_cuda_gpu. */
 #define NWORKLOADS MT_TEST_NCONV_WORKLOADS
@@ -31,8 +32,6 @@ typedef struct {
 /* Kernels unrolling to more statements than this are skipped by the harness. */
 #define HARNESS_MAX_UNROLLED 400
 
-static mt_device *device;
-static char device_err[512];
 
 static int configs_per_case(void) {
     const char *e = getenv("MTGPU_HARNESS_CONFIGS");
@@ -42,10 +41,7 @@ static int configs_per_case(void) {
 
 static void run_case(void **state) {
     const harness_case *hc = *state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
+    skip_without_device();
     mt_workload wl;
     char err[1024];
     assert_int_equal(mt_workload_parse(hc->workload, &wl, err, sizeof err), MT_OK);
@@ -111,19 +107,6 @@ static void run_case(void **state) {
     assert_int_equal(failures, 0);
 }
 
-static int group_setup(void **state) {
-    (void)state;
-    mt_device_params dp = mt_device_default_params();
-    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    return 0;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    mt_device_close(device);
-    return 0;
-}
-
 int main(void) {
     static harness_case cases[NWORKLOADS * 8];
     static struct CMUnitTest tests[NWORKLOADS * 8];
@@ -144,5 +127,5 @@ int main(void) {
             n++;
         }
     }
-    return _cmocka_run_group_tests("conv_harness", tests, (size_t)n, group_setup, group_teardown);
+    return _cmocka_run_group_tests("conv_harness", tests, (size_t)n, default_device_open, default_device_close);
 }

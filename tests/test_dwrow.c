@@ -28,9 +28,8 @@
 #include "template.h"
 
 #include "fused_check.h"
+#include "default_device.h"
 
-static mt_device *device;
-static char device_err[512];
 
 static void test_shuffle_checks(void **state) {
     (void)state;
@@ -83,10 +82,7 @@ static void run_shuffle_source(const char *src, const int mask[8]) {
  * form for other compilers. */
 static void test_shuffle_runs(void **state) {
     (void)state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
+    skip_without_device();
     if (mt_device_get_info(device)->backend != MT_BACKEND_OPENCL) {
         print_message("skipped: the device's language is not OpenCL C (CUDA prints shuffles lane by lane)\n");
         skip();
@@ -155,65 +151,34 @@ static const char *const workloads[] = {
 
 static void run_workload(void **state) {
     const char *text = *state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
-    const mt_template *t = mt_template_find("dwrow");
-    char err[2048];
-    mt_workload wl;
-    assert_int_equal(mt_workload_parse(text, &wl, err, sizeof err), MT_OK);
-    mt_space sp;
-    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-    fused_data d;
-    fused_data_init(&d, device, &wl, 17);
-    mt_device_limits lim = mt_device_get_limits(device);
+    skip_without_device();
+    fused_case_data c;
+    fused_case_open(&c, device, "dwrow", text, 17);
     /* Every option of vec; of reg_y and chan the first and the last. */
     int kv = -1, ky = -1, kc = -1;
-    for (int i = 0; i < sp.nknobs; i++) {
-        if (!strcmp(sp.knobs[i].name, "vec")) kv = i;
-        if (!strcmp(sp.knobs[i].name, "reg_y")) ky = i;
-        if (!strcmp(sp.knobs[i].name, "chan")) kc = i;
+    for (int i = 0; i < c.sp.nknobs; i++) {
+        if (!strcmp(c.sp.knobs[i].name, "vec")) kv = i;
+        if (!strcmp(c.sp.knobs[i].name, "reg_y")) ky = i;
+        if (!strcmp(c.sp.knobs[i].name, "chan")) kc = i;
     }
-    assert_true(kv >= 0 && ky >= 0 && kc >= 0 && sp.nknobs == 3);
+    assert_true(kv >= 0 && ky >= 0 && kc >= 0 && c.sp.nknobs == 3);
     int tested = 0, turn = 0;
     double worst = 0;
-    for (int ov = 0; ov < sp.knobs[kv].noptions; ov++)
+    for (int ov = 0; ov < c.sp.knobs[kv].noptions; ov++)
         for (int iy = 0; iy < 2; iy++)
             for (int ic = 0; ic < 2; ic++) {
-                const int oy = iy == 0 ? 0 : sp.knobs[ky].noptions - 1;
-                const int oc = ic == 0 ? 0 : sp.knobs[kc].noptions - 1;
-                mt_config cfg = {.nknobs = sp.nknobs};
+                const int oy = iy == 0 ? 0 : c.sp.knobs[ky].noptions - 1;
+                const int oc = ic == 0 ? 0 : c.sp.knobs[kc].noptions - 1;
+                mt_config cfg = {.nknobs = c.sp.nknobs};
                 cfg.choice[kv] = ov, cfg.choice[ky] = oy, cfg.choice[kc] = oc;
                 char what[512];
                 int n = snprintf(what, sizeof what, "%s ", text);
-                mt_config_format(&sp, &cfg, what + n, sizeof what - (size_t)n);
-                if (mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err) != MT_OK) {
-                    print_message("  %s: not valid here: %s\n", what, err);
-                    continue;
-                }
-                const mt_conv_epilogue *e = &fused_epilogues[turn++ % FUSED_NEPI];
-                double max_err = fused_run(&d, device, t, &sp, &cfg, e, 1e-5, what);
-                if (max_err > worst) worst = max_err;
-                tested++;
+                mt_config_format(&c.sp, &cfg, what + n, sizeof what - (size_t)n);
+                if (fused_case_run(&c, device, &cfg, &fused_epilogues[turn % FUSED_NEPI], 1e-5, what, &worst)) tested++, turn++;
             }
     print_message("  %s: %d configs, largest normalised error %.2g\n", text, tested, worst);
-    assert_true(tested >= sp.knobs[kv].noptions);
-    fused_data_free(&d);
-    mt_space_free(&sp);
-}
-
-static int group_setup(void **state) {
-    (void)state;
-    mt_device_params dp = mt_device_default_params();
-    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    return 0;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    mt_device_close(device);
-    return 0;
+    assert_true(tested >= c.sp.knobs[kv].noptions);
+    fused_case_close(&c);
 }
 
 int main(void) {
@@ -227,5 +192,5 @@ int main(void) {
         snprintf(names[w], sizeof names[w], "dwrow/%s", workloads[w]);
         tests[n++] = (struct CMUnitTest){.name = names[w], .test_func = run_workload, .initial_state = (void *)workloads[w]};
     }
-    return _cmocka_run_group_tests("dwrow", tests, (size_t)n, group_setup, group_teardown);
+    return _cmocka_run_group_tests("dwrow", tests, (size_t)n, default_device_open, default_device_close);
 }

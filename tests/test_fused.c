@@ -31,14 +31,13 @@
 
 #include "conv_workloads.h"
 #include "fused_check.h"
+#include "default_device.h"
 
 /* Kernels unrolling to more statements than this are not drawn (compile time). */
 #define FUSED_MAX_UNROLLED 400
 /* Random draws per (workload, template) to find a valid config. */
 #define FUSED_MAX_DRAWS 200
 
-static mt_device *device;
-static char device_err[512];
 
 typedef struct {
     const char *workload;
@@ -153,10 +152,7 @@ static int draw_config(const mt_template *t, const mt_workload *wl, const mt_spa
 
 static void run_case(void **state) {
     const fused_case *fc = *state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
+    skip_without_device();
     char err[2048];
     mt_workload wl;
     assert_int_equal(mt_workload_parse(fc->workload, &wl, err, sizeof err), MT_OK);
@@ -269,8 +265,6 @@ static void test_kvec_channel_block_grid(void **state) {
 }
 
 int main(void) {
-    mt_device_params dp = mt_device_default_params();
-    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
     static fused_case cases[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK];
     struct CMUnitTest tests[MT_TEST_NCONV_WORKLOADS * 4 + NKVEC_STORE + NKVEC_EDGE + NGEMM_CHUNK + 3];
     int n = 0;
@@ -310,7 +304,5 @@ int main(void) {
         tests[n++] = (struct CMUnitTest){.name = cases[nc].name, .test_func = run_case, .initial_state = &cases[nc]};
         nc++;
     }
-    int rc = _cmocka_run_group_tests("fused", tests, (size_t)n, NULL, NULL);
-    mt_device_close(device);
-    return rc;
+    return _cmocka_run_group_tests("fused", tests, (size_t)n, default_device_open, default_device_close);
 }

@@ -29,9 +29,8 @@
 #include "template.h"
 
 #include "fused_check.h"
+#include "default_device.h"
 
-static mt_device *device;
-static char device_err[512];
 
 /* The workloads: see the file's comment. */
 static const char *const workloads[] = {
@@ -58,19 +57,10 @@ static const tile_mix mixes[] = {
 
 static void run_workload(void **state) {
     const char *text = *state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
-    const mt_template *t = mt_template_find("kvec");
+    skip_without_device();
+    fused_case_data c;
+    fused_case_open(&c, device, "kvec", text, 29);
     char err[2048];
-    mt_workload wl;
-    assert_int_equal(mt_workload_parse(text, &wl, err, sizeof err), MT_OK);
-    mt_space sp;
-    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-    fused_data d;
-    fused_data_init(&d, device, &wl, 29);
-    mt_device_limits lim = mt_device_get_limits(device);
     static const int vecs[] = {8, 4, 16};
     int tested = 0, turn = 0;
     double worst = 0;
@@ -83,36 +73,15 @@ static void run_workload(void **state) {
                      x->yr, x->xt, x->xr, x->unroll_rs, x->explicit_);
             snprintf(what, sizeof what, "%s %s", text, cfg_text);
             mt_config cfg;
-            if (mt_config_parse(&sp, cfg_text, &cfg, err, sizeof err) != MT_OK) {
+            if (mt_config_parse(&c.sp, cfg_text, &cfg, err, sizeof err) != MT_OK) {
                 print_message("  %s: not in this workload's space: %s\n", what, err);
                 continue;
             }
-            if (mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err) != MT_OK) {
-                print_message("  %s: not valid here: %s\n", what, err);
-                continue;
-            }
-            const mt_conv_epilogue *e = &fused_epilogues[turn++ % FUSED_NEPI];
-            double max_err = fused_run(&d, device, t, &sp, &cfg, e, 1e-5, what);
-            if (max_err > worst) worst = max_err;
-            tested++;
+            if (fused_case_run(&c, device, &cfg, &fused_epilogues[turn % FUSED_NEPI], 1e-5, what, &worst)) tested++, turn++;
         }
     print_message("  %s: %d configs, largest normalised error %.2g\n", text, tested, worst);
     assert_true(tested >= NMIXES - 1);
-    fused_data_free(&d);
-    mt_space_free(&sp);
-}
-
-static int group_setup(void **state) {
-    (void)state;
-    mt_device_params dp = mt_device_default_params();
-    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    return 0;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    mt_device_close(device);
-    return 0;
+    fused_case_close(&c);
 }
 
 int main(void) {
@@ -122,5 +91,5 @@ int main(void) {
         snprintf(names[w], sizeof names[w], "kvec_columns/%s", workloads[w]);
         tests[w] = (struct CMUnitTest){.name = names[w], .test_func = run_workload, .initial_state = (void *)workloads[w]};
     }
-    return _cmocka_run_group_tests("kvec_columns", tests, (size_t)NWORKLOADS, group_setup, group_teardown);
+    return _cmocka_run_group_tests("kvec_columns", tests, (size_t)NWORKLOADS, default_device_open, default_device_close);
 }

@@ -27,9 +27,8 @@
 #include "template.h"
 
 #include "fused_check.h"
+#include "default_device.h"
 
-static mt_device *device;
-static char device_err[512];
 
 static void test_accepts(void **state) {
     (void)state;
@@ -74,28 +73,18 @@ static const char *const workloads[] = {
 
 static void run_workload(void **state) {
     const char *text = *state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
-    const mt_template *t = mt_template_find("stem");
-    char err[2048];
-    mt_workload wl;
-    assert_int_equal(mt_workload_parse(text, &wl, err, sizeof err), MT_OK);
-    mt_space sp;
-    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-    fused_data d;
-    fused_data_init(&d, device, &wl, 23);
-    mt_device_limits lim = mt_device_get_limits(device);
+    skip_without_device();
+    fused_case_data c;
+    fused_case_open(&c, device, "stem", text, 23);
     static const char *const names[5] = {"vec", "reg_k", "reg_x", "rows", "k_blocks"};
     int kn[5];
     for (int j = 0; j < 5; j++) {
         kn[j] = -1;
-        for (int i = 0; i < sp.nknobs; i++)
-            if (!strcmp(sp.knobs[i].name, names[j])) kn[j] = i;
+        for (int i = 0; i < c.sp.nknobs; i++)
+            if (!strcmp(c.sp.knobs[i].name, names[j])) kn[j] = i;
         assert_true(kn[j] >= 0);
     }
-    assert_int_equal(sp.nknobs, 5);
+    assert_int_equal(c.sp.nknobs, 5);
     /* Every vector width; of reg_k, reg_x, rows and k_blocks (an option's
      * index, -1: the last, clamped to the options the workload has) all
      * first, the largest tiles and row blocks, and mixes: one of them three
@@ -105,43 +94,22 @@ static void run_workload(void **state) {
     static const int mixes[NMIX][4] = {{0, 0, 0, 0}, {-1, -1, -1, 0}, {-1, 0, -1, 1}, {0, -1, 0, -1}, {2, 1, 1, 1}};
     int tested = 0, turn = 0;
     double worst = 0;
-    for (int ov = 0; ov < sp.knobs[kn[0]].noptions; ov++)
+    for (int ov = 0; ov < c.sp.knobs[kn[0]].noptions; ov++)
         for (int m = 0; m < NMIX; m++) {
-            mt_config cfg = {.nknobs = sp.nknobs};
+            mt_config cfg = {.nknobs = c.sp.nknobs};
             cfg.choice[kn[0]] = ov;
             for (int j = 1; j < 5; j++) {
-                const int last = sp.knobs[kn[j]].noptions - 1, want = mixes[m][j - 1];
+                const int last = c.sp.knobs[kn[j]].noptions - 1, want = mixes[m][j - 1];
                 cfg.choice[kn[j]] = want < 0 || want > last ? last : want;
             }
             char what[512];
             int n = snprintf(what, sizeof what, "%s ", text);
-            mt_config_format(&sp, &cfg, what + n, sizeof what - (size_t)n);
-            if (mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err) != MT_OK) {
-                print_message("  %s: not valid here: %s\n", what, err);
-                continue;
-            }
-            const mt_conv_epilogue *e = &fused_epilogues[turn++ % FUSED_NEPI];
-            double max_err = fused_run(&d, device, t, &sp, &cfg, e, 1e-5, what);
-            if (max_err > worst) worst = max_err;
-            tested++;
+            mt_config_format(&c.sp, &cfg, what + n, sizeof what - (size_t)n);
+            if (fused_case_run(&c, device, &cfg, &fused_epilogues[turn % FUSED_NEPI], 1e-5, what, &worst)) tested++, turn++;
         }
     print_message("  %s: %d configs, largest normalised error %.2g\n", text, tested, worst);
-    assert_true(tested >= sp.knobs[kn[0]].noptions);
-    fused_data_free(&d);
-    mt_space_free(&sp);
-}
-
-static int group_setup(void **state) {
-    (void)state;
-    mt_device_params dp = mt_device_default_params();
-    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    return 0;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    mt_device_close(device);
-    return 0;
+    assert_true(tested >= c.sp.knobs[kn[0]].noptions);
+    fused_case_close(&c);
 }
 
 int main(void) {
@@ -153,5 +121,5 @@ int main(void) {
         snprintf(names[w], sizeof names[w], "stem/%s", workloads[w]);
         tests[n++] = (struct CMUnitTest){.name = names[w], .test_func = run_workload, .initial_state = (void *)workloads[w]};
     }
-    return _cmocka_run_group_tests("stem", tests, (size_t)n, group_setup, group_teardown);
+    return _cmocka_run_group_tests("stem", tests, (size_t)n, default_device_open, default_device_close);
 }

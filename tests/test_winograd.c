@@ -29,6 +29,7 @@
 
 #include "conv_workloads.h"
 #include "fused_check.h"
+#include "default_device.h"
 
 /* Normalised error allowed per tile size. F(2x2) keeps fp32 accuracy; the
  * larger tiles' transforms have coefficients up to 5 (F(4x4)) and 10.6
@@ -36,8 +37,6 @@
  * F(6x6) under 3e-5 (ResNet-50's 512-channel layers: 1.4e-5 and 2.5e-5). */
 static double tolerance_of(int m) { return m == 2 ? 1e-5 : m == 4 ? 5e-5 : 2e-4; }
 
-static mt_device *device;
-static char device_err[512];
 static double worst_seen[7];
 
 static void test_matrices_correlate(void **state) {
@@ -165,47 +164,37 @@ static int config_of(const mt_space *sp, int m, const char *shape, mt_config *cf
 
 static void run_workload(void **state) {
     const char *text = *state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
-    const mt_template *t = mt_template_find("wino");
+    skip_without_device();
+    fused_case_data c;
+    fused_case_open(&c, device, "wino", text, 11);
     char err[2048];
-    mt_workload wl;
-    assert_int_equal(mt_workload_parse(text, &wl, err, sizeof err), MT_OK);
-    mt_space sp;
-    assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
-    fused_data d;
-    fused_data_init(&d, device, &wl, 11);
-    mt_device_limits lim = mt_device_get_limits(device);
     int tested = 0;
     for (int m = 2; m <= 6; m += 2) {
         int tested_m = 0;
         mt_config cfg;
         for (int sh = 0; sh < NSHAPES; sh++) {
-            if (!config_of(&sp, m, config_shapes[sh], &cfg)) break; /* the space lacks this tile (output smaller than it) */
+            if (!config_of(&c.sp, m, config_shapes[sh], &cfg)) break; /* the space lacks this tile (output smaller than it) */
             char what[512];
             int n = snprintf(what, sizeof what, "%s ", text);
-            mt_config_format(&sp, &cfg, what + n, sizeof what - (size_t)n);
-            if (mt_template_check(t, &wl, &sp, &cfg, &lim, err, sizeof err) != MT_OK) {
+            mt_config_format(&c.sp, &cfg, what + n, sizeof what - (size_t)n);
+            if (mt_template_check(c.t, &c.wl, &c.sp, &cfg, &c.lim, err, sizeof err) != MT_OK) {
                 print_message("  %s: not valid here: %s\n", what, err);
                 continue;
             }
-            assert_int_equal(mt_template_config_weight_layout(t, &sp, &cfg), m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : MT_WEIGHTS_WINO6);
+            assert_int_equal(mt_template_config_weight_layout(c.t, &c.sp, &cfg), m == 2 ? MT_WEIGHTS_WINO2 : m == 4 ? MT_WEIGHTS_WINO4 : MT_WEIGHTS_WINO6);
             /* Two epilogues per config, in turn, so every config meets the plain kernel or a fused one. */
             for (int j = 0; j < 2; j++) {
                 const mt_conv_epilogue *e = &fused_epilogues[(sh + j * 2) % FUSED_NEPI];
-                double max_err = fused_run(&d, device, t, &sp, &cfg, e, tolerance_of(m), what);
+                double max_err = fused_run(&c.d, device, c.t, &c.sp, &cfg, e, tolerance_of(m), what);
                 print_message("  %s epilogue(bias %d residual %d act %d): error %.2g\n", what, e->bias, e->residual, (int)e->act, max_err);
                 if (max_err > worst_seen[m]) worst_seen[m] = max_err;
                 tested++, tested_m++;
             }
         }
-        if (tested_m == 0) print_message("  %s: no F(%dx%d) config (output %dx%d)\n", text, m, m, mt_workload_out_h(&wl), mt_workload_out_w(&wl));
+        if (tested_m == 0) print_message("  %s: no F(%dx%d) config (output %dx%d)\n", text, m, m, mt_workload_out_h(&c.wl), mt_workload_out_w(&c.wl));
     }
     assert_true(tested > 0);
-    fused_data_free(&d);
-    mt_space_free(&sp);
+    fused_case_close(&c);
 }
 
 /* Blocks whose tiles overhang the image's last tile by whole register tiles
@@ -214,10 +203,7 @@ static void run_workload(void **state) {
  * against the reference, and the chunk loop is in the kernel. */
 static void test_chunks_and_overhang(void **state) {
     (void)state;
-    if (!device) {
-        print_message("skipped: no device: %s\n", device_err);
-        skip();
-    }
+    skip_without_device();
     static const char *const shapes[] = {
         "vec=16,reg_k=2,reg_y=2,reg_x=4,split_k=1,unroll=0,blk_y=4,blk_x=2,k_loop=1", /* 49 tiles in 8 register tiles of 8 */
         "vec=16,reg_k=2,reg_y=1,reg_x=3,split_k=1,unroll=0,blk_y=4,blk_x=4,k_loop=0", /* 49 tiles in 2 blocks of 48 */
@@ -247,18 +233,9 @@ static void test_chunks_and_overhang(void **state) {
     mt_space_free(&sp);
 }
 
-static int group_setup(void **state) {
-    (void)state;
-    mt_device_params dp = mt_device_default_params();
-    if (mt_device_open(NULL, &dp, &device, device_err, sizeof device_err) != MT_OK) device = NULL;
-    return 0;
-}
-
 static int group_teardown(void **state) {
-    (void)state;
     if (device) print_message("largest normalised error seen: F(2x2) %.2g, F(4x4) %.2g, F(6x6) %.2g\n", worst_seen[2], worst_seen[4], worst_seen[6]);
-    mt_device_close(device);
-    return 0;
+    return default_device_close(state);
 }
 
 int main(void) {
@@ -276,5 +253,5 @@ int main(void) {
         snprintf(names[w], sizeof names[w], "wino/%s", mt_test_conv_workloads[w]);
         tests[n++] = (struct CMUnitTest){.name = names[w], .test_func = run_workload, .initial_state = (void *)mt_test_conv_workloads[w]};
     }
-    return _cmocka_run_group_tests("winograd", tests, (size_t)n, group_setup, group_teardown);
+    return _cmocka_run_group_tests("winograd", tests, (size_t)n, default_device_open, group_teardown);
 }
