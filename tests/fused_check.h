@@ -77,6 +77,21 @@ static void fused_data_weights(fused_data *d, mt_device *dev, mt_weight_layout l
     d->wt_layout = l;
 }
 
+static void fused_data_free(fused_data *d) {
+    mt_dbuf_free(d->b_in);
+    mt_dbuf_free(d->b_wt);
+    mt_dbuf_free(d->b_out);
+    mt_dbuf_free(d->b_bias);
+    mt_dbuf_free(d->b_res);
+    free(d->in);
+    free(d->wt);
+    free(d->bias);
+    free(d->res);
+    free(d->conv);
+    free(d->want);
+    free(d->got);
+}
+
 /* One template's case on one workload, opened: the workload parsed from
  * text, the template's space for it, its data (fused_data_init with seed)
  * and the device's limits. Close with fused_case_close. */
@@ -87,8 +102,6 @@ typedef struct fused_case_data {
     fused_data d;
     mt_device_limits lim;
 } fused_case_data;
-
-static void fused_data_free(fused_data *d);
 
 static inline void fused_case_open(fused_case_data *c, mt_device *dev, const char *tmpl, const char *text, uint64_t seed) {
     char err[512];
@@ -103,21 +116,6 @@ static inline void fused_case_open(fused_case_data *c, mt_device *dev, const cha
 static inline void fused_case_close(fused_case_data *c) {
     fused_data_free(&c->d);
     mt_space_free(&c->sp);
-}
-
-static void fused_data_free(fused_data *d) {
-    mt_dbuf_free(d->b_in);
-    mt_dbuf_free(d->b_wt);
-    mt_dbuf_free(d->b_out);
-    mt_dbuf_free(d->b_bias);
-    mt_dbuf_free(d->b_res);
-    free(d->in);
-    free(d->wt);
-    free(d->bias);
-    free(d->res);
-    free(d->conv);
-    free(d->want);
-    free(d->got);
 }
 
 static float fused_host_epilogue(const mt_conv_epilogue *e, double v, float bias, float res) {

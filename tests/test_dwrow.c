@@ -30,7 +30,6 @@
 #include "fused_check.h"
 #include "default_device.h"
 
-
 static void test_shuffle_checks(void **state) {
     (void)state;
     mt_kernel *k = mt_kernel_new("s");

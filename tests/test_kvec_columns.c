@@ -31,7 +31,6 @@
 #include "fused_check.h"
 #include "default_device.h"
 
-
 /* The workloads: see the file's comment. */
 static const char *const workloads[] = {
     "n=1,c=5,h=13,w=34,k=19,r=3,s=3,stride=2,pad=1",          /* stride 2, a 17-wide row, left edge */

@@ -29,7 +29,6 @@
 #include "fused_check.h"
 #include "default_device.h"
 
-
 static void test_accepts(void **state) {
     (void)state;
     const mt_template *t = mt_template_find("stem");
