@@ -209,10 +209,17 @@ static mt_stmt *channel_body(dwrow_builder *b, mt_expr *img, mt_expr *ch, mt_exp
                 mt_stmt_list_push(k, &sl, mt_ir_store_vec(k, b->io.out, idx, val));
                 continue;
             }
-            for (int l = 0; l < n; l++) {
-                mt_expr *il = mt_ir_add(k, idx, KI(b, l));
-                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, mt_ir_load(k, b->acc, KI(b, acc_at(p, yi, v) + l)), ch, il, 1);
-                mt_stmt_list_push(k, &sl, mt_ir_store(k, b->io.out, il, val));
+            /* The row's tail in power-of-two pieces (14 = 8 + 4 + 2): lane by
+             * lane, each output paid an extract, the epilogue and a store. */
+            int off = 0;
+            for (int piece = vec / 2; piece >= 1; piece /= 2) {
+                if (n - off < piece) continue;
+                mt_expr *il = mt_ir_add(k, idx, KI(b, off));
+                mt_expr *a = piece == 1 ? mt_ir_load(k, b->acc, KI(b, acc_at(p, yi, v) + off))
+                                        : mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, yi, v) + off), piece);
+                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, a, ch, il, piece);
+                mt_stmt_list_push(k, &sl, piece == 1 ? mt_ir_store(k, b->io.out, il, val) : mt_ir_store_vec(k, b->io.out, il, val));
+                off += piece;
             }
         }
         mt_stmt *rows = mt_stmt_list_seq(k, &sl);
