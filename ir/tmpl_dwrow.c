@@ -163,8 +163,97 @@ static void load_row(dwrow_builder *b, mt_stmt_list *list, mt_expr *rowi) {
 
 static int64_t acc_at(const dwrow_plan *p, int yi, int v) { return ((int64_t)yi * p->nvo + v) * p->vec; }
 
+/* Output row yi of the tile, vector by vector through the epilogue; the
+ * row's tail in power-of-two pieces (14 = 8 + 4 + 2). Rows past the output
+ * (the last row block's overhang) are not stored. */
+static mt_stmt *store_row(dwrow_builder *b, mt_expr *ch, mt_expr *out_plane, mt_expr *y0, int yi) {
+    const dwrow_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec;
+    mt_expr *oy = mt_ir_add(k, y0, KI(b, yi));
+    mt_stmt_list sl = {0};
+    for (int v = 0; v < p->nvo; v++) {
+        const int at = v * vec, n = p->ow - at < vec ? p->ow - at : vec;
+        mt_expr *idx = mt_ir_add(k, out_plane, mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), KI(b, at)));
+        int off = 0;
+        for (int piece = vec; piece >= 1; piece /= 2) {
+            if (n - off < piece) continue;
+            mt_expr *il = off ? mt_ir_add(k, idx, KI(b, off)) : idx;
+            mt_expr *a = piece == 1 ? mt_ir_load(k, b->acc, KI(b, acc_at(p, yi, v) + off))
+                                    : mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, yi, v) + off), piece);
+            mt_expr *val = mt__epilogue_apply(k, &b->io.epi, a, ch, il, piece);
+            mt_stmt_list_push(k, &sl, piece == 1 ? mt_ir_store(k, b->io.out, il, val) : mt_ir_store_vec(k, b->io.out, il, val));
+            off += piece;
+        }
+    }
+    mt_stmt *row = mt_stmt_list_seq(k, &sl);
+    return (int64_t)p->yo * p->yr > p->oh ? mt_ir_if(k, mt_ir_lt(k, oy, KI(b, p->oh)), row, NULL) : row;
+}
+
+/* The accumulator vector q (of the tile's rows laid end to end, each padded
+ * to nvo vectors). */
+static mt_expr *acc_vector(dwrow_builder *b, int q) { return mt_ir_load_vec(b->k, b->acc, KI(b, (int64_t)q * b->p->vec), b->p->vec); }
+
+/* The tile's yr whole rows are yr * ow consecutive outputs of the plane:
+ * stored as one run, in full vectors across the row ends (each built from
+ * the two or three accumulator vectors its lanes lie in), the last piece
+ * in power-of-two pieces. Row by row, a 7-wide row took an epilogue and a
+ * store for each of its pieces (4 + 2 + 1); lane by lane, LLVM had merged
+ * such rows into whole vectors itself but left a 14-wide row's six tail
+ * lanes one by one. */
+static mt_stmt *store_tile(dwrow_builder *b, mt_expr *ch, mt_expr *out_plane, mt_expr *y0) {
+    const dwrow_plan *p = b->p;
+    mt_kernel *k = b->k;
+    const int vec = p->vec, total = p->yr * p->ow;
+    mt_expr *base = mt_ir_add(k, out_plane, mt_ir_mul(k, y0, KI(b, p->ow)));
+    mt_stmt_list sl = {0};
+    int f0 = 0;
+    while (f0 < total) {
+        int piece = vec;
+        while (piece > total - f0) piece /= 2;
+        int e[MT_IR_MAX_LANES] = {0};
+        for (int l = 0; l < piece; l++) e[l] = (int)acc_at(p, (f0 + l) / p->ow, 0) + (f0 + l) % p->ow;
+        const int contiguous = e[piece - 1] - e[0] == piece - 1;
+        mt_expr *idx = f0 ? mt_ir_add(k, base, KI(b, f0)) : base, *val;
+        if (piece == 1) {
+            val = mt_ir_load(k, b->acc, KI(b, e[0]));
+        } else if (contiguous && (piece < vec || e[0] % vec == 0)) {
+            val = mt_ir_load_vec(k, b->acc, KI(b, e[0]), piece);
+        } else if (piece < vec) {
+            /* lanes of two rows in a piece narrower than a vector: one by one */
+            for (int l = 0; l < piece; l++) {
+                mt_expr *il = mt_ir_add(k, idx, KI(b, l));
+                mt_stmt_list_push(k, &sl, mt_ir_store(k, b->io.out, il, mt__epilogue_apply(k, &b->io.epi, mt_ir_load(k, b->acc, KI(b, e[l])), ch, il, 1)));
+            }
+            f0 += piece;
+            continue;
+        } else {
+            /* the lanes from the accumulator vectors they lie in, the first
+             * two in one shuffle, each further one in another */
+            int q[MT_IR_MAX_LANES], m[MT_IR_MAX_LANES], mask[MT_IR_MAX_LANES];
+            for (int l = 0; l < vec; l++) q[l] = e[l] / vec, m[l] = e[l] % vec;
+            const int qlo = q[0], qhi = q[vec - 1], qb = qhi > qlo ? qlo + 1 : qlo;
+            for (int l = 0; l < vec; l++) mask[l] = q[l] == qlo ? m[l] : q[l] == qb ? vec + m[l] : 0;
+            val = mt_ir_shuffle(k, acc_vector(b, qlo), acc_vector(b, qb), mask);
+            for (int qq = qb + 1; qq <= qhi; qq++) {
+                for (int l = 0; l < vec; l++) mask[l] = q[l] < qq ? l : q[l] == qq ? vec + m[l] : 0;
+                val = mt_ir_shuffle(k, val, acc_vector(b, qq), mask);
+            }
+        }
+        val = mt__epilogue_apply(k, &b->io.epi, val, ch, idx, piece);
+        mt_stmt_list_push(k, &sl, piece == 1 ? mt_ir_store(k, b->io.out, idx, val) : mt_ir_store_vec(k, b->io.out, idx, val));
+        f0 += piece;
+    }
+    return mt_stmt_list_seq(k, &sl);
+}
+
 /* One channel: weights to registers, accumulators zeroed, every input row
- * the tile reads (skipped outside the image) into the accumulators, stores. */
+ * the tile reads (skipped outside the image) into the accumulators, stores:
+ * the tile's rows as one run where the tile lies inside the output, else
+ * row by row. (Zeroing each output row's accumulators just before its first
+ * input row and storing it after its last, so that fewer are live at a
+ * time, ran no faster: PoCL's LLVM schedules the rows' loads and shuffles
+ * ahead as it likes.) */
 static mt_stmt *channel_body(dwrow_builder *b, mt_expr *img, mt_expr *ch, mt_expr *y0) {
     const dwrow_plan *p = b->p;
     mt_kernel *k = b->k;
@@ -197,33 +286,10 @@ static mt_stmt *channel_body(dwrow_builder *b, mt_expr *img, mt_expr *ch, mt_exp
             }
         mt_stmt_list_push(k, &list, mt_ir_if(k, mt__range_cond(k, iy, 0, p->h, need_lo, need_hi), mt_stmt_list_seq(k, &rl), NULL));
     }
-    const int y_over = (int64_t)p->yo * p->yr > p->oh;
-    for (int yi = 0; yi < p->yr; yi++) {
-        mt_expr *oy = mt_ir_add(k, y0, KI(b, yi));
-        mt_stmt_list sl = {0};
-        for (int v = 0; v < p->nvo; v++) {
-            const int at = v * vec, n = p->ow - at < vec ? p->ow - at : vec;
-            mt_expr *idx = mt_ir_add(k, out_plane, mt_ir_add(k, mt_ir_mul(k, oy, KI(b, p->ow)), KI(b, at)));
-            if (n == vec) {
-                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, yi, v)), vec), ch, idx, vec);
-                mt_stmt_list_push(k, &sl, mt_ir_store_vec(k, b->io.out, idx, val));
-                continue;
-            }
-            /* The row's tail in power-of-two pieces (14 = 8 + 4 + 2): lane by
-             * lane, each output paid an extract, the epilogue and a store. */
-            int off = 0;
-            for (int piece = vec / 2; piece >= 1; piece /= 2) {
-                if (n - off < piece) continue;
-                mt_expr *il = mt_ir_add(k, idx, KI(b, off));
-                mt_expr *a = piece == 1 ? mt_ir_load(k, b->acc, KI(b, acc_at(p, yi, v) + off))
-                                        : mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, yi, v) + off), piece);
-                mt_expr *val = mt__epilogue_apply(k, &b->io.epi, a, ch, il, piece);
-                mt_stmt_list_push(k, &sl, piece == 1 ? mt_ir_store(k, b->io.out, il, val) : mt_ir_store_vec(k, b->io.out, il, val));
-                off += piece;
-            }
-        }
-        mt_stmt *rows = mt_stmt_list_seq(k, &sl);
-        mt_stmt_list_push(k, &list, y_over ? mt_ir_if(k, mt_ir_lt(k, oy, KI(b, p->oh)), rows, NULL) : rows);
+    if ((int64_t)p->yo * p->yr == p->oh) {
+        mt_stmt_list_push(k, &list, store_tile(b, ch, out_plane, y0));
+    } else {
+        for (int yi = 0; yi < p->yr; yi++) mt_stmt_list_push(k, &list, store_row(b, ch, out_plane, y0, yi));
     }
     return mt__let_wrap(k, &lc, mt_stmt_list_seq(k, &list));
 }

@@ -145,6 +145,8 @@ static const char *const workloads[] = {
     "n=1,c=3,h=9,w=20,k=3,r=3,s=3,stride=1x2,pad=1,groups=3",   /* stride along columns only */
     "n=1,c=8,h=9,w=9,k=8,r=7,s=7,pad=3,groups=8",               /* 7x7, padding past a 4-lane vector */
     "n=1,c=4,h=6,w=13,k=4,r=1,s=3,stride=2,pad=0x1,groups=4",   /* 1x3, padding on one axis */
+    "n=1,c=5,h=7,w=7,k=5,r=3,s=3,pad=1,groups=5",               /* 7 rows of 7 stored as one run */
+    "n=1,c=6,h=4,w=3,k=6,r=3,s=3,pad=1,groups=6",               /* rows narrower than a vector: runs across 2-5 rows */
 };
 #define NWORKLOADS (int)(sizeof workloads / sizeof workloads[0])
 
