@@ -111,9 +111,36 @@ static mt_expr *row_vector(dwrow_builder *b, int q) {
  * (0 outside the row), from the row vectors by shuffles: the lanes come from
  * consecutive row vectors, the first two in one shuffle, each further one
  * in another that keeps the lanes already placed. */
+/* Stride 2: vector j of the row's phase ph (lane l: column 2 * (j * vec +
+ * l) + ph), from row vectors 2j and 2j + 1 in one shuffle. */
+static mt_expr *phase_vector(dwrow_builder *b, int j, int ph) {
+    const int vec = b->p->vec;
+    int mask[MT_IR_MAX_LANES];
+    for (int l = 0; l < vec; l++) mask[l] = 2 * l + ph;
+    return mt_ir_shuffle(b->k, row_vector(b, 2 * j), row_vector(b, 2 * j + 1), mask);
+}
+
+/* Stride 2: the window from base as phase (base mod 2) elements J .. J +
+ * vec - 1 (J = floor(base / 2)): one phase vector, or two and a shuffle.
+ * The phase vectors are the same expressions for every window and every
+ * output vector that reads them, so each is built once per input row: a
+ * 3-wide kernel's three windows of an output vector take 3 shuffles where
+ * taking each tap's lanes from the row vectors took 4 (one window's lanes
+ * lie in three row vectors). */
+static mt_expr *phase_window(dwrow_builder *b, int base) {
+    const int vec = b->p->vec;
+    const int ph = base - 2 * floor_div(base, 2), J = floor_div(base, 2);
+    const int j = floor_div(J, vec), o = J - j * vec;
+    if (o == 0) return phase_vector(b, j, ph);
+    int mask[MT_IR_MAX_LANES];
+    for (int l = 0; l < vec; l++) mask[l] = o + l;
+    return mt_ir_shuffle(b->k, phase_vector(b, j, ph), phase_vector(b, j + 1, ph), mask);
+}
+
 static mt_expr *row_window(dwrow_builder *b, int base) {
     const dwrow_plan *p = b->p;
     const int vec = p->vec;
+    if (p->sw == 2) return phase_window(b, base);
     int q[MT_IR_MAX_LANES] = {0}, m[MT_IR_MAX_LANES] = {0};
     for (int l = 0; l < vec; l++) {
         const int e = base + p->sw * l;
