@@ -16,11 +16,15 @@
  * the image's top or bottom is skipped; the lanes past w read as 0), and
  * builds every tap's input vector from those with register shuffles: for
  * output vector v and tap column sx, lane l reads input column
- * (v * vec + l) * stride_w - pad_w + sx, which lies in one or two (stride 1)
- * or up to three (stride 2) row vectors, or in the zero padding. The column
- * positions are constants, so the left and right padding cost nothing at run
- * time, and each input row feeds the taps of every output row of the tile
- * that reads it (up to r of them).
+ * (v * vec + l) * stride_w - pad_w + sx, which lies in one or two row
+ * vectors at stride 1, or in the zero padding; at stride 2 the row is first
+ * split into its even and odd columns (one shuffle per phase vector), and
+ * each window lies in one or two phase vectors. The column positions are
+ * constants, so the left and right padding cost nothing at run time, and
+ * each input row feeds the taps of every output row of the tile that reads
+ * it (up to r of them). A tile that lies inside the output stores its rows
+ * as one run (they are consecutive in the plane), in full vectors across the
+ * row ends.
  *
  * Launch: axis 0 blocks of `reg_y` output rows, axis 1 blocks of `chan`
  * channels, axis 2 images; one work-item per work-group (the shape that runs
