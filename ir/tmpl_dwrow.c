@@ -98,6 +98,7 @@ typedef struct dwrow_builder {
     const dwrow_plan *p;
     mt__conv_io io;
     mt_buffer *row, *acc, *wreg;
+    mt_expr *rowi; /* the flat index of the input row being read */
 } dwrow_builder;
 
 #define KI(b, v) mt_ir_int((b)->k, (v))
@@ -111,10 +112,6 @@ static mt_expr *row_vector(dwrow_builder *b, int q) {
     return mt_ir_load_vec(b->k, b->row, KI(b, (int64_t)q * p->vec), p->vec);
 }
 
-/* The vector whose lane l holds input column base + sw * l of the loaded row
- * (0 outside the row), from the row vectors by shuffles: the lanes come from
- * consecutive row vectors, the first two in one shuffle, each further one
- * in another that keeps the lanes already placed. */
 /* Stride 2: vector j of the row's phase ph (lane l: column 2 * (j * vec +
  * l) + ph), from row vectors 2j and 2j + 1 in one shuffle. */
 static mt_expr *phase_vector(dwrow_builder *b, int j, int ph) {
@@ -141,6 +138,11 @@ static mt_expr *phase_window(dwrow_builder *b, int base) {
     return mt_ir_shuffle(b->k, phase_vector(b, j, ph), phase_vector(b, j + 1, ph), mask);
 }
 
+/* The vector whose lane l holds input column base + sw * l of the loaded row
+ * (0 outside the row): a row vector; at stride 1 a window inside the row
+ * loaded from the input; else from the row vectors by shuffles: the lanes
+ * come from consecutive row vectors, the first two in one shuffle, each
+ * further one in another that keeps the lanes already placed. */
 static mt_expr *row_window(dwrow_builder *b, int base) {
     const dwrow_plan *p = b->p;
     const int vec = p->vec;
@@ -155,6 +157,10 @@ static mt_expr *row_window(dwrow_builder *b, int base) {
     int identity = qlo == qhi;
     for (int l = 0; l < vec && identity; l++) identity = m[l] == l;
     if (identity) return row_vector(b, qlo);
+    /* one unaligned load (from L1: the row's vectors were just loaded),
+     * where a two-source shuffle of the row vectors took three shuffle
+     * instructions on AVX2 */
+    if (p->sw == 1 && base >= 0 && base + vec <= p->w) return mt_ir_load_vec(b->k, b->io.in, mt_ir_add(b->k, b->rowi, KI(b, base)), vec);
     int mask[MT_IR_MAX_LANES];
     const int qb = qhi > qlo ? qlo + 1 : qlo;
     for (int l = 0; l < vec; l++) mask[l] = q[l] == qlo ? m[l] : q[l] == qb ? vec + m[l] : 0;
@@ -302,7 +308,8 @@ static mt_stmt *channel_body(dwrow_builder *b, mt_expr *img, mt_expr *ch, mt_exp
         mt_expr *iy = mt_ir_add(k, mt_ir_mul(k, y0, KI(b, p->sh)), KI(b, (int64_t)t - p->ph));
         const int need_lo = t < p->ph, need_hi = last_y0 * p->sh - p->ph + t >= p->h;
         mt_stmt_list rl = {0};
-        load_row(b, &rl, mt_ir_add(k, in_plane, mt_ir_mul(k, iy, KI(b, p->w))));
+        b->rowi = mt_ir_add(k, in_plane, mt_ir_mul(k, iy, KI(b, p->w)));
+        load_row(b, &rl, b->rowi);
         for (int v = 0; v < p->nvo; v++)
             for (int sx = 0; sx < p->s; sx++) {
                 mt_expr *x = NULL;
