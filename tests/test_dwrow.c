@@ -7,7 +7,9 @@
  *  - on depthwise workloads that between them have rows that no vector width
  *    divides, no padding and padding wider than a vector reaches, strides 1
  *    and 2 along each axis, kernels from 1x3 to 7x7 and two images, every
- *    vector width with tiles of rows that overhang the output and channel
+ *    vector width with tiles of rows that overhang the output (stored row
+ *    by row) and tiles that do not (stored as one run across the row ends,
+ *    7-wide rows and rows narrower than a vector among them), and channel
  *    blocks that overhang the channels: the output against the
  *    double-accumulating CPU reference (normalised error), plain and with
  *    each fused epilogue in turn. Unwritten outputs fail (the output is
