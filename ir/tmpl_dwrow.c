@@ -200,6 +200,19 @@ static void load_row(dwrow_builder *b, mt_stmt_list *list, mt_expr *rowi) {
 
 static int64_t acc_at(const dwrow_plan *p, int yi, int v) { return ((int64_t)yi * p->nvo + v) * p->vec; }
 
+/* `lanes` accumulator values from element `at` (one float or a vector). */
+static mt_expr *acc_lanes(dwrow_builder *b, int64_t at, int lanes) {
+    return lanes == 1 ? mt_ir_load(b->k, b->acc, KI(b, at)) : mt_ir_load_vec(b->k, b->acc, KI(b, at), lanes);
+}
+
+/* Stores val (`lanes` outputs from output element idx of channel ch)
+ * through the epilogue. */
+static void push_output(dwrow_builder *b, mt_stmt_list *sl, mt_expr *ch, mt_expr *idx, mt_expr *val, int lanes) {
+    mt_kernel *k = b->k;
+    val = mt__epilogue_apply(k, &b->io.epi, val, ch, idx, lanes);
+    mt_stmt_list_push(k, sl, lanes == 1 ? mt_ir_store(k, b->io.out, idx, val) : mt_ir_store_vec(k, b->io.out, idx, val));
+}
+
 /* Output row yi of the tile, vector by vector through the epilogue; the
  * row's tail in power-of-two pieces (14 = 8 + 4 + 2). Rows past the output
  * (the last row block's overhang) are not stored. */
@@ -215,11 +228,7 @@ static mt_stmt *store_row(dwrow_builder *b, mt_expr *ch, mt_expr *out_plane, mt_
         int off = 0;
         for (int piece = vec; piece >= 1; piece /= 2) {
             if (n - off < piece) continue;
-            mt_expr *il = off ? mt_ir_add(k, idx, KI(b, off)) : idx;
-            mt_expr *a = piece == 1 ? mt_ir_load(k, b->acc, KI(b, acc_at(p, yi, v) + off))
-                                    : mt_ir_load_vec(k, b->acc, KI(b, acc_at(p, yi, v) + off), piece);
-            mt_expr *val = mt__epilogue_apply(k, &b->io.epi, a, ch, il, piece);
-            mt_stmt_list_push(k, &sl, piece == 1 ? mt_ir_store(k, b->io.out, il, val) : mt_ir_store_vec(k, b->io.out, il, val));
+            push_output(b, &sl, ch, off ? mt_ir_add(k, idx, KI(b, off)) : idx, acc_lanes(b, acc_at(p, yi, v) + off, piece), piece);
             off += piece;
         }
     }
@@ -252,16 +261,11 @@ static mt_stmt *store_tile(dwrow_builder *b, mt_expr *ch, mt_expr *out_plane, mt
         for (int l = 0; l < piece; l++) e[l] = (int)acc_at(p, (f0 + l) / p->ow, 0) + (f0 + l) % p->ow;
         const int contiguous = e[piece - 1] - e[0] == piece - 1;
         mt_expr *idx = f0 ? mt_ir_add(k, base, KI(b, f0)) : base, *val;
-        if (piece == 1) {
-            val = mt_ir_load(k, b->acc, KI(b, e[0]));
-        } else if (contiguous && (piece < vec || e[0] % vec == 0)) {
-            val = mt_ir_load_vec(k, b->acc, KI(b, e[0]), piece);
+        if (piece == 1 || (contiguous && (piece < vec || e[0] % vec == 0))) {
+            val = acc_lanes(b, e[0], piece);
         } else if (piece < vec) {
             /* lanes of two rows in a piece narrower than a vector: one by one */
-            for (int l = 0; l < piece; l++) {
-                mt_expr *il = mt_ir_add(k, idx, KI(b, l));
-                mt_stmt_list_push(k, &sl, mt_ir_store(k, b->io.out, il, mt__epilogue_apply(k, &b->io.epi, mt_ir_load(k, b->acc, KI(b, e[l])), ch, il, 1)));
-            }
+            for (int l = 0; l < piece; l++) push_output(b, &sl, ch, mt_ir_add(k, idx, KI(b, l)), acc_lanes(b, e[l], 1), 1);
             f0 += piece;
             continue;
         } else {
@@ -277,8 +281,7 @@ static mt_stmt *store_tile(dwrow_builder *b, mt_expr *ch, mt_expr *out_plane, mt
                 val = mt_ir_shuffle(k, val, acc_vector(b, qq), mask);
             }
         }
-        val = mt__epilogue_apply(k, &b->io.epi, val, ch, idx, piece);
-        mt_stmt_list_push(k, &sl, piece == 1 ? mt_ir_store(k, b->io.out, idx, val) : mt_ir_store_vec(k, b->io.out, idx, val));
+        push_output(b, &sl, ch, idx, val, piece);
         f0 += piece;
     }
     return mt_stmt_list_seq(k, &sl);
