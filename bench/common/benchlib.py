@@ -45,17 +45,32 @@ def cpu_caches():
 
 
 def cpu_model():
-    """The CPU's model name with its cache sizes, for the reports."""
+    """The CPU's model name with its family, widest vectors and cache sizes,
+    for the reports: a cloud CPU's name ("AMD EPYC") alone does not tell a
+    Zen 3 from a Zen 4."""
     name = platform.processor() or "unknown"
+    fields = {}
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model", "flags") and key not in fields:
+                fields[key] = value.strip()
+            if line.strip() == "":
                 break
     except OSError:
         pass
+    name = fields.get("model name", name)
+    about = []
+    if "cpu family" in fields and "model" in fields:
+        about.append(f"family {fields['cpu family']} model {fields['model']}")
+    flags = fields.get("flags", "").split()
+    if flags:
+        about.append("AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2")
     caches = cpu_caches()
-    return f"{name} ({caches})" if caches else name
+    if caches:
+        about.append(caches)
+    return f"{name} ({', '.join(about)})" if about else name
 
 
 def workloads_of(mtgpu, names):

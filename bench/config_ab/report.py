@@ -4,20 +4,12 @@ profile) and its ratio to the first config's (median of the per-round
 ratios, range); the network's convolution time beside them."""
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from benchlib import cpu_model  # noqa: E402
 
 
 def last_json(path):

@@ -56,7 +56,9 @@ for R in (8, 64, 512):
     sync = R * o / (R * o + m)          # batch of R per round, rank 0 works while the ranks wait
     piped = max(0.0, 1 - m / (R * o))   # rank 0 overlapping the ranks' measurements: waits only once it is the bottleneck
     proj.append(dict(ranks=R, waiting_sync=sync, waiting_pipelined=piped))
-cpu = subprocess.run("lscpu | sed -n 's/^Model name: *//p'", shell=True, capture_output=True, text=True).stdout.strip()
+sys.path.insert(0, "bench/common")
+import benchlib
+cpu = benchlib.cpu_model()
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 date = datetime.date.today().isoformat()
 with open(f"{out}/distributed.csv", "w") as f:

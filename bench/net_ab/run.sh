@@ -37,8 +37,9 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "net_ab: round $round of $ROUNDS done" >&2
 done
 
-python3 - "$work" "$ROUNDS" "$NETWORK" "${DB:-none (default configs)}" "$OUT" "$NAME" "$base_rev" "$head_rev" <<'PY'
+PYTHONPATH=bench/common python3 - "$work" "$ROUNDS" "$NETWORK" "${DB:-none (default configs)}" "$OUT" "$NAME" "$base_rev" "$head_rev" <<'PY'
 import json, os, statistics, sys, time
+import benchlib
 work, rounds, net, db, out, name, base_rev, head_rev = sys.argv[1:]
 rounds = int(rounds)
 def last_json(path):
@@ -72,14 +73,14 @@ for l in layers:
     rel = [x / d for x, d in zip(l["round_ratios"], drift) if x and d]
     l["against_drift"] = med(rel) if rel else None
     l["against_drift_range"] = [min(rel), max(rel)] if rel else None
-res = {"network": net, "database": db, "base": base_rev, "head": head_rev, "rounds": rounds,
+res = {"network": net, "database": db, "base": base_rev, "head": head_rev, "rounds": rounds, "cpu": benchlib.cpu_model(),
        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "network_median_ms": net_ms, "network_round_ratios": wall_ratios, "device_ms": dev_ms,
        "kind_ms": kind_ms, "round_drift": drift, "layers": layers}
 os.makedirs(out, exist_ok=True)
 json.dump(res, open(f"{out}/{name}.json", "w"), indent=1)
 r = lambda b, h: f"{b / h:.2f}" if h else "-"
 md = [f"# {net}: two builds side by side\n",
-      f"Generated {res['date']} by `bench/net_ab/run.sh` (base {base_rev}, head {head_rev}; database: {db}): "
+      f"Generated {res['date']} by `bench/net_ab/run.sh` on {res['cpu']}, {os.cpu_count()} cores (base {base_rev}, head {head_rev}; database: {db}): "
       f"`mtgpu run {net}` with each build in turns, {rounds} rounds, the order alternating; cells are medians of the rounds. Network: median wall "
       "time of whole passes without profiling; the rest from `--profile` passes (device time). Ratio: base / head (above 1: "
       "head faster).\n",
