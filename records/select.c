@@ -234,6 +234,15 @@ static int kvec_flat_columns(int64_t pixels) {
     return past5 < past6 ? 5 : 6;
 }
 
+/* Whether wl is a layer wino takes in F(2x2) tiles on a CPU, all of its
+ * tiles in one register tile (see cpu_default_template and
+ * cpu_pref_for_device): 7x7 or 8x8 outputs (4x4 tiles), 16 input channels or
+ * more, 16-lane vectors. */
+static int wino_small_output(const mt_workload *wl, const mt_device_info *dev) {
+    const int oh = mt_workload_out_h(wl), ow = mt_workload_out_w(wl);
+    return dev->native_vector_width >= 16 && wl->c >= 16 && oh >= 7 && oh <= 8 && ow >= 7 && ow <= 8;
+}
+
 /* pref (one knob's CPU preference) as it applies to dev and wl, and for kvec
  * to an output row that full_row says fits one tile (kvec_full_row). narrow:
  * the second try, where the first config passed the device's limits. */
@@ -402,6 +411,14 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * work-group reads all of the layer's transformed weights. */
     if (wino && ow >= 56 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
     if (wino && ow <= 16 && !strcmp(pref->knob, "split_k")) pref->part[0] = 2;
+    /* wino on 7x7 and 8x8 outputs: F(2x2), one register tile of the 16
+     * tiles x one channel vector, one per work-group (see
+     * cpu_default_template). */
+    if (wino && wino_small_output(wl, dev)) {
+        if (!strcmp(pref->knob, "tile")) pref->part[0] = 2;
+        if (!strcmp(pref->knob, "reg_y") || !strcmp(pref->knob, "reg_x")) pref->part[0] = 4;
+        if (!strcmp(pref->knob, "reg_k") || !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
+    }
     /* wino's channel vectors within the (16-padded) output channels. */
     if (wino && !strcmp(pref->knob, "reg_k")) {
         const int k16 = (wl->k + 15) / 16 * 16, v = dev->native_vector_width >= 4 ? dev->native_vector_width : 16;
@@ -585,9 +602,19 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   ran 1.98-2.17x as fast as with kvec's default, the network 1.14x
  *   (4 rounds in turns at default configs, 2026-12-06, Zen 3,
  *   bench/net_ab/results/net_ab_wino_13x13_squeezenet1_1.md; timed alone
- *   wino's default 1.37-1.83x); below that unmeasured. On 7x7 outputs F(4x4)
- *   computes 8x8 and its weights outweigh the products: kvec. With fewer
- *   than 16 channels the input transform outweighs the products;
+ *   wino's default 1.37-1.83x). On 7x7 outputs F(4x4) computes 8x8 and
+ *   its weights (4x the direct ones) outweigh the products, but F(2x2)
+ *   (16 tiles, weights 16/9 of the direct ones) in one register tile of all
+ *   16 tiles x one 16-lane channel vector, the channels split over two
+ *   work-groups, reads each transformed weight once: inside ResNet-50 on a
+ *   Zen 4 (4 rounds in turns, 2026-12-06,
+ *   bench/config_ab/results/zen4_resnet50_3x3_7x7_wino_f2.md) its
+ *   512-channel 7x7 layers took 0.76-0.77 ms against 1.08-1.10 with the
+ *   kvec config `mtgpu refine` had kept (0.67-0.72x per round); F(4x4)'s
+ *   best record, 0.95 ms alone, had taken 1.08 there. With 8-lane vectors
+ *   (16 registers: the 16 accumulators alone fill them) unmeasured: kvec.
+ *   Between 8 and 13 unmeasured: kvec. With fewer than 16 channels the
+ *   input transform outweighs the products;
  * - gemm (8 channels x 48 pixels; 6 x 32 when this was measured) on
  *   unpadded 1x1 stride-1 layers with at most 160 input channels and 28x28
  *   outputs or more: 1.0-7.3x faster than
@@ -631,7 +658,7 @@ mt_status mt_default_config(const mt_template *t, const mt_workload *wl, const m
  *   faster than the depthwise template's default, except one 14x14
  *   stride-2 layer (1.4x slower); on larger outputs the depthwise template
  *   wins. */
-static const mt_template *cpu_default_template(const mt_workload *wl, unsigned layouts) {
+static const mt_template *cpu_default_template(const mt_workload *wl, const mt_device_info *dev, unsigned layouts) {
     const int64_t pixels = (int64_t)mt_workload_out_h(wl) * mt_workload_out_w(wl);
     const mt_template *gemm = mt_template_find("gemm"), *dwrow = mt_template_find("dwrow");
     if (mt_workload_is_depthwise(wl) && template_usable(dwrow, wl, layouts)) return dwrow;
@@ -641,6 +668,7 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
     if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO4)) && wl->c >= 16 && mt_workload_out_h(wl) >= 13 &&
         mt_workload_out_w(wl) >= 13)
         return wino;
+    if (template_usable(wino, wl, layouts) && (layouts & (1u << MT_WEIGHTS_WINO2)) && wino_small_output(wl, dev)) return wino;
     /* The layers on the RGB input (wino needs 16 channels): stem. */
     const mt_template *stem = mt_template_find("stem");
     if (wl->c <= 4 && !(wl->r == 1 && wl->s == 1) && template_usable(stem, wl, layouts)) return stem;
@@ -659,7 +687,7 @@ static const mt_template *cpu_default_template(const mt_workload *wl, unsigned l
 static mt_status default_config(const mt_workload *wl, const mt_device_info *dev, unsigned layouts, const mt_template **tout, mt_space *sp,
                                 mt_config *cfg, char *err, size_t errlen) {
     const mt_template *t = NULL;
-    if (dev->is_cpu) t = cpu_default_template(wl, layouts);
+    if (dev->is_cpu) t = cpu_default_template(wl, dev, layouts);
     if (t) {
         /* The shape's template only with its CPU config, kept as the
          * default: the generic rule of mt_default_config picks GPU-sized

@@ -723,7 +723,8 @@ static void test_best_config(void **state) {
      * caller takes its F(4x4) layout and its preferred block, or else one
      * register tile per work-group, fits the device's local memory (this
      * device's 1 MiB holds 256 channels' block of 16 tiles, 512 channels'
-     * only of 8), gemm on unpadded 1x1 stride-1
+     * only of 8), and in F(2x2) on 7x7 and 8x8 outputs with 16-lane
+     * vectors, gemm on unpadded 1x1 stride-1
      * layers of up to 512 input channels with large images (and of up to
      * 64 that widen them, from 14x14 on), stem on layers
      * of at most 4 input channels with kernels over 1x1, dwrow on the
@@ -748,7 +749,11 @@ static void test_best_config(void **state) {
         {"c=256,h=14,w=14,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=512,h=14,w=14,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=2048,h=28,w=28,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"}, /* not even 8 tiles fit */
-        {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"}, /* F(2x2) */
+        {"c=512,h=7,w=7,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL & ~(1u << MT_WEIGHTS_WINO2), "kvec"},
+        {"c=64,h=8,w=8,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
+        {"c=512,h=10,w=10,k=512,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
+        {"c=8,h=7,w=7,k=64,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=13,w=13,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "wino"},
         {"c=64,h=12,w=12,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
         {"c=64,h=13,w=12,k=256,r=3,s=3,pad=1", MT_WEIGHT_LAYOUTS_ALL, "kvec"},
@@ -801,9 +806,15 @@ static void test_best_config(void **state) {
     check_kvec_defaults(kvec_rows, sizeof kvec_rows / sizeof kvec_rows[0], &cpu);
 
     /* wino's narrower second try: one register tile per work-group where
-     * two pass the local memory. */
+     * two pass the local memory. On 7x7 outputs F(2x2), all 16 tiles x one
+     * channel vector in one register tile. */
     {
         mt_workload rw;
+        assert_int_equal(mt_workload_parse("c=512,h=7,w=7,k=512,r=3,s=3,pad=1", &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+        assert_string_equal(sel.rec.config, "tile=2,vec=16,reg_k=1,reg_y=4,reg_x=4,split_k=2,unroll=0,blk_y=1,blk_x=1,k_loop=1");
+        assert_int_equal(mt_template_config_weight_layout(sel.t, &sel.space, &sel.cfg), MT_WEIGHTS_WINO2);
+        mt_select_result_free(&sel);
         assert_int_equal(mt_workload_parse("c=512,h=28,w=28,k=512,r=3,s=3,pad=1", &rw, NULL, 0), MT_OK);
         assert_int_equal(select_config(NULL, &rw, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
         if (!strstr(sel.rec.config, "blk_x=1")) fail_msg("512 channels: default %s, expected blk_x=1", sel.rec.config);
@@ -853,6 +864,15 @@ static void test_best_config(void **state) {
         {"c=64,h=1,w=49,k=64,r=3,s=1,pad=1x0", "vec=8,reg_k=2,thread_y=1,reg_y=1,thread_x=1,reg_x=7,"},
     };
     check_kvec_defaults(avx2_rows, sizeof avx2_rows / sizeof avx2_rows[0], &avx2);
+    /* wino's F(2x2) on 7x7 outputs only with 16-lane vectors: its 16
+     * accumulators alone would fill AVX2's registers. */
+    {
+        mt_workload rw;
+        assert_int_equal(mt_workload_parse("c=512,h=7,w=7,k=512,r=3,s=3,pad=1", &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &avx2, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+        assert_string_equal(mt_template_name(sel.t), "kvec");
+        mt_select_result_free(&sel);
+    }
 
     /* Depthwise workloads default to the depthwise template. */
     mt_workload dw;
