@@ -138,11 +138,26 @@ static mt_expr *phase_window(dwrow_builder *b, int base) {
     return mt_ir_shuffle(b->k, phase_vector(b, j, ph), phase_vector(b, j + 1, ph), mask);
 }
 
+/* The vector whose lane l is lane m[l] of source vector q[l] (q not falling
+ * from lane to lane), by shuffles of the source vectors: the first two in
+ * one shuffle, each further one in another that keeps the lanes already
+ * placed. */
+static mt_expr *gather_lanes(dwrow_builder *b, mt_expr *(*source)(dwrow_builder *, int), const int *q, const int *m) {
+    const int vec = b->p->vec, qlo = q[0], qhi = q[vec - 1], qb = qhi > qlo ? qlo + 1 : qlo;
+    int mask[MT_IR_MAX_LANES];
+    for (int l = 0; l < vec; l++) mask[l] = q[l] == qlo ? m[l] : q[l] == qb ? vec + m[l] : 0;
+    mt_expr *r = mt_ir_shuffle(b->k, source(b, qlo), source(b, qb), mask);
+    for (int qq = qb + 1; qq <= qhi; qq++) {
+        for (int l = 0; l < vec; l++) mask[l] = q[l] < qq ? l : q[l] == qq ? vec + m[l] : 0;
+        r = mt_ir_shuffle(b->k, r, source(b, qq), mask);
+    }
+    return r;
+}
+
 /* The vector whose lane l holds input column base + sw * l of the loaded row
  * (0 outside the row): a row vector; at stride 1 a window inside the row
- * loaded from the input; else from the row vectors by shuffles: the lanes
- * come from consecutive row vectors, the first two in one shuffle, each
- * further one in another that keeps the lanes already placed. */
+ * loaded from the input; else gathered from the row vectors its lanes lie
+ * in. */
 static mt_expr *row_window(dwrow_builder *b, int base) {
     const dwrow_plan *p = b->p;
     const int vec = p->vec;
@@ -161,15 +176,7 @@ static mt_expr *row_window(dwrow_builder *b, int base) {
      * where a two-source shuffle of the row vectors took three shuffle
      * instructions on AVX2 */
     if (p->sw == 1 && base >= 0 && base + vec <= p->w) return mt_ir_load_vec(b->k, b->io.in, mt_ir_add(b->k, b->rowi, KI(b, base)), vec);
-    int mask[MT_IR_MAX_LANES];
-    const int qb = qhi > qlo ? qlo + 1 : qlo;
-    for (int l = 0; l < vec; l++) mask[l] = q[l] == qlo ? m[l] : q[l] == qb ? vec + m[l] : 0;
-    mt_expr *r = mt_ir_shuffle(b->k, row_vector(b, qlo), row_vector(b, qb), mask);
-    for (int qq = qb + 1; qq <= qhi; qq++) {
-        for (int l = 0; l < vec; l++) mask[l] = q[l] < qq ? l : q[l] == qq ? vec + m[l] : 0;
-        r = mt_ir_shuffle(b->k, r, row_vector(b, qq), mask);
-    }
-    return r;
+    return gather_lanes(b, row_vector, q, m);
 }
 
 /* Loads input row `rowi` (a flat index of its first element) into b->row:
@@ -269,17 +276,10 @@ static mt_stmt *store_tile(dwrow_builder *b, mt_expr *ch, mt_expr *out_plane, mt
             f0 += piece;
             continue;
         } else {
-            /* the lanes from the accumulator vectors they lie in, the first
-             * two in one shuffle, each further one in another */
-            int q[MT_IR_MAX_LANES], m[MT_IR_MAX_LANES], mask[MT_IR_MAX_LANES];
+            /* the lanes from the accumulator vectors they lie in */
+            int q[MT_IR_MAX_LANES], m[MT_IR_MAX_LANES];
             for (int l = 0; l < vec; l++) q[l] = e[l] / vec, m[l] = e[l] % vec;
-            const int qlo = q[0], qhi = q[vec - 1], qb = qhi > qlo ? qlo + 1 : qlo;
-            for (int l = 0; l < vec; l++) mask[l] = q[l] == qlo ? m[l] : q[l] == qb ? vec + m[l] : 0;
-            val = mt_ir_shuffle(k, acc_vector(b, qlo), acc_vector(b, qb), mask);
-            for (int qq = qb + 1; qq <= qhi; qq++) {
-                for (int l = 0; l < vec; l++) mask[l] = q[l] < qq ? l : q[l] == qq ? vec + m[l] : 0;
-                val = mt_ir_shuffle(k, val, acc_vector(b, qq), mask);
-            }
+            val = gather_lanes(b, acc_vector, q, m);
         }
         push_output(b, &sl, ch, idx, val, piece);
         f0 += piece;
