@@ -62,7 +62,7 @@ def jsonl(path):
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("work", "raw", "out", "network", "db", "cpu", "commit", "command"):
+    for a in ("work", "raw", "out", "network", "db", "cpu", "commit", "command", "templates"):
         ap.add_argument("--" + a, required=True)
     for a in ("per-task", "tasks", "tune-s", "rounds", "repeat", "cores"):
         ap.add_argument("--" + a, type=int, required=True)
@@ -112,7 +112,7 @@ def main():
     L = [f"# {a.network}: does a larger tuning budget make tuning matter?", "",
          f"Generated {now} by `bench/tuning_budget/run.sh` at commit {a.commit} on {a.cpu}, {a.cores} cores; mtgpu through PoCL's CPU device.",
          f"Database tuned at `mtgpu tune`'s defaults: {a.db}. Its copy was tuned on to {a.per_task} measurements per task "
-         f"({a.tasks} tasks, {a.tasks * a.per_task} in all, the refinement again at the end) in {a.tune_s} s.", "",
+         f"({a.tasks} tasks, {a.tasks * a.per_task} in all, templates: {a.templates}; the refinement again at the end) in {a.tune_s} s.", "",
          f"Regenerate: `{a.command}`", "",
          f"Each round runs `mtgpu run {a.network} --profile` ({a.repeat} passes) with the default configs (no database), "
          f"the database as tuned and the copy tuned on, in turns, the order rotating; {a.rounds} rounds. "

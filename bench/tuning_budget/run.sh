@@ -20,10 +20,13 @@
 # bench/vs_onednn's); it is copied and left as it is. A missing DB is tuned first.
 # Environment (defaults in brackets): NETWORK [resnet50], PER_TASK [160],
 # ROUNDS [4], REPEAT [10] passes per run, BUILD_DIR [build-bench],
-# OUT [bench/tuning_budget/results], NAME [NETWORK].
+# OUT [bench/tuning_budget/results], NAME [NETWORK], TEMPLATES [every
+# template: the tuning on passes --templates TEMPLATES, e.g. wino alone where
+# the defaults and the tuned records of every 3x3 layer are wino and the
+# question is what that template's space holds beyond its default].
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then usage; exit 0; fi
 if [ $# -ne 1 ]; then usage >&2; exit 2; fi
 DB="$1"
@@ -55,7 +58,8 @@ cp "$work/base.db" "$work/more.db"
 tasks=$("$mtgpu" tasks "$NETWORK" --json | grep -c '"workload"')
 log "$NETWORK: $tasks tasks; tuning on to $PER_TASK measurements per task ($((tasks * PER_TASK)) in all)"
 start=$(date +%s)
-"$mtgpu" tune "$NETWORK" --db "$work/more.db" --trials $((tasks * PER_TASK)) --time-limit 0 --json >"$work/tune_more.json" 2>"$work/tune_more.log" ||
+"$mtgpu" tune "$NETWORK" --db "$work/more.db" --trials $((tasks * PER_TASK)) --time-limit 0 \
+  ${TEMPLATES:+--templates "$TEMPLATES"} --json >"$work/tune_more.json" 2>"$work/tune_more.log" ||
   { log "tuning on failed:"; tail "$work/tune_more.log" >&2; exit 1; }
 tune_s=$(($(date +%s) - start))
 
@@ -81,4 +85,5 @@ python3 bench/tuning_budget/report.py --work "$work" --raw "$raw" --out "$OUT/$N
   --per-task "$PER_TASK" --tasks "$tasks" --tune-s "$tune_s" --rounds "$ROUNDS" --repeat "$REPEAT" \
   --cpu "$(PYTHONPATH=bench/common python3 -c 'import benchlib; print(benchlib.cpu_model())')" --cores "$(nproc)" \
   --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-  --command "NETWORK=$NETWORK PER_TASK=$PER_TASK ROUNDS=$ROUNDS bench/tuning_budget/run.sh $DB"
+  --templates "${TEMPLATES:-every template}" \
+  --command "NETWORK=$NETWORK PER_TASK=$PER_TASK ROUNDS=$ROUNDS ${TEMPLATES:+TEMPLATES=$TEMPLATES }bench/tuning_budget/run.sh $DB"
