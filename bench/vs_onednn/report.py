@@ -16,7 +16,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import profile_words, round_ratio, side_rounds  # noqa: E402
+from headroom import headroom, lines as headroom_lines  # noqa: E402
 
 SIDES = ["onednn_any", "onednn_nchw", "default", "tuned"]
 # Ratio goals to oneDNN's blocked layouts at `mtgpu tune`'s defaults.
@@ -144,6 +146,9 @@ def main():
             three_s1 += (r, s, stride) == (3, 3, 1)
             one += (r, s) == (1, 1)
         md.append("")
+        n["headroom"] = headroom(pt, pd)
+        if n["headroom"]:
+            md += headroom_lines(n["network"], n["headroom"])
         if n["network"] == "resnet50" and peak:
             above = [l for l in layers_csv if l["network"] == "resnet50" and kernel_shape(l["workload"]) == (3, 3, 1)]
             ones = [l for l in layers_csv if l["network"] == "resnet50" and kernel_shape(l["workload"])[:2] == (1, 1)]
