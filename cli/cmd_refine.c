@@ -17,9 +17,13 @@ static void help(void) {
            "\n"
            "Times each convolution's K fastest records and its default config inside the\n"
            "network, all sets in turns, and keeps per workload the one whose layers took\n"
-           "the least device time. A winner other than the fastest record is stored as a\n"
-           "preference in the database, which 'mtgpu run', 'mtgpu best' and the embedding\n"
-           "API use from then on. 'mtgpu tune MODEL' runs this at its end.\n"
+           "the least device time. Then whole passes of the network with those configs, with\n"
+           "every convolution's fastest record and with the default configs run in turns,\n"
+           "and the fastest of the three is kept (a layer's time in a pass depends on its\n"
+           "neighbours, so configs chosen one by one can lose together). A winner other\n"
+           "than the fastest record is stored as a preference in the database, which\n"
+           "'mtgpu run', 'mtgpu best' and the embedding API use from then on. 'mtgpu tune\n"
+           "MODEL' runs this at its end.\n"
            "\n"
            "MODEL is one of:");
     mt_cli_print_network_names();
@@ -42,6 +46,15 @@ static const char *set_name(const mt_refine_result *r, int s, char *buf, size_t 
     if (r->set_rank[s] > 0) snprintf(buf, len, "rec%d", r->set_rank[s]);
     else snprintf(buf, len, "default");
     return buf;
+}
+
+static const char *outcome_name(mt_refine_outcome o) {
+    switch (o) {
+    case MT_REFINE_KEPT: return "kept";
+    case MT_REFINE_FELL_BACK_FASTEST: return "fastest_records";
+    case MT_REFINE_FELL_BACK_DEFAULTS: return "defaults";
+    default: return "unchecked";
+    }
 }
 
 static void print_result(const mt_refine_result *r, const char *model, int json) {
@@ -69,7 +82,9 @@ static void print_result(const mt_refine_result *r, const char *model, int json)
             for (int s = 0; s < r->nsets; s++) mt__sb_printf(&sb, "%s%.6g", s ? ", " : "", c->ratio[s]);
             mt__sb_append(&sb, "], \"same_as\": [");
             for (int s = 0; s < r->nsets; s++) mt__sb_printf(&sb, "%s%d", s ? ", " : "", c->same_as[s]);
-            mt__sb_append(&sb, "], \"kept\": ");
+            mt__sb_append(&sb, "], \"proposed\": ");
+            mt__sb_json_str(&sb, set_name(r, c->proposed, name, sizeof name));
+            mt__sb_append(&sb, ", \"kept\": ");
             mt__sb_json_str(&sb, set_name(r, c->chosen, name, sizeof name));
             mt__sb_append(&sb, ", \"template\": ");
             mt__sb_json_str(&sb, c->template_name[c->chosen]);
@@ -77,7 +92,11 @@ static void print_result(const mt_refine_result *r, const char *model, int json)
             mt__sb_json_str(&sb, c->config[c->chosen]);
             mt__sb_append(&sb, "}");
         }
-        mt__sb_append(&sb, "]}");
+        mt__sb_append(&sb, "], \"check\": {\"outcome\": ");
+        mt__sb_json_str(&sb, outcome_name(r->outcome));
+        mt__sb_printf(&sb, ", \"rounds\": %d, \"kept_pass_ms\": %.6g, \"fastest_pass_ms\": %.6g, \"default_pass_ms\": %.6g, "
+                           "\"kept_vs_default\": %.6g, \"fastest_vs_default\": %.6g}}",
+                      r->check_rounds, r->kept_pass_ms, r->fastest_pass_ms, r->default_pass_ms, r->kept_vs_default, r->fastest_vs_default);
         if (!sb.failed) puts(sb.data);
         mt__sb_free(&sb);
         return;
@@ -94,11 +113,19 @@ static void print_result(const mt_refine_result *r, const char *model, int json)
             if (c->same_as[s] != s) printf(" %8s", set_name(r, c->same_as[s], name, sizeof name));
             else printf(" %8.3f", c->ms[s]);
         }
-        printf("  %s", set_name(r, c->chosen, name, sizeof name));
-        if (c->chosen) printf(" (%.2fx of rec1)", c->ratio[c->chosen]);
+        printf("  %s", set_name(r, c->proposed, name, sizeof name));
+        if (c->proposed) printf(" (%.2fx of rec1)", c->ratio[c->proposed]);
+        if (c->chosen != c->proposed) printf(" -> %s", set_name(r, c->chosen, name, sizeof name));
         printf("\n");
     }
     printf("kept: the set with the lowest median, over the rounds, of its time / rec1's in the same round\n");
+    if (r->outcome != MT_REFINE_UNCHECKED)
+        printf("\nwhole passes in turns (%d rounds): the kept configs %.2f ms, the fastest records %.2f, the defaults %.2f; "
+               "kept / defaults %.3f, fastest / defaults %.3f: %s\n",
+               r->check_rounds, r->kept_pass_ms, r->fastest_pass_ms, r->default_pass_ms, r->kept_vs_default, r->fastest_vs_default,
+               r->outcome == MT_REFINE_KEPT            ? "the kept configs stay"
+               : r->outcome == MT_REFINE_FELL_BACK_FASTEST ? "every convolution falls back to its fastest record"
+                                                         : "every convolution falls back to its default config");
     printf("\n%s convolutions in the network: %.2f ms with the fastest records, %.2f ms with the kept configs (%.3fx; %d passes per set)\n",
            model, r->fastest_ms, r->chosen_ms, r->chosen_ms > 0 ? r->fastest_ms / r->chosen_ms : 0, r->passes);
     printf("preferences: %d stored, %d removed; %.1f s\n", r->stored, r->removed, r->wall_s);

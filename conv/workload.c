@@ -116,6 +116,12 @@ static int out_dim(int in, int pad, int dil, int k, int stride) {
 int mt_workload_out_h(const mt_workload *wl) { return out_dim(wl->h, wl->pad_h, wl->dil_h, wl->r, wl->stride_h); }
 int mt_workload_out_w(const mt_workload *wl) { return out_dim(wl->w, wl->pad_w, wl->dil_w, wl->s, wl->stride_w); }
 
+int mt_workload_equal(const mt_workload *a, const mt_workload *b) {
+    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k && a->r == b->r && a->s == b->s &&
+           a->stride_h == b->stride_h && a->stride_w == b->stride_w && a->pad_h == b->pad_h && a->pad_w == b->pad_w && a->dil_h == b->dil_h &&
+           a->dil_w == b->dil_w && a->groups == b->groups;
+}
+
 int mt_workload_is_depthwise(const mt_workload *wl) { return wl->groups > 1 && wl->groups == wl->c && wl->groups == wl->k; }
 
 int mt_workload_is_pointwise(const mt_workload *wl) {

@@ -152,19 +152,13 @@ static mt_status prepare(mt_embed *e, const mt_workload *wl, mt_conv_kernel **ou
     return MT_OK;
 }
 
-static int same_workload(const mt_workload *a, const mt_workload *b) {
-    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k && a->r == b->r && a->s == b->s &&
-           a->stride_h == b->stride_h && a->stride_w == b->stride_w && a->pad_h == b->pad_h && a->pad_w == b->pad_w && a->dil_h == b->dil_h &&
-           a->dil_w == b->dil_w && a->groups == b->groups;
-}
-
 mt_status mt_embed_get_conv(mt_embed *e, const mt_workload *wl, const mt_conv_kernel **out, char *err, size_t errlen) {
     if (!e || !wl || !out) return mt__fail(err, errlen, MT_INVALID_ARG, "embed: NULL argument");
     mt_status st = mt_workload_validate(wl, err, errlen);
     if (st != MT_OK) return st;
     pthread_mutex_lock(&e->lock);
     for (int i = 0; i < e->ncache; i++)
-        if (same_workload(&e->cache[i]->wl, wl)) {
+        if (mt_workload_equal(&e->cache[i]->wl, wl)) {
             *out = e->cache[i];
             pthread_mutex_unlock(&e->lock);
             return MT_OK;

@@ -65,6 +65,8 @@ struct mt_executor {
     int nlayers;
     uint64_t seed;
     int rank; /* mt_executor_params.rank */
+    const mt_conv_pin *pins; /* mt_executor_params.pins, during the build only */
+    int npins;
     ex_prog *progs;
     int nprogs, capprogs;
     ex_launch *launches;
@@ -403,6 +405,13 @@ static mt_status ex_conv(mt_executor *ex, mt_db *db, const mt_weights *w, int i,
     const mt_device_info *di = mt_device_get_info(ex->dev);
     mt_select_query q = mt_select_query_default(db, wl, di);
     q.rank = ex->rank;
+    for (int j = 0; j < ex->npins; j++)
+        if (mt_workload_equal(&ex->pins[j].wl, wl)) {
+            q.pin_template = ex->pins[j].template_name;
+            q.pin_config = ex->pins[j].config;
+            q.rank = 0;
+            break;
+        }
     mt_select_result sel;
     char why[512] = "";
     mt_status st = mt_select_config(&q, &sel, why, sizeof why);
@@ -804,6 +813,9 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
     double t0 = now_s();
     mt_executor_params p = params ? *params : mt_executor_default_params();
     if (p.rank < 0) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: rank %d is negative", p.rank);
+    if (p.npins < 0 || (p.npins > 0 && !p.pins)) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: %d pins at %p", p.npins, (const void *)p.pins);
+    for (int j = 0; j < p.npins; j++)
+        if (!p.pins[j].template_name || !p.pins[j].config) return mt__fail(err, errlen, MT_INVALID_ARG, "executor: pin %d has no template or config", j);
     if ((st = ex_check_memory(dev, net, p.weights == NULL, err, errlen)) != MT_OK) return st;
     mt_executor *ex = calloc(1, sizeof *ex);
     if (!ex) return mt__fail(err, errlen, MT_NOMEM, "executor: out of memory");
@@ -811,6 +823,8 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
     ex->net = net;
     ex->seed = p.seed;
     ex->rank = p.rank;
+    ex->pins = p.pins;
+    ex->npins = p.npins;
     /* Fused passes on CPU devices only: their work-groups wait for each
      * other, which needs every work-group of a launch resident at once. */
     ex->fuse = p.fuse && mt_device_get_info(dev)->is_cpu;
@@ -847,6 +861,8 @@ mt_status mt_executor_build(mt_device *dev, const mt_network *net, const mt_exec
     }
     mt_weights_free(own);
     own = NULL;
+    ex->pins = NULL; /* borrowed for the build */
+    ex->npins = 0;
     if ((st = ex_place_consts(ex, err, errlen)) != MT_OK) goto fail;
     ex->stats.launches = ex->stats.launches_fused = ex->nlaunches;
     if (ex->fuse && (st = ex_fuse(ex, err, errlen)) != MT_OK) {

@@ -51,11 +51,78 @@ void mt_refine_paired_ratios(const double *t, int nsets, int rounds, double *rat
     }
 }
 
-static int same_workload(const mt_workload *a, const mt_workload *b) {
-    char ta[256], tb[256];
-    mt_workload_format(a, ta, sizeof ta);
-    mt_workload_format(b, tb, sizeof tb);
-    return strcmp(ta, tb) == 0;
+mt_refine_outcome mt_refine_verdict(double kept_vs_default, double fastest_vs_default) {
+    if (kept_vs_default <= fastest_vs_default && kept_vs_default <= 1.0) return MT_REFINE_KEPT;
+    return fastest_vs_default <= 1.0 ? MT_REFINE_FELL_BACK_FASTEST : MT_REFINE_FELL_BACK_DEFAULTS;
+}
+
+/* The whole-pass check (refine.h): ex[0] the fastest records, ex[def] the
+ * defaults, and the kept configs pinned in an executor of their own (or
+ * ex[0] again when every workload kept its fastest record). Sets
+ * r->outcome and the check's figures, and each choice's `chosen` to match. */
+static mt_status check_whole(mt_device *dev, const mt_network *net, const mt_weights *w, uint64_t seed, mt_executor *const *ex,
+                             int def, mt_refine_result *r, char *err, size_t errlen) {
+    mt_conv_pin *pins = calloc((size_t)(r->nchoices > 0 ? r->nchoices : 1), sizeof *pins);
+    if (!pins) return mt__fail(err, errlen, MT_NOMEM, "refine: out of memory");
+    int mixed = 0;
+    for (int c = 0; c < r->nchoices; c++) {
+        const mt_refine_choice *ch = &r->choices[c];
+        pins[c] = (mt_conv_pin){.wl = ch->wl, .template_name = ch->template_name[ch->chosen], .config = ch->config[ch->chosen]};
+        mixed |= ch->chosen != 0;
+    }
+    mt_executor *kept = NULL;
+    mt_status st = MT_OK;
+    if (mixed) {
+        mt_executor_params ep = mt_executor_default_params();
+        ep.weights = w;
+        ep.seed = seed;
+        ep.fuse = 1;
+        ep.pins = pins; /* every workload: no database needed */
+        ep.npins = r->nchoices;
+        char berr[2048];
+        if ((st = mt_executor_build(dev, net, &ep, &kept, berr, sizeof berr)) != MT_OK)
+            mt__fail(err, errlen, st, "refine: building %s with the kept configs: %s", mt_network_name(net), berr);
+    }
+    free(pins);
+    if (st != MT_OK) return st;
+    /* The sides: the kept configs, the fastest records where they differ, the defaults last. */
+    mt_executor *side[3] = {mixed ? kept : ex[0], mixed ? ex[0] : ex[def], ex[def]};
+    const int nside = mixed ? 3 : 2, rounds = MT_REFINE_CHECK_ROUNDS;
+    double t[3 * MT_REFINE_CHECK_ROUNDS], all[3][MT_REFINE_CHECK_ROUNDS * MT__REFINE_BLOCK], blk[MT__REFINE_BLOCK];
+    int nall = 0;
+    for (int b = 0; b < rounds && st == MT_OK; b++) {
+        for (int j = 0; j < nside && st == MT_OK; j++) {
+            const int s = (b + j) % nside;
+            if ((st = mt_executor_run(side[s], NULL, err, errlen)) != MT_OK) break;
+            for (int pass = 0; pass < MT__REFINE_BLOCK; pass++) {
+                double t0 = now_s();
+                if ((st = mt_executor_run(side[s], NULL, err, errlen)) != MT_OK) break;
+                blk[pass] = all[s][b * MT__REFINE_BLOCK + pass] = (now_s() - t0) * 1e3;
+            }
+            if (st == MT_OK) t[s * rounds + b] = median_of(blk, MT__REFINE_BLOCK);
+        }
+        nall = (b + 1) * MT__REFINE_BLOCK;
+    }
+    mt_executor_free(kept);
+    if (st != MT_OK) return st;
+    /* Ratios over the defaults': the defaults' times first. */
+    double tt[3 * MT_REFINE_CHECK_ROUNDS], ratio[3];
+    const int order[3] = {nside - 1, 0, 1};
+    for (int i = 0; i < nside; i++) memcpy(tt + i * rounds, t + order[i] * rounds, sizeof(double) * (size_t)rounds);
+    mt_refine_paired_ratios(tt, nside, rounds, ratio);
+    r->kept_vs_default = ratio[1];
+    r->fastest_vs_default = mixed ? ratio[2] : ratio[1];
+    r->check_rounds = rounds;
+    r->kept_pass_ms = median_of(all[0], nall);
+    r->fastest_pass_ms = mixed ? median_of(all[1], nall) : r->kept_pass_ms;
+    r->default_pass_ms = median_of(all[nside - 1], nall);
+    r->outcome = mt_refine_verdict(r->kept_vs_default, r->fastest_vs_default);
+    for (int c = 0; c < r->nchoices; c++) {
+        mt_refine_choice *ch = &r->choices[c];
+        if (r->outcome == MT_REFINE_FELL_BACK_FASTEST) ch->chosen = 0;
+        if (r->outcome == MT_REFINE_FELL_BACK_DEFAULTS) ch->chosen = ch->same_as[def];
+    }
+    return MT_OK;
 }
 
 /* Per conv layer, the index of its workload in r->choices (-1 for other
@@ -70,7 +137,7 @@ static mt_status group_workloads(const mt_network *net, mt_refine_result *r, int
         if (l->kind != MT_LAYER_CONV2D) continue;
         const mt_workload wl = mt_layer_kernel_workload(l); /* what the executor looks up */
         int w = 0;
-        while (w < r->nchoices && !same_workload(&r->choices[w].wl, &wl)) w++;
+        while (w < r->nchoices && !mt_workload_equal(&r->choices[w].wl, &wl)) w++;
         if (w == r->nchoices) r->choices[r->nchoices++].wl = wl;
         r->choices[w].layers++;
         widx[i] = w;
@@ -221,9 +288,12 @@ mt_status mt_network_refine(mt_device *dev, const mt_network *net, mt_db *db, co
         int best = 0;
         for (int s = 1; s < r.nsets; s++)
             if (ch->same_as[s] == s && ch->ratio[s] < ch->ratio[best]) best = s;
-        ch->chosen = ch->ratio[best] < 1.0 - p.min_gain ? best : 0;
-        r.fastest_ms += ch->ms[0];
-        r.chosen_ms += ch->ms[ch->chosen];
+        ch->chosen = ch->proposed = ch->ratio[best] < 1.0 - p.min_gain ? best : 0;
+    }
+    if (p.defaults && (st = check_whole(dev, net, w, p.seed, ex, r.nsets - 1, &r, err, errlen)) != MT_OK) goto done;
+    for (int c = 0; c < r.nchoices; c++) {
+        r.fastest_ms += r.choices[c].ms[0];
+        r.chosen_ms += r.choices[c].ms[r.choices[c].chosen];
     }
     if (p.store) {
         char fp[17];

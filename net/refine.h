@@ -23,7 +23,19 @@
  * whose blocks fell in slow spells lost whatever it ran. A winner other
  * than the fastest record is stored as a preference (mtgpu/records.h), which
  * mt_select_config (records/select.h), the executor and the embedding API
- * then use. */
+ * then use.
+ *
+ * A layer's time inside a fused pass depends on its neighbours as well
+ * (the threads start it as they finish the layer before): inside VGG-16 on
+ * a Zen 4 the same default config of its 28x28 512-channel layers took
+ * 8.4-8.7 ms in the set of second-fastest records and 7.3-7.6 ms among the
+ * defaults, and the configs chosen workload by workload made the network
+ * 1.05x slower than the default configs (bench/tuning_budget/results/
+ * vgg16.md). So the choice is checked whole: the network with the kept
+ * configs (pinned, mt_executor_params.pins), with every convolution's
+ * fastest record and with the default configs run whole passes in turns,
+ * and the fastest of the three, by the median over the rounds of its pass
+ * time over the defaults' in the same round, is what is stored. */
 #ifndef MTGPU_REFINE_H
 #define MTGPU_REFINE_H
 
@@ -63,8 +75,26 @@ typedef struct mt_refine_choice {
     int same_as[MT_REFINE_MAX_SETS];               /* the first set with the same template and config */
     char template_name[MT_REFINE_MAX_SETS][MT_RECORD_TEMPLATE_LEN];
     char config[MT_REFINE_MAX_SETS][MT_RECORD_CONFIG_LEN];
-    int chosen;                                    /* the set kept (0: the fastest record) */
+    int chosen;                                    /* the set kept (0: the fastest record), after the whole-pass check */
+    int proposed;                                  /* the set the workload's own times chose, before that check */
 } mt_refine_choice;
+
+/* Which configs the whole-pass check kept (see above). */
+typedef enum mt_refine_outcome {
+    MT_REFINE_UNCHECKED,          /* no default configs among the sets: nothing to check against */
+    MT_REFINE_KEPT,               /* the configs chosen workload by workload */
+    MT_REFINE_FELL_BACK_FASTEST,  /* every convolution's fastest record */
+    MT_REFINE_FELL_BACK_DEFAULTS, /* every convolution's default config */
+} mt_refine_outcome;
+
+/* Rounds of the whole-pass check, each a block of passes of every side. */
+#define MT_REFINE_CHECK_ROUNDS 7
+
+/* The outcome of the check from its paired ratios (medians over the rounds
+ * of the kept configs' and the fastest records' pass time over the
+ * defaults'): the lowest of kept_vs_default, fastest_vs_default and 1 (the
+ * defaults), ties going to the kept configs, then the fastest records. */
+mt_refine_outcome mt_refine_verdict(double kept_vs_default, double fastest_vs_default);
 
 typedef struct mt_refine_result {
     int nsets;
@@ -76,6 +106,11 @@ typedef struct mt_refine_result {
     int passes;
     int stored, removed;              /* preferences written, and removed */
     double wall_s;                    /* builds included */
+    /* The whole-pass check (outcome MT_REFINE_UNCHECKED: none; then the rest is 0). */
+    mt_refine_outcome outcome;
+    int check_rounds;
+    double kept_pass_ms, fastest_pass_ms, default_pass_ms; /* medians over every pass of the check */
+    double kept_vs_default, fastest_vs_default;            /* paired ratios (mt_refine_paired_ratios) */
 } mt_refine_result;
 
 /* Times the candidate sets of net on dev with the records of db and keeps

@@ -744,7 +744,32 @@ mt_status mt_select_config(const mt_select_query *q, mt_select_result *out, char
     c->layouts = q->layouts;
     c->want = q->rank > 0 ? q->rank : 1;
     mt_select_result *r = &c->res;
-    if (q->db && q->rank == 0 && try_preference(q->db, c, fp)) {
+    if (q->pin_template || q->pin_config) {
+        /* Pinned (net/refine.c times the configs it chose together): no
+         * database, and no default where the pin does not build. */
+        st = MT_OK;
+        if (!q->pin_template || !q->pin_config || q->rank != 0) {
+            st = mt__fail(err, errlen, MT_INVALID_ARG, "select: a pin needs a template, a config and rank 0");
+        } else {
+            mt_record made;
+            mt_record_init(&made);
+            made.wl = *wl;
+            snprintf(made.template_name, sizeof made.template_name, "%s", q->pin_template);
+            snprintf(made.config, sizeof made.config, "%s", q->pin_config);
+            memcpy(made.device, fp, sizeof made.device);
+            snprintf(made.version, sizeof made.version, "%s", MT_VERSION_STRING);
+            snprintf(made.source, sizeof made.source, "pinned");
+            try_record(&made, c);
+            if (!c->found)
+                st = mt__fail(err, errlen, MT_INVALID_CONFIG, "select: the pinned %s config '%s' does not build for this workload "
+                              "(or reads weights in a layout the caller cannot give)", q->pin_template, q->pin_config);
+        }
+        if (st != MT_OK) {
+            free(c);
+            return st;
+        }
+        r->from = MT_SELECT_FROM_PIN;
+    } else if (q->db && q->rank == 0 && try_preference(q->db, c, fp)) {
         r->from = MT_SELECT_FROM_PREFERENCE;
     } else if (q->db) {
         /* Records timed cold (weights evicted first, as in a

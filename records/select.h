@@ -24,6 +24,7 @@ typedef enum mt_select_from {
     MT_SELECT_FROM_DEFAULT,    /* the default config (no usable record, or no database) */
     MT_SELECT_FROM_RECORD,     /* a measured record: the fastest usable one, or the rank-th */
     MT_SELECT_FROM_PREFERENCE, /* the in-network preference (mt_db_put_preference) */
+    MT_SELECT_FROM_PIN,        /* the query's pinned template and config */
 } mt_select_from;
 
 /* What to select a config for. Make one with mt_select_query_default, then
@@ -38,6 +39,10 @@ typedef struct mt_select_query {
     int rank;                  /* 0 (default): the preference, else the fastest usable record; r >= 1: preferences
                                   ignored, the r-th fastest usable record (1: the fastest), or the slowest usable one
                                   when there are fewer than r, for comparing candidates */
+    const char *pin_template;  /* with pin_config (rank 0): this template and config, whatever the database
+                                  holds; one the template cannot build for wl, or whose layout the caller
+                                  cannot give, is an error (MT_INVALID_CONFIG). NULL: none */
+    const char *pin_config;
 } mt_select_query;
 
 /* A query for wl on dev from db (may be NULL) with every template's layout

@@ -1527,6 +1527,20 @@ static void test_refine_paired_ratios(void **state) {
     assert_true(ratio[1] == 1.0);
 }
 
+/* The whole-pass check's verdict: the lowest of the kept configs', the
+ * fastest records' and the defaults' (1) ratio, ties to the kept configs
+ * and then the fastest records. */
+static void test_refine_verdict(void **state) {
+    (void)state;
+    assert_int_equal(mt_refine_verdict(0.95, 0.97), MT_REFINE_KEPT);
+    assert_int_equal(mt_refine_verdict(1.0, 1.0), MT_REFINE_KEPT);
+    assert_int_equal(mt_refine_verdict(0.97, 0.97), MT_REFINE_KEPT);
+    assert_int_equal(mt_refine_verdict(0.98, 0.97), MT_REFINE_FELL_BACK_FASTEST);
+    assert_int_equal(mt_refine_verdict(1.02, 0.99), MT_REFINE_FELL_BACK_FASTEST);
+    assert_int_equal(mt_refine_verdict(1.02, 1.05), MT_REFINE_FELL_BACK_DEFAULTS);
+    assert_int_equal(mt_refine_verdict(1.001, 1.0), MT_REFINE_FELL_BACK_FASTEST);
+}
+
 /* In-network refinement on a network whose fastest records (by their stored
  * times) are in truth much slower kernels: one scalar output per work-item,
  * against the default config as the second record. The refinement must keep
@@ -1594,7 +1608,25 @@ static void test_refine(void **state) {
         assert_true(ch->ratio[0] == 1.0 && ch->ratio[1] < 1.0);
     }
     assert_true(r.chosen_ms < r.fastest_ms);
+    /* The whole-pass check: the fastest records (scalar kernels) lose to
+     * the defaults, which the kept configs are; whichever of those two wins
+     * by noise, each workload keeps the good config. */
+    print_message("refine check: kept / defaults %.3f, fastest / defaults %.3f, outcome %d\n", r.kept_vs_default, r.fastest_vs_default,
+                  (int)r.outcome);
+    assert_int_equal(r.check_rounds, MT_REFINE_CHECK_ROUNDS);
+    assert_true(r.fastest_vs_default > 1.05 && r.kept_vs_default > 0.0);
+    assert_int_equal(r.outcome, mt_refine_verdict(r.kept_vs_default, r.fastest_vs_default));
+    assert_true(r.outcome == MT_REFINE_KEPT || r.outcome == MT_REFINE_FELL_BACK_DEFAULTS);
+    assert_true(r.kept_pass_ms > 0 && r.fastest_pass_ms > r.kept_pass_ms && r.default_pass_ms > 0);
+    for (int c = 0; c < 2; c++) assert_int_equal(r.choices[c].proposed, 1);
     mt_refine_result_free(&r);
+    /* Without the defaults there is nothing to check against. */
+    rp.defaults = 0;
+    assert_int_equal(mt_network_refine(g_dev, net, db, &rp, &r, err, sizeof err), MT_OK);
+    assert_int_equal(r.outcome, MT_REFINE_UNCHECKED);
+    for (int c = 0; c < 2; c++) assert_int_equal(r.choices[c].chosen, r.choices[c].proposed);
+    mt_refine_result_free(&r);
+    rp.defaults = 1;
     mt_preference pref;
     assert_int_equal(mt_db_get_preference(db, &wls[0], di->fingerprint, &pref, NULL, 0), MT_NOT_FOUND); /* dry run */
 
@@ -1625,6 +1657,28 @@ static void test_refine(void **state) {
         assert_string_equal(cfg, good[c++]);
     }
     mt_executor_free(ex);
+    /* A pin runs its config whatever the database prefers; one that does
+     * not build, or has no config, fails the build. */
+    mt_conv_pin pin = {.wl = wls[0], .template_name = "kvec", .config = slow};
+    ep.pins = &pin;
+    ep.npins = 1;
+    assert_int_equal(mt_executor_build(g_dev, net, &ep, &ex, err, sizeof err), MT_OK);
+    for (int i = 0, c = 0; i < mt_network_num_layers(net); i++) {
+        if (mt_network_layer(net, i)->kind != MT_LAYER_CONV2D) continue;
+        const char *tn = NULL, *cfg = NULL;
+        assert_int_equal(mt_executor_conv_choice(ex, i, &tn, &cfg, NULL), MT_OK);
+        assert_string_equal(cfg, c == 0 ? slow : good[c]);
+        c++;
+    }
+    assert_int_equal(mt_executor_run(ex, NULL, err, sizeof err), MT_OK);
+    mt_executor_free(ex);
+    pin.config = "thread_k=1,vec=4,reg_k=1,thread_y=1,reg_y=1,thread_x=1,reg_x=99,unroll_rs=0,unroll_explicit=0";
+    assert_int_equal(mt_executor_build(g_dev, net, &ep, &ex, err, sizeof err), MT_INVALID_CONFIG);
+    assert_non_null(strstr(err, "pinned"));
+    pin.config = NULL;
+    assert_int_equal(mt_executor_build(g_dev, net, &ep, &ex, err, sizeof err), MT_INVALID_ARG);
+    ep.pins = NULL;
+    ep.npins = 0;
     ep.rank = -1;
     assert_int_equal(mt_executor_build(g_dev, net, &ep, &ex, err, sizeof err), MT_INVALID_ARG);
 
@@ -1673,7 +1727,7 @@ int main(void) {
         cmocka_unit_test(test_memory_fits), cmocka_unit_test(test_enormous_work),
         cmocka_unit_test(test_activation_plans), cmocka_unit_test(test_weights_file), cmocka_unit_test(test_fuzz_weights_seeds),  cmocka_unit_test(test_every_op), cmocka_unit_test(test_pool_and_dense_shapes),     cmocka_unit_test(test_empty_database),
         cmocka_unit_test(test_embed_threads), cmocka_unit_test(test_embed_readonly_media), cmocka_unit_test(test_packed_weight_records),
-        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine_paired_ratios), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_strided_pointwise), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
+        cmocka_unit_test(test_winograd_records), cmocka_unit_test(test_refine_paired_ratios), cmocka_unit_test(test_refine_verdict), cmocka_unit_test(test_refine), cmocka_unit_test(test_default_templates), cmocka_unit_test(test_strided_pointwise), cmocka_unit_test(test_resnet18),     cmocka_unit_test(test_squeezenet1_1),
         cmocka_unit_test(test_fuse_can), cmocka_unit_test(test_fused_launch), cmocka_unit_test(test_fused_offsets), cmocka_unit_test(test_input_between_passes), cmocka_unit_test(test_const_pack),
         cmocka_unit_test(test_fused_network),
         cmocka_unit_test(test_mobilenet_v2),  cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_vgg16),

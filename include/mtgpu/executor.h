@@ -41,6 +41,15 @@ extern "C" {
 
 typedef struct mt_executor mt_executor;
 
+/* A convolution's config chosen by the caller: every convolution whose
+ * kernel runs workload wl (a strided 1x1 layer's kernel runs at stride 1,
+ * mt_layer_kernel_workload) runs this template and config. */
+typedef struct mt_conv_pin {
+    mt_workload wl;
+    const char *template_name;
+    const char *config;
+} mt_conv_pin;
+
 typedef struct mt_executor_params {
     mt_db *db;                 /* best configs; NULL: the default config for every convolution */
     const mt_weights *weights; /* NULL: mt_weights_random(net, seed); else must match the network */
@@ -50,6 +59,9 @@ typedef struct mt_executor_params {
                                   candidates in the network */
     int fuse;                  /* 1 (default): on a CPU device, passes run runs of consecutive
                                   kernels as one launch each (net/pass_fuse.h); 0: every kernel its own launch */
+    const mt_conv_pin *pins;   /* npins pinned convolutions, whatever db holds (borrowed for the build); a
+                                  pin that does not build for its workload fails the build. NULL: none */
+    int npins;
 } mt_executor_params;
 
 mt_executor_params mt_executor_default_params(void);

@@ -42,6 +42,8 @@ int mt_workload_format(const mt_workload *wl, char *buf, size_t len);
 int mt_workload_out_h(const mt_workload *wl);
 int mt_workload_out_w(const mt_workload *wl);
 int mt_workload_is_depthwise(const mt_workload *wl);
+/* Every field the same (1) or not (0). */
+int mt_workload_equal(const mt_workload *a, const mt_workload *b);
 /* A 1x1 convolution with stride 1 and no padding: each output pixel reads
  * the input pixel at its own place, so the image can run as one row of h*w. */
 int mt_workload_is_pointwise(const mt_workload *wl);
