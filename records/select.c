@@ -410,6 +410,14 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * tuned configs (1.05-1.06x, 3 rounds in turns, not kept): each
      * work-group reads all of the layer's transformed weights. */
     if (wino && ow >= 56 && !strcmp(pref->knob, "blk_x")) pref->part[0] = 1;
+    /* wino on rows of 224 outputs (VGG-16's 64-channel first block): one
+     * row of 4 tiles per register tile, not 2 x 4. Inside VGG-16 on a
+     * Zen 4 (5 rounds in turns, bench/config_ab/results/
+     * zen4_vgg16_224_register_tile.md) its 224x224 layer took 0.86x
+     * (0.81-0.98) the time; timed alone the two configs were level (8.0 ms),
+     * and at 112x112 the 4 tiles were no faster (1.02x with 64 channels,
+     * 1.13x slower with 128: zen4_vgg16_112_c*_register_tile.md). */
+    if (wino && ow >= 160 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
     if (wino && ow <= 16 && !strcmp(pref->knob, "split_k")) pref->part[0] = 2;
     /* wino on 7x7 and 8x8 outputs: F(2x2), one register tile of the 16
      * tiles x one channel vector, one per work-group (see

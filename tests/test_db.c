@@ -823,6 +823,15 @@ static void test_best_config(void **state) {
         assert_int_equal(select_config(NULL, &rw, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
         if (!strstr(sel.rec.config, "blk_x=2")) fail_msg("256 channels: default %s, expected blk_x=2", sel.rec.config);
         mt_select_result_free(&sel);
+        /* Rows of 224 outputs: one row of 4 tiles per register tile; at 112, 2 x 4. */
+        assert_int_equal(mt_workload_parse("c=64,h=224,w=224,k=64,r=3,s=3,pad=1", &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+        assert_string_equal(sel.rec.config, "tile=4,vec=16,reg_k=2,reg_y=1,reg_x=4,split_k=1,unroll=0,blk_y=1,blk_x=1,k_loop=1");
+        mt_select_result_free(&sel);
+        assert_int_equal(mt_workload_parse("c=128,h=112,w=112,k=128,r=3,s=3,pad=1", &rw, NULL, 0), MT_OK);
+        assert_int_equal(select_config(NULL, &rw, &cpu, MT_WEIGHT_LAYOUTS_ALL, 0, &sel, err, sizeof err), MT_OK);
+        assert_string_equal(sel.rec.config, "tile=4,vec=16,reg_k=2,reg_y=2,reg_x=4,split_k=1,unroll=0,blk_y=1,blk_x=1,k_loop=1");
+        mt_select_result_free(&sel);
     }
 
     /* On a device of 8-lane vectors (AVX2's 16 registers) kvec keeps 12-14
