@@ -414,7 +414,10 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * row of 4 tiles per register tile, not 2 x 4. Inside VGG-16 on a
      * Zen 4 (5 rounds in turns, bench/config_ab/results/
      * zen4_vgg16_224_register_tile.md) its 224x224 layer took 0.86x
-     * (0.81-0.98) the time; timed alone the two configs were level (8.0 ms),
+     * (0.81-0.98) the time, and at default configs in turns with the build
+     * before (5 rounds, bench/net_ab/results/net_ab_zen4_wino_224_row_vgg16.md)
+     * 1.32x as fast against the drift (13.05 -> 10.29 ms); timed alone the
+     * two configs were level (8.0 ms),
      * and at 112x112 the 4 tiles were no faster (1.02x with 64 channels,
      * 1.13x slower with 128: zen4_vgg16_112_c*_register_tile.md). */
     if (wino && ow >= 160 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
