@@ -26,13 +26,16 @@
  * then use.
  *
  * A layer's time inside a fused pass depends on its neighbours as well
- * (the threads start it as they finish the layer before): inside VGG-16 on
- * a Zen 4 the same default config of its 28x28 512-channel layers took
- * 8.4-8.7 ms in the set of second-fastest records and 7.3-7.6 ms among the
- * defaults, and the configs chosen workload by workload made the network
- * 1.05x slower than the default configs (bench/tuning_budget/results/
- * vgg16.md). So the choice is checked whole: the network with the kept
- * configs (pinned, mt_executor_params.pins), with every convolution's
+ * (the threads start it as they finish the layer before, and the layers
+ * before leave the caches in their own state), so configs chosen workload
+ * by workload, each timed inside a set of others, can lose together:
+ * inside VGG-16 on a Zen 4 they made the network's convolutions 1.06x
+ * slower than the default configs, its 28x28 512-channel layers 1.10x,
+ * which the refinement had measured at 0.96x of the defaults' time
+ * (bench/tuning_budget/results/vgg16.md; the refinement's table in
+ * bench/vs_onednn/results/fresh_zen4_r18_vgg16_4f460c6/raw/vgg16.tune.log).
+ * So the choice is checked whole: the network with the kept configs
+ * (pinned, mt_executor_params.pins), with every convolution's
  * fastest record and with the default configs run whole passes in turns,
  * and the fastest of the three, by the median over the rounds of its pass
  * time over the defaults' in the same round, is what is stored. */
