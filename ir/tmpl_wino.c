@@ -68,7 +68,8 @@
  *   reg_y    {1,2,4}   with reg_x, output tiles per register tile: reg_y x reg_x
  *   reg_x    {1,2,3,4}
  *   split_k  {1,2,4}   work-groups sharing one tile block's output channels:
- *                      more work-groups, each input tile transformed that many times
+ *                      more work-groups, each input tile transformed that many times;
+ *                      with k_loop, a share's tile blocks are consecutive work-groups
  *   unroll   {0,1}     phases 1 and 3 loop over a register tile's tiles and a vector's
  *                      channels (0) or replicate them (1: constant indices, up to
  *                      twice as fast on the 56x56 layer of ResNet-50, but large
@@ -526,7 +527,15 @@ static mt_status wino_build_plan(const wino_plan *p, mt_kernel **out, char *err,
      * out consecutive work-groups together, which then read one share of
      * the transformed weights while it is in cache, instead of each block
      * reading every share from memory (VGG-16's 512-channel 28x28 layers:
-     * 37.7 MB of F(4x4) weights, 4 blocks). */
+     * 37.7 MB of F(4x4) weights, 7 blocks of 8 tiles). Inside VGG-16 on a
+     * Zen 4, with four shares, 5 rounds in turns with the build before
+     * (bench/net_ab/results/net_ab_zen4_wino_tiles_first_split4_vgg16.md):
+     * those layers 1.21x as fast against the drift (8.50 -> 6.99 ms), and
+     * 0.86-0.89x the time of one share (bench/config_ab/results/
+     * zen4_vgg16_512_28x28_split_tiles_first.md). Not a default: with every
+     * other layer at its default config, four shares ran those layers no
+     * faster than one (1.01x against the drift, net_ab_zen4_wino_split_tiles_first_vgg16.md);
+     * the tuner and the refinement's whole-pass check find it where it pays. */
     if (b->nthreads == 1 && p->ko > 1 && (int64_t)p->n * p->nb > 1) g[0].axis = 2, g[2].axis = 0;
 
     mt__let_chain l = {0};

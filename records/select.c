@@ -422,21 +422,6 @@ static void cpu_pref_for_device(cpu_pref *pref, const mt_device_info *dev, const
      * 1.13x slower with 128: zen4_vgg16_112_c*_register_tile.md). */
     if (wino && ow >= 160 && !strcmp(pref->knob, "reg_y")) pref->part[0] = 1;
     if (wino && ow <= 16 && !strcmp(pref->knob, "split_k")) pref->part[0] = 2;
-    /* wino F(4x4) whose transformed weights pass 32 MiB (512 x 512
-     * channels: 37.7 MB, more than the 32 MiB L3 of the Zen 4 this was
-     * measured on) on outputs of more than one block: the channels split
-     * over four work-groups, which take the image's tile blocks one after
-     * the other (ir/tmpl_wino.c), so that each quarter of the weights comes
-     * from memory once and from cache for the other blocks, instead of all
-     * of them once per block (7 blocks at 28x28). Inside VGG-16 (5 rounds in
-     * turns, bench/config_ab/results/zen4_vgg16_512_28x28_split_tiles_first.md)
-     * its two 512-channel 28x28 layers took 0.87x and 0.85x (0.66-0.98) the
-     * time; split in two they ran 1.29-1.34x slower (two halves of 18.9 MB
-     * in use at once pass the L3), and at 256 x 512 channels (18.9 MB) four
-     * shares were no faster (0.99x, zen4_vgg16_256_512_28x28_split_tiles_first.md). */
-    if (wino && ow > 16 && !wino_small_output(wl, dev) && (int64_t)36 * wl->c * ((wl->k + 15) / 16 * 16) * 4 > ((int64_t)32 << 20) &&
-        !strcmp(pref->knob, "split_k"))
-        pref->part[0] = 4;
     /* wino on 7x7 and 8x8 outputs: F(2x2), one register tile of the 16
      * tiles x one channel vector, one per work-group (see
      * cpu_default_template). */
