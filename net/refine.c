@@ -85,11 +85,11 @@ static mt_status check_whole(mt_device *dev, const mt_network *net, const mt_wei
     }
     free(pins);
     if (st != MT_OK) return st;
-    /* The sides: the kept configs, the fastest records where they differ, the defaults last. */
-    mt_executor *side[3] = {mixed ? kept : ex[0], mixed ? ex[0] : ex[def], ex[def]};
+    /* The sides: the defaults first (the reference of the paired ratios),
+     * the kept configs, the fastest records where they differ. */
+    mt_executor *side[3] = {ex[def], mixed ? kept : ex[0], ex[0]};
     const int nside = mixed ? 3 : 2, rounds = MT_REFINE_CHECK_ROUNDS;
     double t[3 * MT_REFINE_CHECK_ROUNDS], all[3][MT_REFINE_CHECK_ROUNDS * MT__REFINE_BLOCK], blk[MT__REFINE_BLOCK];
-    int nall = 0;
     for (int b = 0; b < rounds && st == MT_OK; b++) {
         for (int j = 0; j < nside && st == MT_OK; j++) {
             const int s = (b + j) % nside;
@@ -101,21 +101,18 @@ static mt_status check_whole(mt_device *dev, const mt_network *net, const mt_wei
             }
             if (st == MT_OK) t[s * rounds + b] = median_of(blk, MT__REFINE_BLOCK);
         }
-        nall = (b + 1) * MT__REFINE_BLOCK;
     }
     mt_executor_free(kept);
     if (st != MT_OK) return st;
-    /* Ratios over the defaults': the defaults' times first. */
-    double tt[3 * MT_REFINE_CHECK_ROUNDS], ratio[3];
-    const int order[3] = {nside - 1, 0, 1};
-    for (int i = 0; i < nside; i++) memcpy(tt + i * rounds, t + order[i] * rounds, sizeof(double) * (size_t)rounds);
-    mt_refine_paired_ratios(tt, nside, rounds, ratio);
+    double ratio[3];
+    mt_refine_paired_ratios(t, nside, rounds, ratio);
+    const int nall = rounds * MT__REFINE_BLOCK;
     r->kept_vs_default = ratio[1];
-    r->fastest_vs_default = mixed ? ratio[2] : ratio[1];
+    r->fastest_vs_default = ratio[nside - 1];
     r->check_rounds = rounds;
-    r->kept_pass_ms = median_of(all[0], nall);
-    r->fastest_pass_ms = mixed ? median_of(all[1], nall) : r->kept_pass_ms;
-    r->default_pass_ms = median_of(all[nside - 1], nall);
+    r->default_pass_ms = median_of(all[0], nall);
+    r->kept_pass_ms = median_of(all[1], nall);
+    r->fastest_pass_ms = median_of(all[nside - 1], nall);
     r->outcome = mt_refine_verdict(r->kept_vs_default, r->fastest_vs_default);
     for (int c = 0; c < r->nchoices; c++) {
         mt_refine_choice *ch = &r->choices[c];

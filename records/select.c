@@ -68,6 +68,20 @@ static int try_record(const mt_record *rec, void *user) {
  * none, a record made from the preference; either way source says
  * "in-network". Errors of the database only mean no preference here: the
  * walk of the records that follows reports them. */
+/* Offers try_record a record made from a template and config the database
+ * may not hold (a preference's, a pin's). */
+static void try_made(select_ctx *c, const char *fp, const char *tmpl, const char *config, const char *version, const char *source) {
+    mt_record made;
+    mt_record_init(&made);
+    made.wl = *c->wl;
+    snprintf(made.template_name, sizeof made.template_name, "%s", tmpl);
+    snprintf(made.config, sizeof made.config, "%s", config);
+    memcpy(made.device, fp, sizeof made.device);
+    snprintf(made.version, sizeof made.version, "%s", version);
+    snprintf(made.source, sizeof made.source, "%s", source);
+    try_record(&made, c);
+}
+
 static int try_preference(mt_db *db, select_ctx *c, const char *fp) {
     mt_preference *pref = malloc(sizeof *pref);
     if (!pref) return 0;
@@ -79,16 +93,7 @@ static int try_preference(mt_db *db, select_ctx *c, const char *fp) {
         c->match_config = pref->config;
         /* A damaged row stops the walk: then the record made below serves. */
         (void)mt_db_for_each(db, &f, try_record, c, NULL, 0);
-        if (!c->found) {
-            mt_record made;
-            mt_record_init(&made);
-            made.wl = *c->wl;
-            snprintf(made.template_name, sizeof made.template_name, "%s", pref->template_name);
-            snprintf(made.config, sizeof made.config, "%s", pref->config);
-            memcpy(made.device, fp, sizeof made.device);
-            snprintf(made.version, sizeof made.version, "%s", pref->version);
-            try_record(&made, c);
-        }
+        if (!c->found) try_made(c, fp, pref->template_name, pref->config, pref->version, "");
         if (c->found) {
             snprintf(c->res.rec.source, sizeof c->res.rec.source, "in-network:%s", pref->network);
             ok = 1;
@@ -762,15 +767,7 @@ mt_status mt_select_config(const mt_select_query *q, mt_select_result *out, char
         if (!q->pin_template || !q->pin_config || q->rank != 0) {
             st = mt__fail(err, errlen, MT_INVALID_ARG, "select: a pin needs a template, a config and rank 0");
         } else {
-            mt_record made;
-            mt_record_init(&made);
-            made.wl = *wl;
-            snprintf(made.template_name, sizeof made.template_name, "%s", q->pin_template);
-            snprintf(made.config, sizeof made.config, "%s", q->pin_config);
-            memcpy(made.device, fp, sizeof made.device);
-            snprintf(made.version, sizeof made.version, "%s", MT_VERSION_STRING);
-            snprintf(made.source, sizeof made.source, "pinned");
-            try_record(&made, c);
+            try_made(c, fp, q->pin_template, q->pin_config, MT_VERSION_STRING, "pinned");
             if (!c->found)
                 st = mt__fail(err, errlen, MT_INVALID_CONFIG, "select: the pinned %s config '%s' does not build for this workload "
                               "(or reads weights in a layout the caller cannot give)", q->pin_template, q->pin_config);

@@ -56,7 +56,7 @@ def headroom(tuned, default):
             "wino_layers": sum(1 for l in layers if l["wino"]), "layers": len(layers)}
 
 
-def lines(net, h):
+def lines(h):
     """Markdown paragraph on one network's headroom."""
     most = h["direct_floor_ms"] / h["default_ms"]
     return [f"Tuning's headroom (`bench/vs_onednn/headroom.py`): the default configs' convolutions took {h['default_ms']:.2f} ms, "
@@ -80,6 +80,8 @@ def main():
     ap.add_argument("results", help="a bench/vs_onednn results folder (its raw/NET.profile_{tuned,default}.json)")
     a = ap.parse_args()
     raw = os.path.join(a.results, "raw")
+    if not os.path.isdir(raw):
+        sys.exit(f"headroom: {a.results} has no raw/ folder (a bench/vs_onednn results folder has one)")
     nets = sorted({f.split(".")[0] for f in os.listdir(raw) if ".profile_" in f})
     out, md = {}, [f"# Tuning's headroom: {a.results.rstrip('/').split('/')[-1]}", "",
                    "From the profiles of that run (`raw/NET.profile_default.json`, `raw/NET.profile_tuned.json`), by "
@@ -89,7 +91,7 @@ def main():
         if not h:
             continue
         out[net] = h
-        md += [f"## {net}", ""] + lines(net, h)
+        md += [f"## {net}", ""] + lines(h)
     if not out:
         sys.exit(f"headroom: no pair of profiles under {raw}")
     with open(os.path.join(a.results, "headroom.json"), "w") as f:

@@ -148,7 +148,7 @@ def main():
         md.append("")
         n["headroom"] = headroom(pt, pd)
         if n["headroom"]:
-            md += headroom_lines(n["network"], n["headroom"])
+            md += headroom_lines(n["headroom"])
         if n["network"] == "resnet50" and peak:
             above = [l for l in layers_csv if l["network"] == "resnet50" and kernel_shape(l["workload"]) == (3, 3, 1)]
             ones = [l for l in layers_csv if l["network"] == "resnet50" and kernel_shape(l["workload"])[:2] == (1, 1)]
