@@ -31,6 +31,8 @@
 static char tmpdir[256];
 static char rec_db[512];  /* devices A (described) and B (fingerprint only) */
 static char tie_db[512];  /* T1 and T2 with as many records each */
+static char two_db[512];  /* device A: direct, and gemm 10x slower */
+#define NREC_TWO 80
 static const char *WL = "n=1,c=8,h=10,w=10,k=8,r=3,s=3,pad=1";
 
 static mt_device_info device_a(void) {
@@ -58,12 +60,15 @@ static mt_device_info device_a(void) {
 /* A recorded time that depends on the config alone. */
 static double recorded_ms(uint64_t idx) { return 0.5 + (double)(idx % 997) / 100.0; }
 
-/* Records n distinct valid configs of `direct` for WL on device fp (the
- * default config first when with_default), every 7th a build failure. */
-static void record_configs(mt_db *db, const char *fp, int n, int with_default, uint64_t seed) {
+/* Records n distinct valid configs of template tname for WL on device fp
+ * (the default config first when with_default), every 7th a build failure,
+ * their times recorded_ms x scale. */
+static void record_template_configs(mt_db *db, const char *tname, double scale, const char *fp, int n, int with_default,
+                                    uint64_t seed) {
     mt_workload wl;
     assert_int_equal(mt_workload_parse(WL, &wl, NULL, 0), MT_OK);
-    const mt_template *t = mt_template_find("direct");
+    const mt_template *t = mt_template_find(tname);
+    assert_non_null(t);
     mt_space sp;
     assert_int_equal(mt_template_space(t, &wl, &sp), MT_OK);
     mt_device_info a = device_a();
@@ -84,7 +89,7 @@ static void record_configs(mt_db *db, const char *fp, int n, int with_default, u
         mt_record r;
         mt_record_init(&r);
         r.wl = wl;
-        snprintf(r.template_name, sizeof r.template_name, "direct");
+        snprintf(r.template_name, sizeof r.template_name, "%s", tname);
         mt_config_format(&sp, &cfg, r.config, sizeof r.config);
         r.config_index = (int64_t)idx;
         snprintf(r.device, sizeof r.device, "%s", fp);
@@ -92,7 +97,7 @@ static void record_configs(mt_db *db, const char *fp, int n, int with_default, u
             r.status = MT_BUILD;
             snprintf(r.message, sizeof r.message, "recorded build failure");
         } else {
-            double ms = recorded_ms(idx);
+            double ms = recorded_ms(idx) * scale;
             r.ncosts = 3;
             r.costs_ms[0] = ms * 1.01, r.costs_ms[1] = ms, r.costs_ms[2] = ms * 0.99;
             r.median_ms = ms;
@@ -104,12 +109,17 @@ static void record_configs(mt_db *db, const char *fp, int n, int with_default, u
     mt_space_free(&sp);
 }
 
+static void record_configs(mt_db *db, const char *fp, int n, int with_default, uint64_t seed) {
+    record_template_configs(db, "direct", 1, fp, n, with_default, seed);
+}
+
 static int setup(void **state) {
     (void)state;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/mtgpu-test-replay-XXXXXX");
     if (!mkdtemp(tmpdir)) return -1;
     snprintf(rec_db, sizeof rec_db, "%s/recording.db", tmpdir);
     snprintf(tie_db, sizeof tie_db, "%s/tie.db", tmpdir);
+    snprintf(two_db, sizeof two_db, "%s/two.db", tmpdir);
     mt_db *db = NULL;
     mt_db_params dp = mt_db_default_params();
     if (mt_db_open(rec_db, &dp, &db, NULL, 0) != MT_OK) return -1;
@@ -121,6 +131,11 @@ static int setup(void **state) {
     if (mt_db_open(tie_db, &dp, &db, NULL, 0) != MT_OK) return -1;
     record_configs(db, FP_T1, 5, 0, 33);
     record_configs(db, FP_T2, 5, 0, 44);
+    mt_db_close(db);
+    if (mt_db_open(two_db, &dp, &db, NULL, 0) != MT_OK) return -1;
+    if (mt_db_put_device(db, &a, NULL, 0) != MT_OK) return -1;
+    record_template_configs(db, "direct", 1, FP_A, NREC_TWO, 1, 55);
+    record_template_configs(db, "gemm", 10, FP_A, NREC_TWO, 1, 66);
     mt_db_close(db);
     return 0;
 }
@@ -408,6 +423,35 @@ static int64_t count_source(const char *path, const char *prefix) {
     return n;
 }
 
+/* The scheduler spends a task's trials where they can make it faster: with
+ * gemm's recorded configs 10x slower than direct's, most trials go to direct
+ * (with a template's gain scaled by how far behind it is, not its square,
+ * gemm got 26 of 64). */
+static void test_trailing_template_gets_few_trials(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        seen_records *seen = calloc(1, sizeof *seen);
+        assert_non_null(seen);
+        mt_task task = the_task();
+        mt_tune_params p = replay_params("random", 64, seen);
+        p.simulate_db = two_db;
+        p.templates = "direct,gemm";
+        p.seed = seed;
+        mt_tune_summary s;
+        char err[1024] = "";
+        mt_status st = mt_tune(&task, 1, &p, &s, err, sizeof err);
+        if (st != MT_OK) print_message("%s\n", err);
+        assert_int_equal(st, MT_OK);
+        assert_int_equal(seen->n, 64);
+        int gemm = 0;
+        for (int i = 0; i < seen->n; i++) gemm += strcmp(seen->r[i].template_name, "gemm") == 0;
+        print_message("seed %d: %d of %d trials on gemm\n", (int)seed, gemm, seen->n);
+        assert_true(gemm >= 2); /* its first round: the default and one more */
+        assert_true(gemm <= seen->n / 4);
+        free(seen);
+    }
+}
+
 /* Records to a database of the replay's own, marked as replayed, resumed by a
  * rerun; never into the default database or the recording. */
 static void test_records_to_db(void **state) {
@@ -449,6 +493,7 @@ int main(void) {
         cmocka_unit_test(test_refuses_unknown),
         cmocka_unit_test(test_device_choice),
         cmocka_unit_test(test_records_to_db),
+        cmocka_unit_test(test_trailing_template_gets_few_trials),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

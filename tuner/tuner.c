@@ -485,8 +485,15 @@ static int scheduler_pick(const tune_run *s) {
             const unit *u = &s->units[j];
             if (u->task != i || u->done) continue;
             double g = unit_gain(u, s->tasks[i].count);
-            /* A template far behind the task's best gains less for the network. */
-            if (isfinite(g) && task_best > 0 && u->best_ms > task_best) g *= task_best / u->best_ms;
+            /* A template behind the task's best gains the network nothing until it
+             * passes the best. Its forward gain (best_ms / trials) grows with how far
+             * behind it is, so one factor of best / u->best only cancels that (a
+             * template 10x behind got 26 of a task's 64 trials); squared, the
+             * trials a unit gets go as how close it is. */
+            if (isfinite(g) && task_best > 0 && u->best_ms > task_best) {
+                double behind = task_best / u->best_ms;
+                g *= behind * behind;
+            }
             if (g > task_gain) {
                 task_gain = g;
                 task_pick = j;
