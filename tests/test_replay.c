@@ -448,6 +448,7 @@ static void test_trailing_template_gets_few_trials(void **state) {
         print_message("seed %d: %d of %d trials on gemm\n", (int)seed, gemm, seen->n);
         assert_true(gemm >= 2); /* its first round: the default and one more */
         assert_true(gemm <= seen->n / 4);
+        mt_tune_summary_free(&s);
         free(seen);
     }
 }
