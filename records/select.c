@@ -62,12 +62,6 @@ static int try_record(const mt_record *rec, void *user) {
     return 0;
 }
 
-/* The in-network preference of wl on device fp, when there is one, its
- * template is usable and its config builds. c->res.rec is then the record of
- * that config (median_ms its isolated time) or, where the database holds
- * none, a record made from the preference; either way source says
- * "in-network". Errors of the database only mean no preference here: the
- * walk of the records that follows reports them. */
 /* Offers try_record a record made from a template and config the database
  * may not hold (a preference's, a pin's). */
 static void try_made(select_ctx *c, const char *fp, const char *tmpl, const char *config, const char *version, const char *source) {
@@ -82,6 +76,12 @@ static void try_made(select_ctx *c, const char *fp, const char *tmpl, const char
     try_record(&made, c);
 }
 
+/* The in-network preference of wl on device fp, when there is one, its
+ * template is usable and its config builds. c->res.rec is then the record of
+ * that config (median_ms its isolated time) or, where the database holds
+ * none, a record made from the preference; either way source says
+ * "in-network". Errors of the database only mean no preference here: the
+ * walk of the records that follows reports them. */
 static int try_preference(mt_db *db, select_ctx *c, const char *fp) {
     mt_preference *pref = malloc(sizeof *pref);
     if (!pref) return 0;
